@@ -3,6 +3,7 @@
  */
 export * as Api from "./Api.js"
 export * as Apis from "./Apis.js"
+export * as CoordinatorRecord from "./CoordinatorRecord.js"
 export * as Crc32c from "./Crc32c.js"
 export * as Errors from "./Errors.js"
 export * as Header from "./Header.js"
