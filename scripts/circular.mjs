@@ -64,10 +64,11 @@ const findCycle = (graph) => {
     state.set(n, 2)
     return undefined
   }
-  for (const n of graph.keys()) if (!state.has(n)) {
-    const c = visit(n)
-    if (c) return c
-  }
+  for (const n of graph.keys())
+    if (!state.has(n)) {
+      const c = visit(n)
+      if (c) return c
+    }
   return undefined
 }
 

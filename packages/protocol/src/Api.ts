@@ -51,7 +51,8 @@ export interface ApiShape {
   readonly response: { readonly isFlexible: (version: number) => boolean }
 }
 
-export const requestHeaderVersion = (api: ApiShape, version: number): number => (api.request.isFlexible(version) ? 2 : 1)
+export const requestHeaderVersion = (api: ApiShape, version: number): number =>
+  api.request.isFlexible(version) ? 2 : 1
 
 /** ApiVersions responses always use header v0, so that clients can read them at any version. */
 export const responseHeaderVersion = (api: ApiShape, version: number): number =>
@@ -71,7 +72,11 @@ export const encodeRequest = <Req extends Fields, Res extends Fields>(
   try {
     const w = new Writer()
     w.int32(0)
-    writeRequestHeader(w, { apiKey: api.key, apiVersion: version, correlationId, clientId }, requestHeaderVersion(api, version))
+    writeRequestHeader(
+      w,
+      { apiKey: api.key, apiVersion: version, correlationId, clientId },
+      requestHeaderVersion(api, version)
+    )
     api.request.codec(version).write(w, body)
     const frame = w.finish()
     frame.writeInt32BE(frame.length - 4, 0)

@@ -23,7 +23,11 @@ export const peekRequestHeader = (
 ): Either.Either<{ apiKey: number; apiVersion: number; correlationId: number }, DecodeError> => {
   if (frame.length < 8)
     return Either.left(new DecodeError({ message: "request shorter than 8 bytes", what: "RequestHeader", position: 0 }))
-  return Either.right({ apiKey: frame.readInt16BE(0), apiVersion: frame.readInt16BE(2), correlationId: frame.readInt32BE(4) })
+  return Either.right({
+    apiKey: frame.readInt16BE(0),
+    apiVersion: frame.readInt16BE(2),
+    correlationId: frame.readInt32BE(4)
+  })
 }
 
 /** Reads a request header of `headerVersion` from the reader. */
@@ -64,7 +68,10 @@ export const skipTaggedFields = (r: Reader): void => {
   }
 }
 
-export const decodeRequestHeader = (frame: Buffer, headerVersion: number): Either.Either<RequestHeader, DecodeError> => {
+export const decodeRequestHeader = (
+  frame: Buffer,
+  headerVersion: number
+): Either.Either<RequestHeader, DecodeError> => {
   try {
     return Either.right(readRequestHeader(new Reader(frame), headerVersion))
   } catch (e) {
@@ -103,7 +110,11 @@ export class FrameDecoder {
       const size = buf.readInt32BE(pos)
       if (size < 0 || size > this.maxFrameBytes)
         return Either.left(
-          new DecodeError({ message: `frame size ${size} outside 0..${this.maxFrameBytes}`, what: "Frame", position: pos })
+          new DecodeError({
+            message: `frame size ${size} outside 0..${this.maxFrameBytes}`,
+            what: "Frame",
+            position: pos
+          })
         )
       if (buf.length - pos - 4 < size) {
         this.need = size + 4

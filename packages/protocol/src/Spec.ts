@@ -185,7 +185,11 @@ const scalar =
   <const N extends string, const O extends FieldOptions<ScalarTypes[K]> = {}>(
     name: N,
     opts?: O
-  ): Field<Uncapitalize<N>, Nullable<K extends "records" ? Uint8Array : ScalarTypes[K], O>, Nullable<ScalarTypes[K], O>> =>
+  ): Field<
+    Uncapitalize<N>,
+    Nullable<K extends "records" ? Uint8Array : ScalarTypes[K], O>,
+    Nullable<ScalarTypes[K], O>
+  > =>
     makeField(name, { kind }, opts) as Field<
       Uncapitalize<N>,
       Nullable<K extends "records" ? Uint8Array : ScalarTypes[K], O>,

@@ -1,0 +1,77 @@
+/**
+ * `clustermirror server --port <port> --data-dir <dir> [--config <file>] [--host <host>]`
+ *
+ * The only entrypoint of the server app: builds the broker from its config and runs it until SIGTERM
+ * or SIGINT, then shuts down cleanly (sockets closed, logs flushed and closed).
+ */
+import { Broker, BrokerConfig } from "@clustermirror/broker"
+import { Effect, Exit, Fiber } from "effect"
+
+const usage = `usage: clustermirror server [--port <port>] [--data-dir <dir>] [--config <file>] [--host <host>] [--node-id <id>]`
+
+const parseArgs = (argv: ReadonlyArray<string>): Map<string, string> => {
+  const out = new Map<string, string>()
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!
+    if (!a.startsWith("--")) throw new Error(`unexpected argument "${a}"\n${usage}`)
+    const eq = a.indexOf("=")
+    if (eq > 0) out.set(a.slice(2, eq), a.slice(eq + 1))
+    else {
+      const v = argv[i + 1]
+      if (v === undefined || v.startsWith("--")) throw new Error(`missing value for ${a}\n${usage}`)
+      out.set(a.slice(2), v)
+      i++
+    }
+  }
+  return out
+}
+
+const buildConfig = (args: Map<string, string>): BrokerConfig.BrokerConfig => {
+  let config = BrokerConfig.defaults
+  const file = args.get("config")
+  if (file !== undefined) config = BrokerConfig.fromFile(file, config)
+  const overrides = new Map<string, string>()
+  for (const [k, v] of args) {
+    if (k === "config") continue
+    if (k === "port") overrides.set("listeners", `PLAINTEXT://${args.get("host") ?? config.host}:${v}`)
+    else if (k === "host") overrides.set("listeners", `PLAINTEXT://${v}:${args.get("port") ?? config.port}`)
+    else if (k === "data-dir") overrides.set("log.dirs", v)
+    else if (k === "node-id") overrides.set("node.id", v)
+    else throw new Error(`unknown option --${k}\n${usage}`)
+  }
+  return BrokerConfig.fromProperties(overrides, config)
+}
+
+const log = (line: string) => process.stdout.write(`[${new Date().toISOString()}] ${line}\n`)
+
+const main = async () => {
+  const [command, ...rest] = process.argv.slice(2)
+  if (command !== "server") {
+    process.stderr.write(`${usage}\n`)
+    process.exit(command === undefined || command === "--help" ? 0 : 2)
+  }
+  let config: BrokerConfig.BrokerConfig
+  try {
+    config = buildConfig(parseArgs(rest))
+  } catch (e) {
+    process.stderr.write(`${e instanceof Error ? e.message : String(e)}\n`)
+    process.exit(2)
+  }
+  const program = Effect.scoped(Effect.flatMap(Broker.scoped(config, log), () => Effect.never))
+  const fiber = Effect.runFork(program)
+  const shutdown = (signal: string) => {
+    log(`${signal} received, shutting down`)
+    Effect.runFork(Fiber.interrupt(fiber))
+  }
+  process.once("SIGTERM", () => shutdown("SIGTERM"))
+  process.once("SIGINT", () => shutdown("SIGINT"))
+  const exit = await Effect.runPromise(Fiber.await(fiber))
+  if (Exit.isFailure(exit) && !Exit.isInterrupted(exit)) {
+    process.stderr.write(`server failed: ${String(exit.cause)}\n`)
+    process.exit(1)
+  }
+  log("stopped")
+  process.exit(0)
+}
+
+void main()

@@ -1,0 +1,1335 @@
+/**
+ * The classic consumer-group coordinator: group membership (JoinGroup, SyncGroup, Heartbeat,
+ * LeaveGroup), committed offsets (OffsetCommit, OffsetFetch) and group listing (ListGroups,
+ * DescribeGroups, DeleteGroups) with Kafka's classic-protocol semantics, so that real consumers
+ * (kafkajs, librdkafka, the Java consumer with `group.protocol=classic`) run against it.
+ *
+ * Inputs and outputs are plain domain values with Kafka error codes as numbers; request handlers own
+ * the wire. Durable state is event-sourced into `__consumer_offsets` through the `GroupLog` port:
+ * decide the records, replay them into a candidate state, append, then answer. Membership, waiting
+ * requests and timers are runtime state driven by an injected `Clock`; after a restart groups come back
+ * Empty with their generation and their offsets, and members rejoin. It must not know the wire format
+ * of requests or do I/O other than through its ports.
+ */
+import { Errors } from "@clustermirror/protocol"
+import { HashMap, Option } from "effect"
+import type { Buffer } from "node:buffer"
+import { randomUUID } from "node:crypto"
+import * as Records from "./internal/groupRecords.js"
+import * as GroupState from "./internal/groupState.js"
+
+const E = Errors.ErrorCode
+
+// ---------------------------------------------------------------------------------------------------
+// Ports
+
+/** Durable storage of coordinator records (`__consumer_offsets`). */
+export interface GroupLog {
+  /** Appends key/value records durably (value null = tombstone) and resolves when they are committed. */
+  append(records: ReadonlyArray<{ key: Buffer; value: Buffer | null }>): Promise<void>
+  /** Every record in the log, oldest first, for replay on start. */
+  readAll(): AsyncIterable<{ key: Buffer; value: Buffer | null }> | Iterable<{ key: Buffer; value: Buffer | null }>
+}
+
+/** An in-memory `GroupLog`: the records appended so far, oldest first. */
+export interface MemoryGroupLog extends GroupLog {
+  readonly records: ReadonlyArray<{ readonly key: Buffer; readonly value: Buffer | null }>
+}
+
+export const memoryGroupLog = (
+  initial: ReadonlyArray<{ readonly key: Buffer; readonly value: Buffer | null }> = []
+): MemoryGroupLog => {
+  const records = [...initial]
+  return {
+    records,
+    append: async (batch) => {
+      records.push(...batch)
+    },
+    readAll: () => [...records]
+  }
+}
+
+export interface Timer {
+  /** Stops the timer; a no-op once it fired or was cancelled. */
+  readonly cancel: () => void
+}
+
+/** Time and timers, injected so that rebalance and session timeouts are testable without sleeping. */
+export interface Clock {
+  readonly now: () => number
+  readonly setTimer: (delayMs: number, callback: () => void) => Timer
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimer: (delayMs, callback) => {
+    const handle = setTimeout(callback, delayMs)
+    handle.unref()
+    return { cancel: () => clearTimeout(handle) }
+  }
+}
+
+/** A clock that only moves when told to; timers fire in due order during `advance`. */
+export interface ManualClock extends Clock {
+  /** Moves time forward by `ms`, firing every timer that falls due (including ones they schedule). */
+  readonly advance: (ms: number) => void
+  /** Timers scheduled and not yet fired or cancelled. */
+  readonly pendingTimers: () => number
+}
+
+export const manualClock = (startMs = 0): ManualClock => {
+  let now = startMs
+  let seq = 0
+  const timers = new Map<number, { readonly due: number; readonly callback: () => void }>()
+  const nextDue = (limit: number): number | undefined => {
+    let best: number | undefined
+    for (const [id, t] of timers) {
+      const b = best === undefined ? undefined : timers.get(best)
+      if (t.due <= limit && (b === undefined || t.due < b.due)) best = id
+    }
+    return best
+  }
+  return {
+    now: () => now,
+    setTimer: (delayMs, callback) => {
+      const id = seq++
+      timers.set(id, { due: now + Math.max(0, delayMs), callback })
+      return { cancel: () => void timers.delete(id) }
+    },
+    advance: (ms) => {
+      const target = now + ms
+      for (let id = nextDue(target); id !== undefined; id = nextDue(target)) {
+        const t = timers.get(id)!
+        timers.delete(id)
+        now = t.due
+        t.callback()
+      }
+      now = target
+    },
+    pendingTimers: () => timers.size
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Configuration
+
+export interface GroupCoordinatorConfig {
+  /** `group.initial.rebalance.delay.ms`: how long the first rebalance of an Empty group waits for more members. */
+  readonly groupInitialRebalanceDelayMs: number
+  /** `group.min.session.timeout.ms` */
+  readonly groupMinSessionTimeoutMs: number
+  /** `group.max.session.timeout.ms` */
+  readonly groupMaxSessionTimeoutMs: number
+  /** `group.max.size` */
+  readonly groupMaxSize: number
+  /** `offset.metadata.max.bytes`: longer commit metadata is refused with OFFSET_METADATA_TOO_LARGE. */
+  readonly offsetMetadataMaxBytes: number
+}
+
+export const defaultConfig: GroupCoordinatorConfig = {
+  groupInitialRebalanceDelayMs: 3000,
+  groupMinSessionTimeoutMs: 6000,
+  groupMaxSessionTimeoutMs: 1_800_000,
+  groupMaxSize: 2_147_483_647,
+  offsetMetadataMaxBytes: 4096
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Domain inputs and outputs
+
+export type GroupStateName = "Empty" | "PreparingRebalance" | "CompletingRebalance" | "Stable" | "Dead"
+
+export interface GroupProtocol {
+  readonly name: string
+  readonly metadata: Uint8Array
+}
+
+export interface JoinGroupRequest {
+  readonly groupId: string
+  /** "" for a member joining for the first time. */
+  readonly memberId: string
+  readonly groupInstanceId: string | null
+  readonly protocolType: string
+  /** In the member's order of preference. */
+  readonly protocols: ReadonlyArray<GroupProtocol>
+  readonly sessionTimeoutMs: number
+  /** JoinGroup v0 has none: handlers pass the session timeout, as Kafka does. */
+  readonly rebalanceTimeoutMs: number
+  readonly clientId: string
+  readonly clientHost: string
+  /** Set by handlers for JoinGroup v4+: an unknown dynamic member first gets MEMBER_ID_REQUIRED. */
+  readonly requireKnownMemberId: boolean
+  readonly reason?: string | null
+}
+
+export interface JoinGroupMember {
+  readonly memberId: string
+  readonly groupInstanceId: string | null
+  readonly metadata: Uint8Array
+}
+
+export interface JoinGroupResult {
+  readonly errorCode: number
+  readonly generationId: number
+  readonly protocolType: string | null
+  readonly protocolName: string | null
+  readonly leader: string
+  /** True when a static leader rejoined a Stable group: it must not compute a new assignment (v9+). */
+  readonly skipAssignment: boolean
+  readonly memberId: string
+  /** Every member with its metadata for the selected protocol, for the leader only. */
+  readonly members: ReadonlyArray<JoinGroupMember>
+}
+
+export interface SyncGroupRequest {
+  readonly groupId: string
+  readonly generationId: number
+  readonly memberId: string
+  readonly groupInstanceId: string | null
+  /** SyncGroup v5+; null when the request version has none. */
+  readonly protocolType: string | null
+  readonly protocolName: string | null
+  /** The leader's assignment; empty for followers. */
+  readonly assignments: ReadonlyArray<{ readonly memberId: string; readonly assignment: Uint8Array }>
+}
+
+export interface SyncGroupResult {
+  readonly errorCode: number
+  readonly protocolType: string | null
+  readonly protocolName: string | null
+  readonly assignment: Uint8Array
+}
+
+export interface HeartbeatRequest {
+  readonly groupId: string
+  readonly generationId: number
+  readonly memberId: string
+  readonly groupInstanceId: string | null
+}
+
+export interface HeartbeatResult {
+  readonly errorCode: number
+}
+
+export interface LeaveGroupRequest {
+  readonly groupId: string
+  /** One member for LeaveGroup v0-2 (its `memberId`), a batch for v3+. */
+  readonly members: ReadonlyArray<{
+    readonly memberId: string
+    readonly groupInstanceId: string | null
+    readonly reason?: string | null
+  }>
+}
+
+export interface LeaveGroupResult {
+  /** Whole-request error; handlers for v0-2 answer with the single member's code when this is NONE. */
+  readonly errorCode: number
+  readonly members: ReadonlyArray<{
+    readonly memberId: string
+    readonly groupInstanceId: string | null
+    readonly errorCode: number
+  }>
+}
+
+export interface OffsetCommitRequest {
+  readonly groupId: string
+  /** -1 for commits from outside group management (admin tools, `assign()` consumers). */
+  readonly generationId: number
+  readonly memberId: string
+  readonly groupInstanceId: string | null
+  readonly topics: ReadonlyArray<{
+    readonly name: string
+    readonly partitions: ReadonlyArray<{
+      readonly partitionIndex: number
+      readonly committedOffset: bigint
+      /** -1 when unknown (v0-5). */
+      readonly committedLeaderEpoch: number
+      readonly committedMetadata: string | null
+    }>
+  }>
+}
+
+export interface OffsetCommitResult {
+  readonly topics: ReadonlyArray<{
+    readonly name: string
+    readonly partitions: ReadonlyArray<{ readonly partitionIndex: number; readonly errorCode: number }>
+  }>
+}
+
+export interface OffsetFetchRequest {
+  readonly groupId: string
+  /** null: every partition the group has an offset for. */
+  readonly topics: ReadonlyArray<{ readonly name: string; readonly partitionIndexes: ReadonlyArray<number> }> | null
+}
+
+export interface OffsetFetchPartition {
+  readonly partitionIndex: number
+  /** -1 when the group has no committed offset for the partition. */
+  readonly committedOffset: bigint
+  readonly committedLeaderEpoch: number
+  readonly metadata: string | null
+  readonly errorCode: number
+}
+
+export interface OffsetFetchResult {
+  readonly errorCode: number
+  readonly topics: ReadonlyArray<{ readonly name: string; readonly partitions: ReadonlyArray<OffsetFetchPartition> }>
+}
+
+export interface ListGroupsRequest {
+  /** Case-insensitive state names; empty means all. */
+  readonly statesFilter?: ReadonlyArray<string>
+  /** Case-insensitive group types ("classic", "consumer"); empty means all. */
+  readonly typesFilter?: ReadonlyArray<string>
+}
+
+export interface ListedGroup {
+  readonly groupId: string
+  readonly protocolType: string
+  readonly groupState: GroupStateName
+  readonly groupType: "classic"
+}
+
+export interface DescribedMember {
+  readonly memberId: string
+  readonly groupInstanceId: string | null
+  readonly clientId: string
+  readonly clientHost: string
+  /** The member's metadata for the selected protocol; empty unless the group is Stable (as in Kafka). */
+  readonly memberMetadata: Uint8Array
+  /** Empty unless the group is Stable. */
+  readonly memberAssignment: Uint8Array
+}
+
+export interface DescribedGroup {
+  /** GROUP_ID_NOT_FOUND (69) for an unknown group: handlers for DescribeGroups v0-5 answer NONE instead. */
+  readonly errorCode: number
+  readonly groupId: string
+  readonly groupState: GroupStateName
+  readonly protocolType: string
+  /** The selected protocol; "" unless the group is Stable. */
+  readonly protocolData: string
+  readonly members: ReadonlyArray<DescribedMember>
+}
+
+export interface DeletedGroup {
+  readonly groupId: string
+  readonly errorCode: number
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Pure decisions
+
+/** The records an offset commit produces and its response, for a commit already validated. */
+export const decideOffsetCommit = (
+  request: OffsetCommitRequest,
+  nowMs: number,
+  offsetMetadataMaxBytes: number
+): { readonly records: ReadonlyArray<Records.GroupRecord>; readonly response: OffsetCommitResult } => {
+  const records: Array<Records.GroupRecord> = []
+  const topics = request.topics.map((t) => ({
+    name: t.name,
+    partitions: t.partitions.map((p) => {
+      const metadata = p.committedMetadata ?? ""
+      if (metadata.length > offsetMetadataMaxBytes)
+        return { partitionIndex: p.partitionIndex, errorCode: E.OFFSET_METADATA_TOO_LARGE }
+      records.push(
+        Records.offsetCommit(request.groupId, t.name, p.partitionIndex, {
+          offset: p.committedOffset,
+          leaderEpoch: p.committedLeaderEpoch,
+          metadata,
+          commitTimestamp: BigInt(nowMs),
+          expireTimestamp: -1n
+        })
+      )
+      return { partitionIndex: p.partitionIndex, errorCode: E.NONE }
+    })
+  }))
+  return { records, response: { topics } }
+}
+
+/**
+ * The protocol a group uses: among the protocols every member supports, the one most members list
+ * first; ties go to the leader's order of preference.
+ */
+export const selectProtocol = (
+  members: ReadonlyArray<{ readonly memberId: string; readonly protocols: ReadonlyArray<GroupProtocol> }>,
+  leaderId: string | null
+): string | null => {
+  const first = members[0]
+  if (first === undefined) return null
+  const candidates = first.protocols
+    .map((p) => p.name)
+    .filter((name) => members.every((m) => m.protocols.some((p) => p.name === name)))
+  if (candidates.length === 0) return null
+  const votes = new Map<string, number>()
+  for (const m of members) {
+    const vote = m.protocols.find((p) => candidates.includes(p.name))
+    if (vote !== undefined) votes.set(vote.name, (votes.get(vote.name) ?? 0) + 1)
+  }
+  const leader = members.find((m) => m.memberId === leaderId) ?? first
+  const order = leader.protocols.map((p) => p.name).filter((name) => candidates.includes(name))
+  let best = order[0]!
+  for (const name of order) if ((votes.get(name) ?? 0) > (votes.get(best) ?? 0)) best = name
+  return best
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Runtime model (membership and waiting requests; never persisted as such)
+
+interface Member {
+  memberId: string
+  readonly groupInstanceId: string | null
+  readonly clientId: string
+  readonly clientHost: string
+  rebalanceTimeoutMs: number
+  sessionTimeoutMs: number
+  protocolType: string
+  protocols: ReadonlyArray<GroupProtocol>
+  assignment: Uint8Array
+  awaitingJoin: ((result: JoinGroupResult) => void) | null
+  awaitingSync: ((result: SyncGroupResult) => void) | null
+  sessionTimer: Timer | null
+}
+
+interface Group {
+  readonly groupId: string
+  state: GroupStateName
+  protocolType: string | null
+  protocolName: string | null
+  generationId: number
+  leaderId: string | null
+  /** In join order, which is the order the leader sees. */
+  members: Map<string, Member>
+  readonly staticMembers: Map<string, string>
+  /** Member ids handed out with MEMBER_ID_REQUIRED, each expiring after the session timeout. */
+  readonly pendingMembers: Map<string, Timer>
+  /** Members that have not sent SyncGroup for the current generation. */
+  readonly pendingSyncMembers: Set<string>
+  /** The initial delayed join is running and a member joined since it was (re)scheduled. */
+  newMemberAdded: boolean
+  initialDelayActive: boolean
+  joinTimer: Timer | null
+  syncTimer: Timer | null
+  stateTimestamp: number
+}
+
+const EMPTY_BYTES = new Uint8Array(0)
+
+const joinError = (memberId: string, errorCode: number): JoinGroupResult => ({
+  errorCode,
+  generationId: -1,
+  protocolType: null,
+  protocolName: null,
+  leader: "",
+  skipAssignment: false,
+  memberId,
+  members: []
+})
+
+const syncError = (errorCode: number): SyncGroupResult => ({
+  errorCode,
+  protocolType: null,
+  protocolName: null,
+  assignment: EMPTY_BYTES
+})
+
+const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i])
+
+const sameProtocols = (a: ReadonlyArray<GroupProtocol>, b: ReadonlyArray<GroupProtocol>): boolean =>
+  a.length === b.length && a.every((p, i) => p.name === b[i]!.name && sameBytes(p.metadata, b[i]!.metadata))
+
+const metadataFor = (member: Member, protocol: string | null): Uint8Array =>
+  member.protocols.find((p) => p.name === protocol)?.metadata ?? EMPTY_BYTES
+
+export interface GroupCoordinatorOptions {
+  readonly log: GroupLog
+  readonly clock?: Clock
+  readonly config?: Partial<GroupCoordinatorConfig>
+  /** Source of the uuid part of generated member ids. */
+  readonly randomUuid?: () => string
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The coordinator
+
+export class GroupCoordinator {
+  private readonly log: GroupLog
+  private readonly clock: Clock
+  private readonly randomUuid: () => string
+  readonly config: GroupCoordinatorConfig
+  private readonly groups = new Map<string, Group>()
+  private readonly timers = new Set<Timer>()
+  private committed: GroupState.State
+  /** Appends run one at a time, in the order they were decided. */
+  private tail: Promise<void> = Promise.resolve()
+  private closed = false
+
+  /** Use `make`, which replays the log first. */
+  constructor(options: GroupCoordinatorOptions, state: GroupState.State) {
+    this.log = options.log
+    this.clock = options.clock ?? systemClock
+    this.randomUuid = options.randomUuid ?? randomUUID
+    this.config = { ...defaultConfig, ...options.config }
+    this.committed = state
+    for (const groupId of GroupState.groupIds(state)) {
+      const group = this.newGroup(groupId)
+      const metadata = Option.getOrUndefined(HashMap.get(state.groups, groupId))
+      if (metadata !== undefined) {
+        group.generationId = metadata.generation
+        group.protocolType = metadata.protocolType === "" ? null : metadata.protocolType
+      }
+      this.groups.set(groupId, group)
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // JoinGroup
+
+  /** Resolves when the member's join phase completes (or at once for errors and unchanged rejoins). */
+  joinGroup(req: JoinGroupRequest): Promise<JoinGroupResult> {
+    if (this.closed) return Promise.resolve(joinError(req.memberId, E.NOT_COORDINATOR))
+    if (req.groupId === "") return Promise.resolve(joinError(req.memberId, E.INVALID_GROUP_ID))
+    if (
+      req.sessionTimeoutMs < this.config.groupMinSessionTimeoutMs ||
+      req.sessionTimeoutMs > this.config.groupMaxSessionTimeoutMs
+    )
+      return Promise.resolve(joinError(req.memberId, E.INVALID_SESSION_TIMEOUT))
+    let group = this.groups.get(req.groupId)
+    if (group === undefined) {
+      if (req.memberId !== "") return Promise.resolve(joinError(req.memberId, E.UNKNOWN_MEMBER_ID))
+      group = this.newGroup(req.groupId)
+      this.groups.set(req.groupId, group)
+    }
+    const result = this.join(group, req)
+    this.forgetIfUnused(group)
+    return result
+  }
+
+  private join(group: Group, req: JoinGroupRequest): Promise<JoinGroupResult> {
+    const isNew = req.memberId === "" || group.pendingMembers.has(req.memberId)
+    if (isNew && group.members.size >= this.config.groupMaxSize)
+      return Promise.resolve(joinError(req.memberId, E.GROUP_MAX_SIZE_REACHED))
+    if (!this.supportsProtocols(group, req.protocolType, req.protocols))
+      return Promise.resolve(joinError(req.memberId, E.INCONSISTENT_GROUP_PROTOCOL))
+    return req.memberId === "" ? this.joinUnknownMember(group, req) : this.joinKnownMember(group, req)
+  }
+
+  private supportsProtocols(group: Group, protocolType: string, protocols: ReadonlyArray<GroupProtocol>): boolean {
+    if (protocolType === "" || protocols.length === 0) return false
+    if (group.members.size === 0) return true
+    if (group.protocolType !== protocolType) return false
+    const members = [...group.members.values()]
+    return protocols.some((p) => members.every((m) => m.protocols.some((q) => q.name === p.name)))
+  }
+
+  private joinUnknownMember(group: Group, req: JoinGroupRequest): Promise<JoinGroupResult> {
+    const memberId = `${req.clientId}-${this.randomUuid()}`
+    if (req.groupInstanceId !== null) {
+      const oldId = group.staticMembers.get(req.groupInstanceId)
+      return oldId === undefined
+        ? this.addMemberAndRebalance(group, memberId, req)
+        : this.replaceStaticMember(group, oldId, memberId, req)
+    }
+    if (req.requireKnownMemberId) {
+      // The member id is handed out first so that a client whose response is lost does not leave a
+      // ghost member behind: only members that come back with their id are added.
+      group.pendingMembers.set(
+        memberId,
+        this.schedule(req.sessionTimeoutMs, () => {
+          group.pendingMembers.delete(memberId)
+          this.maybeCompleteJoin(group)
+          this.forgetIfUnused(group)
+        })
+      )
+      return Promise.resolve(joinError(memberId, E.MEMBER_ID_REQUIRED))
+    }
+    return this.addMemberAndRebalance(group, memberId, req)
+  }
+
+  private joinKnownMember(group: Group, req: JoinGroupRequest): Promise<JoinGroupResult> {
+    const pending = group.pendingMembers.get(req.memberId)
+    if (pending !== undefined) {
+      pending.cancel()
+      group.pendingMembers.delete(req.memberId)
+      return this.addMemberAndRebalance(group, req.memberId, req)
+    }
+    const checked = this.validateMember(group, req.memberId, req.groupInstanceId)
+    if (typeof checked === "number") return Promise.resolve(joinError(req.memberId, checked))
+    const member = checked
+    switch (group.state) {
+      case "PreparingRebalance":
+        return this.updateMemberAndRebalance(group, member, req)
+      case "CompletingRebalance":
+        // Same metadata: the member most likely lost the join response, so it gets the same one again.
+        return sameProtocols(member.protocols, req.protocols)
+          ? Promise.resolve(this.currentJoinResult(group, member, false))
+          : this.updateMemberAndRebalance(group, member, req)
+      case "Stable":
+        // A leader's rejoin forces a rebalance: assignments may depend on things member metadata does
+        // not carry (topic partition counts, for one).
+        if (group.leaderId === member.memberId || !sameProtocols(member.protocols, req.protocols))
+          return this.updateMemberAndRebalance(group, member, req)
+        this.scheduleSession(group, member)
+        return Promise.resolve(this.currentJoinResult(group, member, false))
+      case "Empty":
+      case "Dead":
+        return Promise.resolve(joinError(req.memberId, E.UNKNOWN_MEMBER_ID))
+    }
+  }
+
+  /** The member, or the error code for an unknown member or a fenced static instance. */
+  private validateMember(group: Group, memberId: string, groupInstanceId: string | null): Member | number {
+    if (groupInstanceId !== null) {
+      const current = group.staticMembers.get(groupInstanceId)
+      if (current === undefined) return E.UNKNOWN_MEMBER_ID
+      if (current !== memberId) return E.FENCED_INSTANCE_ID
+    }
+    return group.members.get(memberId) ?? E.UNKNOWN_MEMBER_ID
+  }
+
+  private addMemberAndRebalance(group: Group, memberId: string, req: JoinGroupRequest): Promise<JoinGroupResult> {
+    return new Promise((resolve) => {
+      const member: Member = {
+        memberId,
+        groupInstanceId: req.groupInstanceId,
+        clientId: req.clientId,
+        clientHost: req.clientHost,
+        rebalanceTimeoutMs: req.rebalanceTimeoutMs,
+        sessionTimeoutMs: req.sessionTimeoutMs,
+        protocolType: req.protocolType,
+        protocols: req.protocols,
+        assignment: EMPTY_BYTES,
+        awaitingJoin: resolve,
+        awaitingSync: null,
+        sessionTimer: null
+      }
+      if (group.members.size === 0) group.protocolType = req.protocolType
+      group.members.set(memberId, member)
+      if (req.groupInstanceId !== null) group.staticMembers.set(req.groupInstanceId, memberId)
+      group.leaderId ??= memberId
+      if (group.state === "PreparingRebalance") group.newMemberAdded = true
+      this.maybePrepareRebalance(group)
+      this.maybeCompleteJoin(group)
+    })
+  }
+
+  private updateMemberAndRebalance(group: Group, member: Member, req: JoinGroupRequest): Promise<JoinGroupResult> {
+    return new Promise((resolve) => {
+      // A second join from the same member supersedes the first; the first gets an answer rather than
+      // hanging until the client's request timeout.
+      member.awaitingJoin?.(joinError(member.memberId, E.REBALANCE_IN_PROGRESS))
+      member.protocols = req.protocols
+      member.protocolType = req.protocolType
+      member.rebalanceTimeoutMs = req.rebalanceTimeoutMs
+      member.sessionTimeoutMs = req.sessionTimeoutMs
+      member.awaitingJoin = resolve
+      this.maybePrepareRebalance(group)
+      this.maybeCompleteJoin(group)
+    })
+  }
+
+  /**
+   * A static member rejoining with a new member id takes over the old member: same assignment, and no
+   * rebalance when the group is Stable and the selected protocol stays the same.
+   */
+  private replaceStaticMember(
+    group: Group,
+    oldId: string,
+    newId: string,
+    req: JoinGroupRequest
+  ): Promise<JoinGroupResult> {
+    const old = group.members.get(oldId)!
+    old.awaitingJoin?.(joinError(oldId, E.FENCED_INSTANCE_ID))
+    old.awaitingSync?.(syncError(E.FENCED_INSTANCE_ID))
+    old.awaitingJoin = null
+    old.awaitingSync = null
+    old.sessionTimer?.cancel()
+    old.sessionTimer = null
+    const previous = {
+      protocols: old.protocols,
+      rebalanceTimeoutMs: old.rebalanceTimeoutMs,
+      sessionTimeoutMs: old.sessionTimeoutMs
+    }
+    const member = old
+    this.renameMember(group, oldId, newId)
+    member.protocols = req.protocols
+    member.rebalanceTimeoutMs = req.rebalanceTimeoutMs
+    member.sessionTimeoutMs = req.sessionTimeoutMs
+    return new Promise((resolve) => {
+      if (
+        group.state === "Stable" &&
+        selectProtocol([...group.members.values()], group.leaderId) === group.protocolName
+      ) {
+        const generation = group.generationId
+        this.persist([this.groupMetadataRecord(group)]).then(
+          () => {
+            this.scheduleSession(group, member)
+            resolve(this.currentJoinResult(group, member, group.leaderId === newId))
+          },
+          () => {
+            if (group.generationId === generation && group.members.get(newId) === member) {
+              this.renameMember(group, newId, oldId)
+              member.protocols = previous.protocols
+              member.rebalanceTimeoutMs = previous.rebalanceTimeoutMs
+              member.sessionTimeoutMs = previous.sessionTimeoutMs
+              this.scheduleSession(group, member)
+            }
+            resolve(joinError("", E.COORDINATOR_NOT_AVAILABLE))
+          }
+        )
+        return
+      }
+      member.awaitingJoin = resolve
+      this.maybePrepareRebalance(group)
+      this.maybeCompleteJoin(group)
+    })
+  }
+
+  /** Changes a member's id in place, keeping join order, leadership and the static mapping. */
+  private renameMember(group: Group, fromId: string, toId: string): void {
+    const member = group.members.get(fromId)!
+    member.memberId = toId
+    group.members = new Map([...group.members].map(([id, m]) => (id === fromId ? [toId, m] : [id, m])))
+    if (group.leaderId === fromId) group.leaderId = toId
+    if (member.groupInstanceId !== null) group.staticMembers.set(member.groupInstanceId, toId)
+    if (group.pendingSyncMembers.delete(fromId)) group.pendingSyncMembers.add(toId)
+  }
+
+  private currentJoinResult(group: Group, member: Member, skipAssignment: boolean): JoinGroupResult {
+    const isLeader = group.leaderId === member.memberId
+    return {
+      errorCode: E.NONE,
+      generationId: group.generationId,
+      protocolType: group.protocolType,
+      protocolName: group.protocolName,
+      leader: group.leaderId ?? "",
+      skipAssignment,
+      memberId: member.memberId,
+      members: isLeader ? this.memberList(group) : []
+    }
+  }
+
+  private memberList(group: Group): ReadonlyArray<JoinGroupMember> {
+    return [...group.members.values()].map((m) => ({
+      memberId: m.memberId,
+      groupInstanceId: m.groupInstanceId,
+      metadata: metadataFor(m, group.protocolName)
+    }))
+  }
+
+  private maybePrepareRebalance(group: Group): void {
+    if (group.state === "Stable" || group.state === "CompletingRebalance" || group.state === "Empty")
+      this.prepareRebalance(group)
+  }
+
+  private prepareRebalance(group: Group): void {
+    if (group.state === "CompletingRebalance") {
+      // The assignment being handed out is void: followers waiting for it must rejoin.
+      for (const m of group.members.values()) {
+        m.assignment = EMPTY_BYTES
+        const waiting = m.awaitingSync
+        m.awaitingSync = null
+        waiting?.(syncError(E.REBALANCE_IN_PROGRESS))
+      }
+    }
+    group.syncTimer?.cancel()
+    group.syncTimer = null
+    group.pendingSyncMembers.clear()
+    group.joinTimer?.cancel()
+    const initial = group.state === "Empty"
+    this.transition(group, "PreparingRebalance")
+    group.newMemberAdded = false
+    if (initial && this.config.groupInitialRebalanceDelayMs > 0) {
+      const delay = this.config.groupInitialRebalanceDelayMs
+      group.initialDelayActive = true
+      this.scheduleInitialJoin(group, delay, Math.max(this.rebalanceTimeout(group) - delay, 0))
+    } else {
+      group.initialDelayActive = false
+      group.joinTimer = this.schedule(this.rebalanceTimeout(group), () => this.completeJoin(group))
+    }
+  }
+
+  /** While members keep arriving, the initial rebalance waits another delay, up to the rebalance timeout. */
+  private scheduleInitialJoin(group: Group, delayMs: number, remainingMs: number): void {
+    group.joinTimer = this.schedule(delayMs, () => {
+      group.joinTimer = null
+      if (group.newMemberAdded && remainingMs > 0) {
+        group.newMemberAdded = false
+        const next = Math.min(this.config.groupInitialRebalanceDelayMs, remainingMs)
+        this.scheduleInitialJoin(group, next, Math.max(remainingMs - next, 0))
+      } else {
+        group.initialDelayActive = false
+        this.completeJoin(group)
+      }
+    })
+  }
+
+  private rebalanceTimeout(group: Group): number {
+    let max = 0
+    for (const m of group.members.values()) max = Math.max(max, m.rebalanceTimeoutMs)
+    return max
+  }
+
+  private maybeCompleteJoin(group: Group): void {
+    if (group.state !== "PreparingRebalance" || group.initialDelayActive) return
+    if (group.pendingMembers.size > 0) return
+    for (const m of group.members.values()) if (m.awaitingJoin === null) return
+    this.completeJoin(group)
+  }
+
+  /**
+   * Ends the join phase: members that did not rejoin are removed, the generation moves on and every
+   * joined member gets its response. An emptied group is persisted as Empty.
+   */
+  private completeJoin(group: Group): void {
+    if (group.state !== "PreparingRebalance") return
+    group.joinTimer?.cancel()
+    group.joinTimer = null
+    group.initialDelayActive = false
+    for (const m of [...group.members.values()]) if (m.awaitingJoin === null) this.dropMember(group, m)
+    if (group.leaderId === null || !group.members.has(group.leaderId))
+      group.leaderId = group.members.keys().next().value ?? null
+    group.generationId += 1
+    if (group.members.size === 0) {
+      group.protocolName = null
+      this.transition(group, "Empty")
+      this.persist([this.groupMetadataRecord(group)]).catch(() => {})
+      return
+    }
+    group.protocolName = selectProtocol([...group.members.values()], group.leaderId)
+    this.transition(group, "CompletingRebalance")
+    const generation = group.generationId
+    for (const m of group.members.values()) group.pendingSyncMembers.add(m.memberId)
+    group.syncTimer = this.schedule(this.rebalanceTimeout(group), () => this.expirePendingSync(group, generation))
+    for (const m of group.members.values()) {
+      const respond = m.awaitingJoin!
+      m.awaitingJoin = null
+      this.scheduleSession(group, m)
+      respond(this.currentJoinResult(group, m, false))
+    }
+  }
+
+  /** Members that never sent SyncGroup within the rebalance timeout leave, and the group rebalances. */
+  private expirePendingSync(group: Group, generation: number): void {
+    group.syncTimer = null
+    if (group.generationId !== generation) return
+    if (group.state !== "CompletingRebalance" && group.state !== "Stable") return
+    const late = [...group.pendingSyncMembers]
+    if (late.length === 0) return
+    for (const id of late) {
+      const m = group.members.get(id)
+      if (m !== undefined) this.dropMember(group, m)
+    }
+    this.prepareRebalance(group)
+    this.maybeCompleteJoin(group)
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // SyncGroup
+
+  /** Resolves with the member's assignment once the leader's assignment is committed. */
+  syncGroup(req: SyncGroupRequest): Promise<SyncGroupResult> {
+    if (this.closed) return Promise.resolve(syncError(E.NOT_COORDINATOR))
+    const group = this.groups.get(req.groupId)
+    if (group === undefined) return Promise.resolve(syncError(E.UNKNOWN_MEMBER_ID))
+    if (group.state === "Dead") return Promise.resolve(syncError(E.COORDINATOR_NOT_AVAILABLE))
+    const checked = this.validateMember(group, req.memberId, req.groupInstanceId)
+    if (typeof checked === "number") return Promise.resolve(syncError(checked))
+    const member = checked
+    if (req.generationId !== group.generationId) return Promise.resolve(syncError(E.ILLEGAL_GENERATION))
+    if (
+      (req.protocolType !== null && req.protocolType !== group.protocolType) ||
+      (req.protocolName !== null && req.protocolName !== group.protocolName)
+    )
+      return Promise.resolve(syncError(E.INCONSISTENT_GROUP_PROTOCOL))
+    switch (group.state) {
+      case "Empty":
+        return Promise.resolve(syncError(E.UNKNOWN_MEMBER_ID))
+      case "PreparingRebalance":
+        return Promise.resolve(syncError(E.REBALANCE_IN_PROGRESS))
+      case "Stable":
+        this.markSynced(group, member)
+        return Promise.resolve(this.syncResult(group, member))
+      case "CompletingRebalance":
+        return new Promise((resolve) => {
+          member.awaitingSync?.(syncError(E.REBALANCE_IN_PROGRESS))
+          member.awaitingSync = resolve
+          this.markSynced(group, member)
+          if (group.leaderId === member.memberId) this.completeSync(group, req.assignments)
+        })
+    }
+  }
+
+  private markSynced(group: Group, member: Member): void {
+    group.pendingSyncMembers.delete(member.memberId)
+    if (group.pendingSyncMembers.size === 0) {
+      group.syncTimer?.cancel()
+      group.syncTimer = null
+    }
+    this.scheduleSession(group, member)
+  }
+
+  private syncResult(group: Group, member: Member): SyncGroupResult {
+    return {
+      errorCode: E.NONE,
+      protocolType: group.protocolType,
+      protocolName: group.protocolName,
+      assignment: member.assignment
+    }
+  }
+
+  /** Persists the leader's assignment (absent members get an empty one), then hands it out: Stable. */
+  private completeSync(group: Group, assignments: SyncGroupRequest["assignments"]): void {
+    const given = new Map(assignments.map((a) => [a.memberId, a.assignment]))
+    const byMember = new Map([...group.members.keys()].map((id) => [id, given.get(id) ?? EMPTY_BYTES]))
+    const generation = group.generationId
+    const stillCurrent = () =>
+      this.groups.get(group.groupId) === group &&
+      group.generationId === generation &&
+      group.state === "CompletingRebalance"
+    this.persist([this.groupMetadataRecord(group, byMember)]).then(
+      () => {
+        if (!stillCurrent()) return
+        for (const m of group.members.values()) m.assignment = byMember.get(m.memberId) ?? EMPTY_BYTES
+        this.transition(group, "Stable")
+        for (const m of group.members.values()) {
+          const respond = m.awaitingSync
+          m.awaitingSync = null
+          respond?.(this.syncResult(group, m))
+        }
+      },
+      () => {
+        if (!stillCurrent()) return
+        for (const m of group.members.values()) {
+          const respond = m.awaitingSync
+          m.awaitingSync = null
+          respond?.(syncError(E.COORDINATOR_NOT_AVAILABLE))
+        }
+        this.prepareRebalance(group)
+        this.maybeCompleteJoin(group)
+      }
+    )
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Heartbeat and session expiry
+
+  heartbeat(req: HeartbeatRequest): Promise<HeartbeatResult> {
+    return Promise.resolve({ errorCode: this.heartbeatCode(req) })
+  }
+
+  private heartbeatCode(req: HeartbeatRequest): number {
+    if (this.closed) return E.NOT_COORDINATOR
+    const group = this.groups.get(req.groupId)
+    if (group === undefined) return E.UNKNOWN_MEMBER_ID
+    if (group.state === "Dead") return E.COORDINATOR_NOT_AVAILABLE
+    const checked = this.validateMember(group, req.memberId, req.groupInstanceId)
+    if (typeof checked === "number") return checked
+    if (req.generationId !== group.generationId) return E.ILLEGAL_GENERATION
+    switch (group.state) {
+      case "Empty":
+        return E.UNKNOWN_MEMBER_ID
+      case "PreparingRebalance":
+        this.scheduleSession(group, checked)
+        return E.REBALANCE_IN_PROGRESS
+      case "CompletingRebalance":
+      case "Stable":
+        this.scheduleSession(group, checked)
+        return E.NONE
+    }
+  }
+
+  private scheduleSession(group: Group, member: Member): void {
+    member.sessionTimer?.cancel()
+    member.sessionTimer = this.schedule(member.sessionTimeoutMs, () => {
+      member.sessionTimer = null
+      if (group.members.get(member.memberId) !== member) return
+      // A member with a request parked in the coordinator is alive by definition.
+      if (member.awaitingJoin !== null || member.awaitingSync !== null) this.scheduleSession(group, member)
+      else this.removeMember(group, member)
+    })
+  }
+
+  /** Removes a member and moves the group on: a rebalance, or completing the one in progress. */
+  private removeMember(group: Group, member: Member): void {
+    this.dropMember(group, member)
+    switch (group.state) {
+      case "Stable":
+      case "CompletingRebalance":
+        this.prepareRebalance(group)
+        this.maybeCompleteJoin(group)
+        break
+      case "PreparingRebalance":
+        this.maybeCompleteJoin(group)
+        break
+      case "Empty":
+      case "Dead":
+        break
+    }
+  }
+
+  /** Takes a member out of the group without touching the group's state. */
+  private dropMember(group: Group, member: Member): void {
+    const join = member.awaitingJoin
+    const sync = member.awaitingSync
+    member.awaitingJoin = null
+    member.awaitingSync = null
+    member.sessionTimer?.cancel()
+    member.sessionTimer = null
+    group.members.delete(member.memberId)
+    if (member.groupInstanceId !== null && group.staticMembers.get(member.groupInstanceId) === member.memberId)
+      group.staticMembers.delete(member.groupInstanceId)
+    group.pendingSyncMembers.delete(member.memberId)
+    if (group.leaderId === member.memberId) group.leaderId = group.members.keys().next().value ?? null
+    join?.(joinError(member.memberId, E.UNKNOWN_MEMBER_ID))
+    sync?.(syncError(E.UNKNOWN_MEMBER_ID))
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // LeaveGroup
+
+  /** Resolves once any resulting group metadata (an emptied group) is committed. */
+  async leaveGroup(req: LeaveGroupRequest): Promise<LeaveGroupResult> {
+    if (this.closed) return { errorCode: E.NOT_COORDINATOR, members: [] }
+    const group = this.groups.get(req.groupId)
+    if (group === undefined) return { errorCode: E.UNKNOWN_MEMBER_ID, members: [] }
+    if (group.state === "Dead") return { errorCode: E.COORDINATOR_NOT_AVAILABLE, members: [] }
+    const members = req.members.map((m) => ({
+      memberId: m.memberId,
+      groupInstanceId: m.groupInstanceId,
+      errorCode: this.leaveOne(group, m.memberId, m.groupInstanceId)
+    }))
+    await this.tail
+    return { errorCode: E.NONE, members }
+  }
+
+  private leaveOne(group: Group, memberId: string, groupInstanceId: string | null): number {
+    if (memberId === "" && groupInstanceId === null) return E.UNKNOWN_MEMBER_ID
+    const pending = group.pendingMembers.get(memberId)
+    if (pending !== undefined && groupInstanceId === null) {
+      pending.cancel()
+      group.pendingMembers.delete(memberId)
+      this.maybeCompleteJoin(group)
+      this.forgetIfUnused(group)
+      return E.NONE
+    }
+    // KIP-345: a static member may leave by instance id alone.
+    const id = memberId === "" && groupInstanceId !== null ? group.staticMembers.get(groupInstanceId) : memberId
+    if (id === undefined) return E.UNKNOWN_MEMBER_ID
+    const checked = this.validateMember(group, id, groupInstanceId)
+    if (typeof checked === "number") return checked
+    this.removeMember(group, checked)
+    return E.NONE
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Offsets
+
+  /** Validates against the group's membership, appends the commits, and answers after they are committed. */
+  async commitOffsets(req: OffsetCommitRequest): Promise<OffsetCommitResult> {
+    const code = this.closed ? E.NOT_COORDINATOR : this.validateOffsetCommit(req)
+    if (code !== E.NONE) return failCommit(req, code)
+    const { records, response } = decideOffsetCommit(req, this.clock.now(), this.config.offsetMetadataMaxBytes)
+    if (records.length === 0) return response
+    if (!this.groups.has(req.groupId)) this.groups.set(req.groupId, this.newGroup(req.groupId))
+    try {
+      await this.persist(records)
+      return response
+    } catch {
+      return {
+        topics: response.topics.map((t) => ({
+          name: t.name,
+          partitions: t.partitions.map((p) => ({
+            partitionIndex: p.partitionIndex,
+            errorCode: p.errorCode === E.NONE ? E.COORDINATOR_NOT_AVAILABLE : p.errorCode
+          }))
+        }))
+      }
+    }
+  }
+
+  private validateOffsetCommit(req: OffsetCommitRequest): number {
+    const group = this.groups.get(req.groupId)
+    // A commit from outside group management may create the group; one claiming a generation may not.
+    if (group === undefined) return req.generationId < 0 ? E.NONE : E.ILLEGAL_GENERATION
+    if (group.state === "Dead") return E.COORDINATOR_NOT_AVAILABLE
+    if (req.generationId < 0 && group.state === "Empty") return E.NONE
+    if (req.generationId >= 0 || req.memberId !== "" || req.groupInstanceId !== null) {
+      const checked = this.validateMember(group, req.memberId, req.groupInstanceId)
+      if (typeof checked === "number") return checked
+      if (req.generationId !== group.generationId) return E.ILLEGAL_GENERATION
+    } else if (group.state !== "Empty") {
+      return E.UNKNOWN_MEMBER_ID
+    }
+    // The member knows the new generation but has no assignment yet: it must finish SyncGroup first.
+    if (group.state === "CompletingRebalance") return E.REBALANCE_IN_PROGRESS
+    return E.NONE
+  }
+
+  /** Committed offsets; -1 for partitions without one. */
+  fetchOffsets(req: OffsetFetchRequest): Promise<OffsetFetchResult> {
+    if (this.closed) return Promise.resolve({ errorCode: E.NOT_COORDINATOR, topics: [] })
+    const state = this.committed
+    const toPartition = (partitionIndex: number, o: GroupState.CommittedOffset | undefined): OffsetFetchPartition =>
+      o === undefined
+        ? { partitionIndex, committedOffset: -1n, committedLeaderEpoch: -1, metadata: "", errorCode: E.NONE }
+        : {
+            partitionIndex,
+            committedOffset: o.offset,
+            committedLeaderEpoch: o.leaderEpoch,
+            metadata: o.metadata,
+            errorCode: E.NONE
+          }
+    if (req.topics !== null) {
+      const topics = req.topics.map((t) => ({
+        name: t.name,
+        partitions: t.partitionIndexes.map((p) => toPartition(p, GroupState.offsetOf(state, req.groupId, t.name, p)))
+      }))
+      return Promise.resolve({ errorCode: E.NONE, topics })
+    }
+    const byTopic = new Map<string, Array<GroupState.CommittedOffset>>()
+    for (const o of GroupState.offsetsOf(state, req.groupId)) {
+      const list = byTopic.get(o.topic) ?? []
+      list.push(o)
+      byTopic.set(o.topic, list)
+    }
+    const topics = [...byTopic.keys()].sort().map((name) => ({
+      name,
+      partitions: byTopic
+        .get(name)!
+        .sort((a, b) => a.partition - b.partition)
+        .map((o) => toPartition(o.partition, o))
+    }))
+    return Promise.resolve({ errorCode: E.NONE, topics })
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Listing, describing, deleting
+
+  listGroups(req: ListGroupsRequest = {}): Promise<ReadonlyArray<ListedGroup>> {
+    const states = new Set((req.statesFilter ?? []).map((s) => s.toLowerCase()))
+    const types = new Set((req.typesFilter ?? []).map((s) => s.toLowerCase()))
+    const listed: Array<ListedGroup> = []
+    if (this.closed) return Promise.resolve(listed)
+    for (const g of this.groups.values()) {
+      if (states.size > 0 && !states.has(g.state.toLowerCase())) continue
+      if (types.size > 0 && !types.has("classic")) continue
+      listed.push({ groupId: g.groupId, protocolType: g.protocolType ?? "", groupState: g.state, groupType: "classic" })
+    }
+    return Promise.resolve(listed)
+  }
+
+  describeGroups(groupIds: ReadonlyArray<string>): Promise<ReadonlyArray<DescribedGroup>> {
+    return Promise.resolve(groupIds.map((id) => this.describe(id)))
+  }
+
+  private describe(groupId: string): DescribedGroup {
+    const group = this.closed ? undefined : this.groups.get(groupId)
+    if (group === undefined)
+      return {
+        errorCode: this.closed ? E.NOT_COORDINATOR : E.GROUP_ID_NOT_FOUND,
+        groupId,
+        groupState: "Dead",
+        protocolType: "",
+        protocolData: "",
+        members: []
+      }
+    const stable = group.state === "Stable"
+    return {
+      errorCode: E.NONE,
+      groupId,
+      groupState: group.state,
+      protocolType: group.protocolType ?? "",
+      protocolData: stable ? (group.protocolName ?? "") : "",
+      members: [...group.members.values()].map((m) => ({
+        memberId: m.memberId,
+        groupInstanceId: m.groupInstanceId,
+        clientId: m.clientId,
+        clientHost: m.clientHost,
+        memberMetadata: stable ? metadataFor(m, group.protocolName) : EMPTY_BYTES,
+        memberAssignment: stable ? m.assignment : EMPTY_BYTES
+      }))
+    }
+  }
+
+  /** Deletes Empty groups with their offsets (tombstones), answering after the tombstones are committed. */
+  async deleteGroups(groupIds: ReadonlyArray<string>): Promise<ReadonlyArray<DeletedGroup>> {
+    const results: Array<DeletedGroup> = []
+    const records: Array<Records.GroupRecord> = []
+    for (const groupId of groupIds) {
+      const group = this.closed ? undefined : this.groups.get(groupId)
+      if (group === undefined) {
+        results.push({ groupId, errorCode: this.closed ? E.NOT_COORDINATOR : E.GROUP_ID_NOT_FOUND })
+        continue
+      }
+      if (group.state !== "Empty") {
+        results.push({ groupId, errorCode: E.NON_EMPTY_GROUP })
+        continue
+      }
+      this.transition(group, "Dead")
+      this.clearGroupTimers(group)
+      this.groups.delete(groupId)
+      for (const o of GroupState.offsetsOf(this.committed, groupId))
+        records.push(Records.offsetCommit(groupId, o.topic, o.partition, null))
+      records.push(Records.groupMetadata(groupId, null))
+      results.push({ groupId, errorCode: E.NONE })
+    }
+    if (records.length === 0) return results
+    try {
+      await this.persist(records)
+      return results
+    } catch {
+      return results.map((r) => (r.errorCode === E.NONE ? { ...r, errorCode: E.COORDINATOR_NOT_AVAILABLE } : r))
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Lifecycle
+
+  /** Cancels every timer and answers every parked request with NOT_COORDINATOR; waits for appends in flight. */
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    for (const group of this.groups.values()) {
+      this.clearGroupTimers(group)
+      for (const m of group.members.values()) {
+        const join = m.awaitingJoin
+        const sync = m.awaitingSync
+        m.awaitingJoin = null
+        m.awaitingSync = null
+        join?.(joinError(m.memberId, E.NOT_COORDINATOR))
+        sync?.(syncError(E.NOT_COORDINATOR))
+      }
+    }
+    for (const t of this.timers) t.cancel()
+    this.timers.clear()
+    await this.tail
+  }
+
+  /** The committed state's generation of a group as last persisted, for diagnostics and tests. */
+  persistedGeneration(groupId: string): number | undefined {
+    return Option.getOrUndefined(HashMap.get(this.committed.groups, groupId))?.generation
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Internals
+
+  private newGroup(groupId: string): Group {
+    return {
+      groupId,
+      state: "Empty",
+      protocolType: null,
+      protocolName: null,
+      generationId: 0,
+      leaderId: null,
+      members: new Map(),
+      staticMembers: new Map(),
+      pendingMembers: new Map(),
+      pendingSyncMembers: new Set(),
+      newMemberAdded: false,
+      initialDelayActive: false,
+      joinTimer: null,
+      syncTimer: null,
+      stateTimestamp: this.clock.now()
+    }
+  }
+
+  /** Drops a group that nothing refers to (a join that failed validation created it). */
+  private forgetIfUnused(group: Group): void {
+    if (group.state !== "Empty" || group.members.size > 0 || group.pendingMembers.size > 0) return
+    if (HashMap.has(this.committed.groups, group.groupId) || HashMap.has(this.committed.offsets, group.groupId)) return
+    if (group.generationId > 0) return
+    this.groups.delete(group.groupId)
+  }
+
+  private transition(group: Group, state: GroupStateName): void {
+    group.state = state
+    group.stateTimestamp = this.clock.now()
+  }
+
+  private clearGroupTimers(group: Group): void {
+    group.joinTimer?.cancel()
+    group.syncTimer?.cancel()
+    group.joinTimer = null
+    group.syncTimer = null
+    for (const t of group.pendingMembers.values()) t.cancel()
+    for (const m of group.members.values()) {
+      m.sessionTimer?.cancel()
+      m.sessionTimer = null
+    }
+  }
+
+  /** A timer that `close` can find. */
+  private schedule(delayMs: number, callback: () => void): Timer {
+    const inner = this.clock.setTimer(delayMs, () => {
+      this.timers.delete(timer)
+      callback()
+    })
+    const timer: Timer = {
+      cancel: () => {
+        this.timers.delete(timer)
+        inner.cancel()
+      }
+    }
+    this.timers.add(timer)
+    return timer
+  }
+
+  private groupMetadataRecord(group: Group, assignments?: ReadonlyMap<string, Uint8Array>): Records.GroupRecord {
+    return Records.groupMetadata(group.groupId, {
+      protocolType: group.protocolType ?? "",
+      generation: group.generationId,
+      protocol: group.protocolName,
+      leader: group.leaderId,
+      currentStateTimestamp: BigInt(group.stateTimestamp),
+      members: [...group.members.values()].map((m) => ({
+        memberId: m.memberId,
+        groupInstanceId: m.groupInstanceId,
+        clientId: m.clientId,
+        clientHost: m.clientHost,
+        rebalanceTimeout: m.rebalanceTimeoutMs,
+        sessionTimeout: m.sessionTimeoutMs,
+        subscription: metadataFor(m, group.protocolName),
+        assignment: assignments?.get(m.memberId) ?? m.assignment
+      }))
+    })
+  }
+
+  /**
+   * Replays the records into a candidate state (a replay defect throws before anything is written),
+   * appends them, and only then makes the candidate the committed state. Appends are serialized, and
+   * each candidate is built on the state committed by the appends before it.
+   */
+  private persist(records: ReadonlyArray<Records.GroupRecord>): Promise<void> {
+    const run = async () => {
+      const candidate = records.reduce(GroupState.replay, this.committed)
+      await this.log.append(records.map(Records.encode))
+      this.committed = candidate
+    }
+    const done = this.tail.then(run)
+    this.tail = done.then(
+      () => undefined,
+      () => undefined
+    )
+    return done
+  }
+}
+
+const failCommit = (req: OffsetCommitRequest, errorCode: number): OffsetCommitResult => ({
+  topics: req.topics.map((t) => ({
+    name: t.name,
+    partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode }))
+  }))
+})
+
+/** Replays the log into committed state, then serves. A record that does not decode or replay is a defect. */
+export const make = async (options: GroupCoordinatorOptions): Promise<GroupCoordinator> => {
+  let state = GroupState.empty
+  for await (const { key, value } of options.log.readAll()) {
+    const decoded = Records.decode(key, value)
+    if (decoded._tag === "Left") throw decoded.left
+    state = GroupState.replay(state, decoded.right)
+  }
+  return new GroupCoordinator(options, state)
+}

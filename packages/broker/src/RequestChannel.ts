@@ -1,0 +1,100 @@
+/**
+ * Typed request dispatch: decodes a frame with the API registry, runs the handler registered for its
+ * key, and encodes the answer at the request's version.
+ *
+ * Kafka's rules for what cannot be served: an unknown API key, a known API at a version we do not
+ * speak, or a body that does not decode closes the connection; ApiVersions at an unsupported version is
+ * answered at v0 with UNSUPPORTED_VERSION and our version table, so a newer client can downgrade.
+ */
+import { Api, ApiVersions, Errors, Header, type Spec } from "@clustermirror/protocol"
+import { Either } from "effect"
+import type { Connection, FrameHandler, FrameResult } from "./SocketServer.js"
+
+export interface RequestContext {
+  readonly apiKey: number
+  readonly apiVersion: number
+  readonly correlationId: number
+  readonly clientId: string | null
+  readonly connection: Connection
+}
+
+/** Returned by a handler when the request gets no response (Produce with acks=0). */
+export const NoResponse: unique symbol = Symbol.for("@clustermirror/broker/NoResponse")
+export type NoResponse = typeof NoResponse
+
+export type Handle<Req extends Spec.Fields, Res extends Spec.Fields> = (
+  ctx: RequestContext,
+  request: Spec.StructType<Req>
+) => Spec.StructInput<Res> | NoResponse | Promise<Spec.StructInput<Res> | NoResponse>
+
+interface Registered {
+  readonly api: Api.ApiShape
+  readonly run: (ctx: RequestContext, frame: Buffer) => FrameResult | Promise<FrameResult>
+}
+
+export class Handlers {
+  private readonly byKey = new Map<number, Registered>()
+
+  register<Req extends Spec.Fields, Res extends Spec.Fields>(
+    api: Api.ApiDef<Req, Res>,
+    handle: Handle<Req, Res>
+  ): this {
+    const respond = (ctx: RequestContext, body: Spec.StructInput<Res> | NoResponse): FrameResult => {
+      if (body === NoResponse) return { _tag: "NoResponse" }
+      const chunks = Api.encodeResponseChunks(api, ctx.apiVersion, ctx.correlationId, body)
+      return Either.isLeft(chunks)
+        ? { _tag: "Close", reason: `cannot encode ${api.name} response: ${chunks.left.message}` }
+        : { _tag: "Respond", chunks: chunks.right }
+    }
+    this.byKey.set(api.key, {
+      api,
+      run: (ctx, frame) => {
+        const decoded = Api.decodeRequest(api, frame)
+        if (Either.isLeft(decoded)) return { _tag: "Close", reason: `malformed request: ${decoded.left.message}` }
+        const full: RequestContext = { ...ctx, clientId: decoded.right.header.clientId }
+        const out = handle(full, decoded.right.body)
+        return out instanceof Promise ? out.then((b) => respond(full, b)) : respond(full, out)
+      }
+    })
+    return this
+  }
+
+  /** The ApiVersions table: every registered API with the versions we serve. */
+  versions(): Array<{ apiKey: number; minVersion: number; maxVersion: number }> {
+    return [...this.byKey.values()]
+      .map(({ api }) => ({ apiKey: api.key, minVersion: api.minVersion, maxVersion: api.maxVersion }))
+      .sort((a, b) => a.apiKey - b.apiKey)
+  }
+
+  /** The frame handler for the socket server. */
+  frameHandler(log: (line: string) => void): FrameHandler {
+    return (frame, connection) => {
+      const peek = Header.peekRequestHeader(frame)
+      if (Either.isLeft(peek)) return { _tag: "Close", reason: peek.left.message }
+      const { apiKey, apiVersion, correlationId } = peek.right
+      const entry = this.byKey.get(apiKey)
+      if (entry === undefined) return { _tag: "Close", reason: `unknown API key ${apiKey}` }
+      if (!Api.supports(entry.api, apiVersion)) {
+        if (apiKey === Api.API_VERSIONS_KEY) return this.unsupportedApiVersions(correlationId)
+        return { _tag: "Close", reason: `unsupported version ${apiVersion} of ${entry.api.name}` }
+      }
+      const ctx: RequestContext = { apiKey, apiVersion, correlationId, clientId: null, connection }
+      try {
+        return entry.run(ctx, frame)
+      } catch (e) {
+        log(`${entry.api.name} v${apiVersion} failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`)
+        return { _tag: "Close", reason: "internal error" }
+      }
+    }
+  }
+
+  private unsupportedApiVersions(correlationId: number): FrameResult {
+    const chunks = Api.encodeResponseChunks(ApiVersions.api, 0, correlationId, {
+      errorCode: Errors.ErrorCode.UNSUPPORTED_VERSION!,
+      apiKeys: this.versions()
+    })
+    return Either.isLeft(chunks)
+      ? { _tag: "Close", reason: chunks.left.message }
+      : { _tag: "Respond", chunks: chunks.right }
+  }
+}

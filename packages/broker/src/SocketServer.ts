@@ -1,0 +1,133 @@
+/**
+ * The Kafka API socket server: TCP listener, size-prefixed framing, and per-connection ordering.
+ *
+ * Clients may pipeline requests; like Kafka, a connection's requests are processed one at a time in
+ * arrival order, so responses leave in request order. Malformed input never crashes the server: a bad
+ * frame closes only the offending connection. Knows nothing about what a request means: it hands frames
+ * to a `FrameHandler`.
+ */
+import { Header } from "@clustermirror/protocol"
+import { Either } from "effect"
+import * as net from "node:net"
+
+export interface Connection {
+  readonly id: number
+  readonly remoteHost: string
+  readonly remotePort: number
+}
+
+/** What the handler asks the server to do with a request frame. */
+export type FrameResult =
+  | { readonly _tag: "Respond"; readonly chunks: ReadonlyArray<Buffer> }
+  | { readonly _tag: "NoResponse" }
+  | { readonly _tag: "Close"; readonly reason: string }
+
+export type FrameHandler = (frame: Buffer, connection: Connection) => FrameResult | Promise<FrameResult>
+
+export interface SocketServerOptions {
+  readonly host: string
+  readonly port: number
+  readonly maxFrameBytes: number
+  readonly handle: FrameHandler
+  readonly log?: (line: string) => void
+}
+
+export interface SocketServer {
+  readonly port: number
+  readonly host: string
+  readonly connections: () => number
+  readonly close: () => Promise<void>
+}
+
+/** Frames queued on one connection before it stops reading (backpressure). */
+const MAX_QUEUED_FRAMES = 64
+
+export const start = (options: SocketServerOptions): Promise<SocketServer> =>
+  new Promise((resolve, reject) => {
+    const log = options.log ?? (() => {})
+    const sockets = new Set<net.Socket>()
+    let nextId = 0
+    const server = net.createServer({ noDelay: true }, (socket) => {
+      sockets.add(socket)
+      const connection: Connection = {
+        id: nextId++,
+        remoteHost: socket.remoteAddress ?? "unknown",
+        remotePort: socket.remotePort ?? 0
+      }
+      const decoder = new Header.FrameDecoder(options.maxFrameBytes)
+      const queue: Buffer[] = []
+      let busy = false
+      let closed = false
+
+      const close = (reason: string) => {
+        if (closed) return
+        closed = true
+        log(`closing connection ${connection.remoteHost}:${connection.remotePort}: ${reason}`)
+        socket.destroy()
+      }
+
+      const write = (chunks: ReadonlyArray<Buffer>) => {
+        socket.cork()
+        for (const c of chunks) socket.write(c)
+        socket.uncork()
+      }
+
+      const pump = async () => {
+        busy = true
+        try {
+          while (queue.length > 0 && !closed) {
+            const frame = queue.shift()!
+            let result: FrameResult
+            try {
+              const r = options.handle(frame, connection)
+              result = r instanceof Promise ? await r : r
+            } catch (e) {
+              result = {
+                _tag: "Close",
+                reason: `handler failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`
+              }
+            }
+            if (closed) return
+            if (result._tag === "Close") return close(result.reason)
+            if (result._tag === "Respond") {
+              write(result.chunks)
+              if (socket.writableNeedDrain) await new Promise<void>((r) => socket.once("drain", r).once("close", r))
+            }
+            if (socket.isPaused() && queue.length < MAX_QUEUED_FRAMES / 2) socket.resume()
+          }
+        } finally {
+          busy = false
+        }
+      }
+
+      socket.on("data", (chunk: Buffer) => {
+        const frames = decoder.push(chunk)
+        if (Either.isLeft(frames)) return close(frames.left.message)
+        if (frames.right.length === 0) return
+        for (const f of frames.right) queue.push(f)
+        if (queue.length >= MAX_QUEUED_FRAMES) socket.pause()
+        if (!busy) void pump()
+      })
+      socket.on("error", () => close("socket error"))
+      socket.on("close", () => {
+        closed = true
+        sockets.delete(socket)
+      })
+    })
+    server.on("error", reject)
+    server.listen(options.port, options.host, () => {
+      const addr = server.address() as net.AddressInfo
+      server.off("error", reject)
+      server.on("error", (e) => log(`server error: ${e.message}`))
+      resolve({
+        port: addr.port,
+        host: options.host,
+        connections: () => sockets.size,
+        close: () =>
+          new Promise<void>((done) => {
+            for (const s of sockets) s.destroy()
+            server.close(() => done())
+          })
+      })
+    })
+  })

@@ -1,0 +1,12 @@
+/**
+ * @clustermirror/broker: a Kafka broker node (socket server, handlers, partitions, groups).
+ */
+export * as Broker from "./Broker.js"
+export * as BrokerConfig from "./BrokerConfig.js"
+export * as GroupApis from "./GroupApis.js"
+export * as KafkaApis from "./KafkaApis.js"
+export * as LocalMetadata from "./LocalMetadata.js"
+export * as ReplicaManager from "./ReplicaManager.js"
+export * as RequestChannel from "./RequestChannel.js"
+export * as SocketServer from "./SocketServer.js"
+export * as TopicControl from "./TopicControl.js"
