@@ -11,11 +11,9 @@
  * Empty with their generation and their offsets, and members rejoin. It must not know the wire format
  * of requests or do I/O other than through its ports.
  */
-import { Errors } from "@clustermirror/protocol"
+import { Errors, GroupRecords } from "@clustermirror/protocol"
 import { HashMap, Option } from "effect"
 import type { Buffer } from "node:buffer"
-import { randomUUID } from "node:crypto"
-import * as Records from "./internal/groupRecords.js"
 import * as GroupState from "./internal/groupState.js"
 
 const E = Errors.ErrorCode
@@ -325,8 +323,8 @@ export const decideOffsetCommit = (
   request: OffsetCommitRequest,
   nowMs: number,
   offsetMetadataMaxBytes: number
-): { readonly records: ReadonlyArray<Records.GroupRecord>; readonly response: OffsetCommitResult } => {
-  const records: Array<Records.GroupRecord> = []
+): { readonly records: ReadonlyArray<GroupRecords.GroupRecord>; readonly response: OffsetCommitResult } => {
+  const records: Array<GroupRecords.GroupRecord> = []
   const topics = request.topics.map((t) => ({
     name: t.name,
     partitions: t.partitions.map((p) => {
@@ -334,13 +332,10 @@ export const decideOffsetCommit = (
       if (metadata.length > offsetMetadataMaxBytes)
         return { partitionIndex: p.partitionIndex, errorCode: E.OFFSET_METADATA_TOO_LARGE }
       records.push(
-        Records.offsetCommit(request.groupId, t.name, p.partitionIndex, {
-          offset: p.committedOffset,
-          leaderEpoch: p.committedLeaderEpoch,
-          metadata,
-          commitTimestamp: BigInt(nowMs),
-          expireTimestamp: -1n
-        })
+        GroupRecords.offsetCommit(
+          { group: request.groupId, topic: t.name, partition: p.partitionIndex },
+          { offset: p.committedOffset, leaderEpoch: p.committedLeaderEpoch, metadata, commitTimestamp: BigInt(nowMs) }
+        )
       )
       return { partitionIndex: p.partitionIndex, errorCode: E.NONE }
     })
@@ -384,7 +379,6 @@ interface Member {
   readonly clientHost: string
   rebalanceTimeoutMs: number
   sessionTimeoutMs: number
-  protocolType: string
   protocols: ReadonlyArray<GroupProtocol>
   assignment: Uint8Array
   awaitingJoin: ((result: JoinGroupResult) => void) | null
@@ -469,7 +463,7 @@ export class GroupCoordinator {
   constructor(options: GroupCoordinatorOptions, state: GroupState.State) {
     this.log = options.log
     this.clock = options.clock ?? systemClock
-    this.randomUuid = options.randomUuid ?? randomUUID
+    this.randomUuid = options.randomUuid ?? (() => globalThis.crypto.randomUUID())
     this.config = { ...defaultConfig, ...options.config }
     this.committed = state
     for (const groupId of GroupState.groupIds(state)) {
@@ -597,7 +591,6 @@ export class GroupCoordinator {
         clientHost: req.clientHost,
         rebalanceTimeoutMs: req.rebalanceTimeoutMs,
         sessionTimeoutMs: req.sessionTimeoutMs,
-        protocolType: req.protocolType,
         protocols: req.protocols,
         assignment: EMPTY_BYTES,
         awaitingJoin: resolve,
@@ -620,7 +613,6 @@ export class GroupCoordinator {
       // hanging until the client's request timeout.
       member.awaitingJoin?.(joinError(member.memberId, E.REBALANCE_IN_PROGRESS))
       member.protocols = req.protocols
-      member.protocolType = req.protocolType
       member.rebalanceTimeoutMs = req.rebalanceTimeoutMs
       member.sessionTimeoutMs = req.sessionTimeoutMs
       member.awaitingJoin = resolve
@@ -1156,7 +1148,7 @@ export class GroupCoordinator {
   /** Deletes Empty groups with their offsets (tombstones), answering after the tombstones are committed. */
   async deleteGroups(groupIds: ReadonlyArray<string>): Promise<ReadonlyArray<DeletedGroup>> {
     const results: Array<DeletedGroup> = []
-    const records: Array<Records.GroupRecord> = []
+    const records: Array<GroupRecords.GroupRecord> = []
     for (const groupId of groupIds) {
       const group = this.closed ? undefined : this.groups.get(groupId)
       if (group === undefined) {
@@ -1171,8 +1163,8 @@ export class GroupCoordinator {
       this.clearGroupTimers(group)
       this.groups.delete(groupId)
       for (const o of GroupState.offsetsOf(this.committed, groupId))
-        records.push(Records.offsetCommit(groupId, o.topic, o.partition, null))
-      records.push(Records.groupMetadata(groupId, null))
+        records.push(GroupRecords.offsetCommitTombstone({ group: groupId, topic: o.topic, partition: o.partition }))
+      records.push(GroupRecords.groupMetadataTombstone(groupId))
       results.push({ groupId, errorCode: E.NONE })
     }
     if (records.length === 0) return results
@@ -1276,8 +1268,8 @@ export class GroupCoordinator {
     return timer
   }
 
-  private groupMetadataRecord(group: Group, assignments?: ReadonlyMap<string, Uint8Array>): Records.GroupRecord {
-    return Records.groupMetadata(group.groupId, {
+  private groupMetadataRecord(group: Group, assignments?: ReadonlyMap<string, Uint8Array>): GroupRecords.GroupRecord {
+    return GroupRecords.groupMetadata(group.groupId, {
       protocolType: group.protocolType ?? "",
       generation: group.generationId,
       protocol: group.protocolName,
@@ -1301,10 +1293,10 @@ export class GroupCoordinator {
    * appends them, and only then makes the candidate the committed state. Appends are serialized, and
    * each candidate is built on the state committed by the appends before it.
    */
-  private persist(records: ReadonlyArray<Records.GroupRecord>): Promise<void> {
+  private persist(records: ReadonlyArray<GroupRecords.GroupRecord>): Promise<void> {
     const run = async () => {
       const candidate = records.reduce(GroupState.replay, this.committed)
-      await this.log.append(records.map(Records.encode))
+      await this.log.append(records.map(GroupRecords.encode))
       this.committed = candidate
     }
     const done = this.tail.then(run)
@@ -1327,7 +1319,7 @@ const failCommit = (req: OffsetCommitRequest, errorCode: number): OffsetCommitRe
 export const make = async (options: GroupCoordinatorOptions): Promise<GroupCoordinator> => {
   let state = GroupState.empty
   for await (const { key, value } of options.log.readAll()) {
-    const decoded = Records.decode(key, value)
+    const decoded = GroupRecords.decode(key, value)
     if (decoded._tag === "Left") throw decoded.left
     state = GroupState.replay(state, decoded.right)
   }

@@ -136,8 +136,16 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
       }
     })
     .register(Produce.api, (req, request) => {
-      if (request.acks !== 0 && request.acks !== 1 && request.acks !== -1) {
-        const code = Errors.ErrorCode.INVALID_REQUIRED_ACKS!
+      // v0-2 carry message formats 0/1, which this broker does not store: refused per partition, as
+      // Kafka 4 does while still advertising them (librdkafka's feature detection needs them listed).
+      const refuse =
+        req.apiVersion < 3
+          ? Errors.ErrorCode.UNSUPPORTED_VERSION!
+          : request.acks !== 0 && request.acks !== 1 && request.acks !== -1
+            ? Errors.ErrorCode.INVALID_REQUIRED_ACKS!
+            : 0
+      if (refuse !== 0) {
+        const code = refuse
         return {
           responses: request.topicData.map((t) => ({
             name: t.name,
@@ -167,7 +175,7 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
       })
       if (request.acks === 0) return NoResponse
       return { responses, throttleTimeMs: 0 }
-    })
+    }, { min: 0, max: Produce.api.maxVersion })
     .register(Fetch.api, async (req, request) => {
       const byId = req.apiVersion >= 13
       const image = ctx.metadata.image
@@ -237,7 +245,7 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
         }
       })
       return { throttleTimeMs: 0, errorCode: 0, sessionId: 0, responses }
-    })
+    }, { min: 0, max: Fetch.api.maxVersion })
     .register(ListOffsets.api, (_req, request) => ({
       throttleTimeMs: 0,
       topics: request.topics.map((t) => ({

@@ -35,10 +35,17 @@ interface Registered {
 export class Handlers {
   private readonly byKey = new Map<number, Registered>()
 
+  /**
+   * Registers the handler of an API. `versions` overrides the range served (default: the API's own),
+   * e.g. to serve the old versions that librdkafka's feature detection looks for.
+   */
   register<Req extends Spec.Fields, Res extends Spec.Fields>(
     api: Api.ApiDef<Req, Res>,
-    handle: Handle<Req, Res>
+    handle: Handle<Req, Res>,
+    versions?: { readonly min: number; readonly max: number }
   ): this {
+    const served: Api.ApiShape =
+      versions === undefined ? api : { ...api, minVersion: versions.min, maxVersion: versions.max }
     const respond = (ctx: RequestContext, body: Spec.StructInput<Res> | NoResponse): FrameResult => {
       if (body === NoResponse) return { _tag: "NoResponse" }
       const chunks = Api.encodeResponseChunks(api, ctx.apiVersion, ctx.correlationId, body)
@@ -47,7 +54,7 @@ export class Handlers {
         : { _tag: "Respond", chunks: chunks.right }
     }
     this.byKey.set(api.key, {
-      api,
+      api: served,
       run: (ctx, frame) => {
         const decoded = Api.decodeRequest(api, frame)
         if (Either.isLeft(decoded)) return { _tag: "Close", reason: `malformed request: ${decoded.left.message}` }

@@ -4,12 +4,100 @@
  */
 import type { ApiDef } from "./Api.js"
 import * as ApiVersions from "./apis/ApiVersions.js"
+import * as Produce from "./apis/Produce.js"
+import * as Fetch from "./apis/Fetch.js"
+import * as ListOffsets from "./apis/ListOffsets.js"
+import * as Metadata from "./apis/Metadata.js"
+import * as OffsetForLeaderEpoch from "./apis/OffsetForLeaderEpoch.js"
+import * as CreateTopics from "./apis/CreateTopics.js"
+import * as DeleteTopics from "./apis/DeleteTopics.js"
+import * as CreatePartitions from "./apis/CreatePartitions.js"
+import * as DescribeConfigs from "./apis/DescribeConfigs.js"
+import * as AlterConfigs from "./apis/AlterConfigs.js"
+import * as IncrementalAlterConfigs from "./apis/IncrementalAlterConfigs.js"
+import * as DescribeCluster from "./apis/DescribeCluster.js"
+import * as InitProducerId from "./apis/InitProducerId.js"
+import * as DescribeTopicPartitions from "./apis/DescribeTopicPartitions.js"
+import * as FindCoordinator from "./apis/FindCoordinator.js"
+import * as OffsetCommit from "./apis/OffsetCommit.js"
+import * as OffsetFetch from "./apis/OffsetFetch.js"
+import * as JoinGroup from "./apis/JoinGroup.js"
+import * as SyncGroup from "./apis/SyncGroup.js"
+import * as Heartbeat from "./apis/Heartbeat.js"
+import * as LeaveGroup from "./apis/LeaveGroup.js"
+import * as ListGroups from "./apis/ListGroups.js"
+import * as DescribeGroups from "./apis/DescribeGroups.js"
+import * as SaslHandshake from "./apis/SaslHandshake.js"
+import * as SaslAuthenticate from "./apis/SaslAuthenticate.js"
+import * as DescribeAcls from "./apis/DescribeAcls.js"
+import * as CreateAcls from "./apis/CreateAcls.js"
+import * as DeleteAcls from "./apis/DeleteAcls.js"
+import * as EndTxn from "./apis/EndTxn.js"
+import * as AddPartitionsToTxn from "./apis/AddPartitionsToTxn.js"
+import * as AddOffsetsToTxn from "./apis/AddOffsetsToTxn.js"
+import * as TxnOffsetCommit from "./apis/TxnOffsetCommit.js"
+import * as CreateClusterMirror from "./apis/CreateClusterMirror.js"
+import * as StartMirrorTopics from "./apis/StartMirrorTopics.js"
+import * as StopMirrorTopics from "./apis/StopMirrorTopics.js"
+import * as ListClusterMirrors from "./apis/ListClusterMirrors.js"
+import * as DescribeClusterMirrors from "./apis/DescribeClusterMirrors.js"
+import * as ReadMirrorStates from "./apis/ReadMirrorStates.js"
+import * as WriteMirrorStates from "./apis/WriteMirrorStates.js"
+import * as PauseMirrorTopics from "./apis/PauseMirrorTopics.js"
+import * as ResumeMirrorTopics from "./apis/ResumeMirrorTopics.js"
+import * as DeleteClusterMirror from "./apis/DeleteClusterMirror.js"
+import * as BumpLeaderEpochs from "./apis/BumpLeaderEpochs.js"
+import * as RecoverMirrorTopics from "./apis/RecoverMirrorTopics.js"
 
 // biome-ignore lint/suspicious/noExplicitAny: a registry of heterogeneous APIs
 export type AnyApi = ApiDef<any, any>
 
 export const all: ReadonlyArray<AnyApi> = [
-  ApiVersions.api
+  ApiVersions.api,
+  Produce.api,
+  Fetch.api,
+  ListOffsets.api,
+  Metadata.api,
+  OffsetForLeaderEpoch.api,
+  CreateTopics.api,
+  DeleteTopics.api,
+  CreatePartitions.api,
+  DescribeConfigs.api,
+  AlterConfigs.api,
+  IncrementalAlterConfigs.api,
+  DescribeCluster.api,
+  InitProducerId.api,
+  DescribeTopicPartitions.api,
+  FindCoordinator.api,
+  OffsetCommit.api,
+  OffsetFetch.api,
+  JoinGroup.api,
+  SyncGroup.api,
+  Heartbeat.api,
+  LeaveGroup.api,
+  ListGroups.api,
+  DescribeGroups.api,
+  SaslHandshake.api,
+  SaslAuthenticate.api,
+  DescribeAcls.api,
+  CreateAcls.api,
+  DeleteAcls.api,
+  EndTxn.api,
+  AddPartitionsToTxn.api,
+  AddOffsetsToTxn.api,
+  TxnOffsetCommit.api,
+  CreateClusterMirror.api,
+  StartMirrorTopics.api,
+  StopMirrorTopics.api,
+  ListClusterMirrors.api,
+  DescribeClusterMirrors.api,
+  ReadMirrorStates.api,
+  WriteMirrorStates.api,
+  PauseMirrorTopics.api,
+  ResumeMirrorTopics.api,
+  DeleteClusterMirror.api,
+  BumpLeaderEpochs.api,
+  RecoverMirrorTopics.api
 ]
 
 export const byKey: ReadonlyMap<number, AnyApi> = new Map(all.map((a) => [a.key, a]))

@@ -58,7 +58,9 @@ export const decodeBody = <Fs extends Fields>(
     const r = new Reader(bytes, 2)
     const value = schema.codec(version).read(r)
     if (r.remaining !== 0)
-      return Either.left(new DecodeError({ message: `${r.remaining} trailing bytes`, what: schema.name, position: r.pos }))
+      return Either.left(
+        new DecodeError({ message: `${r.remaining} trailing bytes`, what: schema.name, position: r.pos })
+      )
     return Either.right(value)
   } catch (e) {
     return Either.left(toDecodeError(e, `${schema.name} v${version}`))

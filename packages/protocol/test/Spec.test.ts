@@ -14,7 +14,9 @@ describe("Spec", () => {
       })
     )
     // errorCode(2) + compact array len(1) + entry(6) + entry tags(1) + throttle(4) + tag count(1) + tag 1 (1+1+8)
-    expect(bytes.toString("hex")).toBe("0000" + "02" + "001200000004" + "00" + "00000000" + "01" + "0108" + "0000000000000007")
+    expect(bytes.toString("hex")).toBe(
+      "0000" + "02" + "001200000004" + "00" + "00000000" + "01" + "0108" + "0000000000000007"
+    )
     const back = Either.getOrThrow(ApiVersions.Response.decode(3, bytes))
     expect(back.finalizedFeaturesEpoch).toBe(7n)
     expect(back.supportedFeatures).toEqual([])
@@ -30,7 +32,13 @@ describe("Spec", () => {
   })
 
   it("rejects null in a non-nullable field", () => {
-    const M = S.message({ name: "T", type: "data", validVersions: "0-1", flexibleVersions: "1+", fields: [S.string("A", { nullableVersions: "1+" })] })
+    const M = S.message({
+      name: "T",
+      type: "data",
+      validVersions: "0-1",
+      flexibleVersions: "1+",
+      fields: [S.string("A", { nullableVersions: "1+" })]
+    })
     expect(Either.isLeft(M.encode(0, { a: null }))).toBe(true)
     const ok = Either.getOrThrow(M.encode(1, { a: null }))
     expect(Either.getOrThrow(M.decode(1, ok)).a).toBe(null)

@@ -4,8 +4,8 @@
  * only way it changes, for live writes and startup alike. It holds no membership, timers or requests:
  * those live in the coordinator runtime.
  */
+import type { GroupRecords } from "@clustermirror/protocol"
 import { HashMap, Option } from "effect"
-import type { GroupMetadataValue, GroupRecord } from "./groupRecords.js"
 
 export interface CommittedOffset {
   readonly topic: string
@@ -18,7 +18,7 @@ export interface CommittedOffset {
 
 export interface State {
   /** The last persisted metadata of each group that has one. */
-  readonly groups: HashMap.HashMap<string, GroupMetadataValue>
+  readonly groups: HashMap.HashMap<string, GroupRecords.GroupMetadataValue>
   /** Committed offsets per group, keyed by `partitionKey`. */
   readonly offsets: HashMap.HashMap<string, HashMap.HashMap<string, CommittedOffset>>
 }
@@ -28,39 +28,37 @@ export const empty: State = { groups: HashMap.empty(), offsets: HashMap.empty() 
 /** Topic names cannot contain a NUL, so this key is unambiguous. */
 export const partitionKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`
 
-export const replay = (state: State, record: GroupRecord): State => {
-  switch (record._tag) {
+export const replay = (state: State, record: GroupRecords.GroupRecord): State => {
+  switch (record.type) {
     case "OffsetCommit": {
-      const current = Option.getOrElse(HashMap.get(state.offsets, record.groupId), () =>
-        HashMap.empty<string, CommittedOffset>()
-      )
-      const key = partitionKey(record.topic, record.partition)
+      const { group, topic, partition } = record.key
+      const current = Option.getOrElse(HashMap.get(state.offsets, group), () => HashMap.empty<string, CommittedOffset>())
+      const key = partitionKey(topic, partition)
+      const value = record.value?.data
       const next =
-        record.value === null
+        value === undefined
           ? HashMap.remove(current, key)
           : HashMap.set(current, key, {
-              topic: record.topic,
-              partition: record.partition,
-              offset: record.value.offset,
-              leaderEpoch: record.value.leaderEpoch,
-              metadata: record.value.metadata,
-              commitTimestamp: record.value.commitTimestamp
+              topic,
+              partition,
+              offset: value.offset,
+              leaderEpoch: value.leaderEpoch,
+              metadata: value.metadata,
+              commitTimestamp: value.commitTimestamp
             })
       return {
         ...state,
-        offsets: HashMap.isEmpty(next)
-          ? HashMap.remove(state.offsets, record.groupId)
-          : HashMap.set(state.offsets, record.groupId, next)
+        offsets: HashMap.isEmpty(next) ? HashMap.remove(state.offsets, group) : HashMap.set(state.offsets, group, next)
       }
     }
     case "GroupMetadata": {
-      if (record.value === null) return { ...state, groups: HashMap.remove(state.groups, record.groupId) }
-      const previous = HashMap.get(state.groups, record.groupId)
-      if (Option.isSome(previous) && record.value.generation < previous.value.generation)
-        throw new Error(
-          `group ${record.groupId}: generation went back from ${previous.value.generation} to ${record.value.generation}`
-        )
-      return { ...state, groups: HashMap.set(state.groups, record.groupId, record.value) }
+      const group = record.key.group
+      if (record.value === null) return { ...state, groups: HashMap.remove(state.groups, group) }
+      const value = record.value.data
+      const previous = HashMap.get(state.groups, group)
+      if (Option.isSome(previous) && value.generation < previous.value.generation)
+        throw new Error(`group ${group}: generation went back from ${previous.value.generation} to ${value.generation}`)
+      return { ...state, groups: HashMap.set(state.groups, group, value) }
     }
     default:
       return absurd(record)

@@ -20,7 +20,7 @@ export class DecodeFailure extends Error {
 /** Thrown by the writer when a value cannot be represented at the requested version. */
 export class EncodeFailure extends Error {}
 
-const textDecoder = new TextDecoder("utf-8", { fatal: false })
+const textDecoder = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true })
 
 export class Reader {
   pos: number

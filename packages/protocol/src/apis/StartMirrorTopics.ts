@@ -1,0 +1,66 @@
+/**
+ * StartMirrorTopics (key 95, KIP-1279): starts mirroring topics (first mirroring, failover target or
+ * failback) and widens the mirror's include/exclude patterns. The receiving broker validates the
+ * partition states, stamps `StateValidationOffset` and forwards to the controller. Codec only.
+ *
+ * StartMirrorTopicsRequest => MirrorName [Topics: TopicId TopicName NumPartitions] StateValidationOffset
+ *   tagged: 0 IncludePatterns, 1 ExcludePatterns
+ * StartMirrorTopicsResponse => ThrottleTimeMs ErrorCode ErrorMessage [Topics: Name ErrorCode ErrorMessage]
+ *
+ * Tagged fields are not positional: on the wire StateValidationOffset follows Topics, and the patterns
+ * travel in the request's trailing tagged section.
+ */
+import * as Api from "../Api.js"
+import * as S from "../Spec.js"
+
+export const Request = S.message({
+  name: "StartMirrorTopicsRequest",
+  apiKey: 95,
+  type: "request",
+  validVersions: "0",
+  flexibleVersions: "0+",
+  fields: [
+    S.string("MirrorName"),
+    S.array("Topics", [
+      // The source topic ID; the zero UUID when the sender could not learn it.
+      S.uuid("TopicId"),
+      S.string("TopicName", { mapKey: true }),
+      // Zero or less when unknown; the controller only uses it to create a missing topic.
+      S.int32("NumPartitions")
+    ]),
+    S.array("IncludePatterns", "string", { taggedVersions: "0+", tag: 0, ignorable: true }),
+    S.array("ExcludePatterns", "string", { taggedVersions: "0+", tag: 1, ignorable: true }),
+    // -1 skips the controller's optimistic-lock check.
+    S.int64("StateValidationOffset", { default: -1n })
+  ]
+})
+
+/** The per-topic result shape shared by Start, Stop, Pause and Resume. */
+export const Response = S.message({
+  name: "StartMirrorTopicsResponse",
+  apiKey: 95,
+  type: "response",
+  validVersions: "0",
+  flexibleVersions: "0+",
+  fields: [
+    S.int32("ThrottleTimeMs"),
+    S.int16("ErrorCode"),
+    S.string("ErrorMessage", { nullableVersions: "0+", default: null }),
+    S.array("Topics", [
+      S.string("Name"),
+      S.int16("ErrorCode"),
+      S.string("ErrorMessage", { nullableVersions: "0+", default: null })
+    ])
+  ]
+})
+
+export type Request = S.TypeOf<typeof Request>
+export type Response = S.TypeOf<typeof Response>
+
+export const api = Api.define({
+  key: 95,
+  name: "StartMirrorTopics",
+  request: Request,
+  response: Response,
+  versions: "0"
+})

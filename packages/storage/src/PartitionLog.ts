@@ -1,0 +1,138 @@
+/**
+ * The partition log: an append-only sequence of record batches with Kafka's offsets, leader epochs, producer
+ * state and retention. This module holds the contract; `PartitionLogStore` opens logs on files or in memory.
+ * It knows nothing about mirrors, metadata or the network: callers pass epochs, time and offsets in.
+ */
+import type { Buffer } from "node:buffer"
+
+/** Topic-level settings of one log (Kafka topic-config names in comments). */
+export interface LogConfig {
+  /** segment.bytes */
+  readonly segmentBytes: number
+  /** segment.ms */
+  readonly segmentMs: number
+  /** index.interval.bytes */
+  readonly indexIntervalBytes: number
+  /** retention.bytes (-1 = unlimited) */
+  readonly retentionBytes: number
+  /** retention.ms (-1 = forever) */
+  readonly retentionMs: number
+  /** flush.messages */
+  readonly flushMessages: number
+  /** flush.ms */
+  readonly flushMs: number
+  /** max.message.bytes */
+  readonly maxMessageBytes: number
+  /** message.timestamp.type */
+  readonly messageTimestampType: "CreateTime" | "LogAppendTime"
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000
+
+export const defaultConfig: LogConfig = {
+  segmentBytes: 1024 * 1024 * 1024,
+  segmentMs: 7 * DAY_MS,
+  indexIntervalBytes: 4096,
+  retentionBytes: -1,
+  retentionMs: 7 * DAY_MS,
+  flushMessages: Number.MAX_SAFE_INTEGER,
+  flushMs: Number.MAX_SAFE_INTEGER,
+  maxMessageBytes: 1048588,
+  messageTimestampType: "CreateTime"
+}
+
+/** Where an append landed. */
+export interface AppendInfo {
+  readonly firstOffset: number
+  readonly lastOffset: number
+  /** The broker time stamped into the batches, -1 unless LogAppendTime. */
+  readonly logAppendTime: number
+  readonly logStartOffset: number
+  /** The batch was already appended (idempotent retry); the offsets are the original ones. */
+  readonly duplicate: boolean
+}
+
+export interface ReadInfo {
+  /** Whole batches, possibly empty. */
+  readonly records: Buffer
+  readonly highWatermark: number
+  readonly logStartOffset: number
+  readonly lastStableOffset: number
+  readonly logEndOffset: number
+}
+
+/** OffsetForLeaderEpoch answer; -1/-1 when unknown. */
+export interface EpochEndOffset {
+  readonly epoch: number
+  readonly endOffset: number
+}
+
+export interface TimestampOffset {
+  readonly timestamp: number
+  readonly offset: number
+  readonly leaderEpoch: number
+}
+
+export interface AbortedTransaction {
+  readonly producerId: bigint
+  readonly firstOffset: number
+}
+
+export interface ReadOptions {
+  /** Exclusive bound: no batch with an offset at or above it is returned (e.g. HW or LSO for consumers). */
+  readonly maxOffset?: number
+  /** Return the first batch even when it exceeds `maxBytes` (default true). */
+  readonly minOneMessage?: boolean
+}
+
+/** ListOffsets special timestamps. */
+export const LATEST_TIMESTAMP = -1
+export const EARLIEST_TIMESTAMP = -2
+export const MAX_TIMESTAMP = -3
+export const EARLIEST_LOCAL_TIMESTAMP = -4
+
+export interface PartitionLog {
+  readonly topic: string
+  readonly partition: number
+  readonly logStartOffset: number
+  readonly logEndOffset: number
+  readonly highWatermark: number
+  readonly lastStableOffset: number
+  readonly sizeInBytes: number
+  /**
+   * Validates (magic 2, sizes, CRC), assigns offsets from the log end, stamps `leaderEpoch` into every batch
+   * (in place), checks idempotent producer sequences; duplicates return the original offsets.
+   */
+  appendAsLeader(records: Buffer, leaderEpoch: number, now: number): AppendInfo
+  /**
+   * Appends batches that carry their own offsets and epochs (replica or mirror), bytes unchanged; the first
+   * offset must be >= the log end (gaps allowed). Epoch cache and producer state follow the batches.
+   */
+  appendAsFollower(records: Buffer, now: number): AppendInfo
+  /**
+   * Whole batches from the one containing `offset`, at most `maxBytes` (at least one batch when
+   * `minOneMessage`), never at or past `maxOffset`. Reads within one segment, like Kafka.
+   */
+  read(offset: number, maxBytes: number, opts?: ReadOptions): ReadInfo
+  /** Clamped to [logStartOffset, logEndOffset]. */
+  updateHighWatermark(offset: number): void
+  /** Removes offsets >= `offset`. */
+  truncateTo(offset: number): void
+  /** Empties the log and restarts it at `offset`. */
+  truncateFullyAndStartAt(offset: number): void
+  /** -1 if none. */
+  latestEpoch(): number
+  /** OffsetForLeaderEpoch: the largest epoch <= `epoch` and its end offset. */
+  endOffsetForEpoch(epoch: number): EpochEndOffset
+  /** ListOffsets: -1 latest, -2 earliest, -3 max timestamp, else the first batch with timestamp >= it. */
+  offsetForTimestamp(timestamp: number): TimestampOffset | null
+  /** Aborted transactions overlapping `[fetchOffset, upperOffset)`, for READ_COMMITTED fetches. */
+  abortedTransactions(fetchOffset: number, upperOffset: number): ReadonlyArray<AbortedTransaction>
+  /** Advances the log start (DeleteRecords); `offset` must not exceed the high watermark. */
+  deleteRecordsBefore(offset: number): void
+  /** Deletes segments past retention (size, time, log start); returns how many. */
+  enforceRetention(now: number): number
+  /** fsyncs data and indexes. */
+  flush(): void
+  close(): void
+}

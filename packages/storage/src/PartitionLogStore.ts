@@ -1,0 +1,124 @@
+/**
+ * The port through which the broker opens partition logs. `layer(dataDir)` keeps them in Kafka's on-disk
+ * layout (`<dataDir>/<topic>-<partition>/00000000000000000000.log`, `.index`, `.timeindex`,
+ * `leader-epoch-checkpoint`, `partition.metadata`); `layerMemory` keeps the same files in memory. Both pass
+ * one contract suite. The store knows partitions by name only: no metadata, no mirrors.
+ */
+import { Buffer } from "node:buffer"
+import { Context, Effect, Layer } from "effect"
+import { Log } from "./internal/Log.js"
+import { fileRoot, memoryRoot, type Root } from "./internal/Volume.js"
+import { defaultConfig, type LogConfig, type PartitionLog } from "./PartitionLog.js"
+
+const PARTITION_METADATA = "partition.metadata"
+
+/** A partition found in the data directory. */
+export interface StoredPartition {
+  readonly topic: string
+  readonly partition: number
+  /** From `partition.metadata`, when present. */
+  readonly topicId: string | undefined
+}
+
+export interface PartitionLogStoreService {
+  /** Opens (creating or recovering) a partition log; the same instance while it stays open. */
+  readonly open: (topic: string, partition: number, config?: Partial<LogConfig>, topicId?: string) => PartitionLog
+  /** The open log of a partition, if any. */
+  readonly get: (topic: string, partition: number) => PartitionLog | undefined
+  /** Closes the log if open and removes its files. */
+  readonly delete: (topic: string, partition: number) => void
+  /** Partitions present in storage (open or not), for restart. */
+  readonly list: () => ReadonlyArray<StoredPartition>
+  /** Closes every open log cleanly. */
+  readonly closeAll: () => void
+}
+
+export class PartitionLogStore extends Context.Tag("@clustermirror/storage/PartitionLogStore")<
+  PartitionLogStore,
+  PartitionLogStoreService
+>() {}
+
+const dirName = (topic: string, partition: number): string => `${topic}-${partition}`
+
+const parseDirName = (dir: string): { topic: string; partition: number } | undefined => {
+  const dash = dir.lastIndexOf("-")
+  if (dash <= 0) return undefined
+  const partition = Number(dir.slice(dash + 1))
+  if (!/^\d+$/.test(dir.slice(dash + 1)) || !Number.isSafeInteger(partition)) return undefined
+  return { topic: dir.slice(0, dash), partition }
+}
+
+const parseTopicId = (bytes: Uint8Array | undefined): string | undefined => {
+  if (bytes === undefined) return undefined
+  const match = /^topic_id:\s*(\S+)\s*$/m.exec(Buffer.from(bytes).toString("utf8"))
+  return match?.[1]
+}
+
+/** A store over any root of partition directories. */
+export const make = (root: Root): PartitionLogStoreService => {
+  const open = new Map<string, Log>()
+  const live = (key: string): Log | undefined => {
+    const log = open.get(key)
+    if (log?.isClosed) {
+      open.delete(key)
+      return undefined
+    }
+    return log
+  }
+  return {
+    open: (topic, partition, config, topicId) => {
+      const key = dirName(topic, partition)
+      const full: LogConfig = { ...defaultConfig, ...config }
+      const existing = live(key)
+      if (existing !== undefined) {
+        existing.updateConfig(full)
+        return existing
+      }
+      const volume = root.volume(key)
+      if (topicId !== undefined && parseTopicId(volume.readFile(PARTITION_METADATA)) !== topicId)
+        volume.writeFileAtomic(PARTITION_METADATA, Buffer.from(`version: 0\ntopic_id: ${topicId}\n`))
+      const log = new Log(topic, partition, volume, full)
+      open.set(key, log)
+      return log
+    },
+    get: (topic, partition) => live(dirName(topic, partition)),
+    delete: (topic, partition) => {
+      const key = dirName(topic, partition)
+      const log = open.get(key)
+      open.delete(key)
+      if (log !== undefined && !log.isClosed) log.close()
+      root.removeDir(key)
+    },
+    list: () => {
+      const found: StoredPartition[] = []
+      for (const dir of root.listDirs()) {
+        const parsed = parseDirName(dir)
+        if (parsed === undefined) continue
+        found.push({ ...parsed, topicId: parseTopicId(root.volume(dir).readFile(PARTITION_METADATA)) })
+      }
+      return found
+    },
+    closeAll: () => {
+      for (const log of open.values()) if (!log.isClosed) log.close()
+      open.clear()
+    }
+  }
+}
+
+/** A store keeping partition logs under `dataDir`. */
+export const makeFileStore = (dataDir: string): PartitionLogStoreService => make(fileRoot(dataDir))
+
+/** A store keeping partition logs in memory (same contract as files). */
+export const makeMemoryStore = (): PartitionLogStoreService => make(memoryRoot())
+
+const scoped = (acquire: () => PartitionLogStoreService): Layer.Layer<PartitionLogStore> =>
+  Layer.scoped(
+    PartitionLogStore,
+    Effect.acquireRelease(Effect.sync(acquire), (store) => Effect.sync(() => store.closeAll()))
+  )
+
+/** File-backed logs under `dataDir`; every log is closed cleanly when the layer is released. */
+export const layer = (dataDir: string): Layer.Layer<PartitionLogStore> => scoped(() => makeFileStore(dataDir))
+
+/** In-memory logs. */
+export const layerMemory: Layer.Layer<PartitionLogStore> = scoped(makeMemoryStore)

@@ -1,0 +1,662 @@
+/**
+ * The partition log implementation, written once against `Volume` so that the file and the memory layers
+ * share every rule. Hot paths work on buffers and batch headers; record data is never kept in the heap.
+ */
+import { Buffer } from "node:buffer"
+import { Crc32c, RecordBatch } from "@clustermirror/protocol"
+import {
+  type AbortedTransaction,
+  type AppendInfo,
+  EARLIEST_LOCAL_TIMESTAMP,
+  EARLIEST_TIMESTAMP,
+  type EpochEndOffset,
+  LATEST_TIMESTAMP,
+  type LogConfig,
+  MAX_TIMESTAMP,
+  type PartitionLog,
+  type ReadInfo,
+  type ReadOptions,
+  type TimestampOffset
+} from "../PartitionLog.js"
+import {
+  corrupt,
+  InvalidOffsetError,
+  invalidRecord,
+  KafkaStorageError,
+  OffsetOutOfRangeError,
+  RecordTooLargeError
+} from "../StorageError.js"
+import { controlType, crcValid, readRange, scan } from "./BatchScan.js"
+import { LeaderEpochCache } from "./LeaderEpochCache.js"
+import { type BatchInfo, type Pending, ProducerState } from "./ProducerState.js"
+import { Segment } from "./Segment.js"
+import type { Volume } from "./Volume.js"
+
+export const EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+/** logStartOffset, recoveryPoint and highWatermark, rewritten atomically. */
+export const STATE_CHECKPOINT = "log-state-checkpoint"
+/** Present only between a clean close and the next open; holds the producer state snapshot. */
+export const CLEAN_SHUTDOWN = "clean-shutdown"
+
+const INT32_MAX = 2147483647
+const TIMESTAMP_TYPE_BIT = RecordBatch.TIMESTAMP_TYPE_MASK
+
+const batchInfo = (b: Buffer, at: number, available: number): BatchInfo => {
+  const control = RecordBatch.isControl(b, at)
+  return {
+    producerId: RecordBatch.producerId(b, at),
+    producerEpoch: RecordBatch.producerEpoch(b, at),
+    baseSequence: RecordBatch.baseSequence(b, at),
+    baseOffset: RecordBatch.baseOffset(b, at),
+    lastOffsetDelta: RecordBatch.lastOffsetDelta(b, at),
+    isTransactional: RecordBatch.isTransactional(b, at),
+    isControl: control,
+    controlType: control ? controlType(b, at, available) : -1
+  }
+}
+
+/** Splits and structurally validates an append; every batch must be complete, magic 2, with a valid CRC. */
+const validateBatches = (records: Buffer): ReadonlyArray<RecordBatch.BatchRef> => {
+  const { batches, rest } = RecordBatch.split(records)
+  if (rest !== records.length) throw corrupt(`incomplete or malformed batch at byte ${rest} of ${records.length}`)
+  for (const { position, size } of batches) {
+    if (RecordBatch.magic(records, position) !== 2)
+      throw corrupt(`unsupported magic ${RecordBatch.magic(records, position)} at byte ${position}`)
+    if (!crcValid(records, position, size)) throw corrupt(`CRC mismatch in batch at byte ${position}`)
+    const count = RecordBatch.recordCount(records, position)
+    const delta = RecordBatch.lastOffsetDelta(records, position)
+    if (count <= 0 || delta < 0)
+      throw invalidRecord(`batch at byte ${position} has ${count} records, last offset delta ${delta}`)
+  }
+  return batches
+}
+
+export class Log implements PartitionLog {
+  private segments: Segment[] = []
+  private epochs = new LeaderEpochCache()
+  private producers = new ProducerState()
+  /** Whether any batch in the log carries a producer id or is a control batch (producer state to rebuild). */
+  private hasProducerData = false
+  private _logStartOffset = 0
+  private _logEndOffset = 0
+  private _highWatermark = 0
+  private recoveryPoint = 0
+  private unflushedMessages = 0
+  private lastFlushMs = -1
+  private closed = false
+
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+    private readonly volume: Volume,
+    private config: LogConfig
+  ) {
+    this.load()
+  }
+
+  get logStartOffset(): number {
+    return this._logStartOffset
+  }
+  get logEndOffset(): number {
+    return this._logEndOffset
+  }
+  get highWatermark(): number {
+    return this._highWatermark
+  }
+  get lastStableOffset(): number {
+    const first = this.producers.firstUnstableOffset()
+    return first === undefined ? this._highWatermark : Math.min(first, this._highWatermark)
+  }
+  get sizeInBytes(): number {
+    let size = 0
+    for (const s of this.segments) size += s.size
+    return size
+  }
+  get isClosed(): boolean {
+    return this.closed
+  }
+
+  private get active(): Segment {
+    return this.segments[this.segments.length - 1]!
+  }
+
+  updateConfig(config: LogConfig): void {
+    this.config = config
+  }
+
+  // ---------------------------------------------------------------------------------------------- append
+
+  appendAsLeader(records: Buffer, leaderEpoch: number, now: number): AppendInfo {
+    this.ensureOpen()
+    const batches = validateBatches(records)
+    if (batches.length === 0) return this.emptyAppend()
+    const pending: Pending = new Map()
+    for (const { position, size } of batches) {
+      if (size > this.config.maxMessageBytes)
+        throw new RecordTooLargeError({
+          message: `batch of ${size} bytes exceeds max.message.bytes ${this.config.maxMessageBytes}`,
+          size,
+          maxMessageBytes: this.config.maxMessageBytes
+        })
+      const dup = this.producers.check(batchInfo(records, position, size), pending)
+      if (dup !== undefined)
+        return {
+          firstOffset: dup.firstOffset,
+          lastOffset: dup.lastOffset,
+          logAppendTime: -1,
+          logStartOffset: this._logStartOffset,
+          duplicate: true
+        }
+    }
+    const logAppendTime = this.config.messageTimestampType === "LogAppendTime"
+    let next = this._logEndOffset
+    for (const { position, size } of batches) {
+      RecordBatch.setBaseOffset(records, next, position)
+      RecordBatch.setPartitionLeaderEpoch(records, leaderEpoch, position)
+      if (logAppendTime) {
+        records.writeBigInt64BE(BigInt(now), position + RecordBatch.MAX_TIMESTAMP)
+        const attributes = RecordBatch.attributes(records, position) | TIMESTAMP_TYPE_BIT
+        records.writeInt16BE(attributes, position + RecordBatch.ATTRIBUTES)
+        const crc = Crc32c.compute(records.subarray(position + RecordBatch.ATTRIBUTES, position + size))
+        records.writeUInt32BE(crc, position + RecordBatch.CRC)
+      }
+      next += RecordBatch.lastOffsetDelta(records, position) + 1
+    }
+    const firstOffset = this._logEndOffset
+    this.write(records, batches, firstOffset, next - 1, now)
+    return {
+      firstOffset,
+      lastOffset: next - 1,
+      logAppendTime: logAppendTime ? now : -1,
+      logStartOffset: this._logStartOffset,
+      duplicate: false
+    }
+  }
+
+  appendAsFollower(records: Buffer, now: number): AppendInfo {
+    this.ensureOpen()
+    const batches = validateBatches(records)
+    if (batches.length === 0) return this.emptyAppend()
+    let expected = this._logEndOffset
+    for (const { position } of batches) {
+      const base = RecordBatch.baseOffset(records, position)
+      if (base < expected)
+        throw new InvalidOffsetError({
+          message: `batch offset ${base} is below the expected minimum ${expected} (log end ${this._logEndOffset})`,
+          offset: base,
+          logEndOffset: this._logEndOffset
+        })
+      expected = RecordBatch.lastOffset(records, position) + 1
+    }
+    const firstOffset = RecordBatch.baseOffset(records, 0)
+    this.write(records, batches, firstOffset, expected - 1, now)
+    return {
+      firstOffset,
+      lastOffset: expected - 1,
+      logAppendTime: -1,
+      logStartOffset: this._logStartOffset,
+      duplicate: false
+    }
+  }
+
+  private emptyAppend(): AppendInfo {
+    return {
+      firstOffset: -1,
+      lastOffset: -1,
+      logAppendTime: -1,
+      logStartOffset: this._logStartOffset,
+      duplicate: false
+    }
+  }
+
+  private write(
+    records: Buffer,
+    batches: ReadonlyArray<RecordBatch.BatchRef>,
+    firstOffset: number,
+    lastOffset: number,
+    now: number
+  ): void {
+    this.maybeRoll(records.length, firstOffset, lastOffset, now)
+    const segment = this.active
+    const start = segment.size
+    segment.file.append(records)
+    if (segment.rollBaseMs < 0) segment.rollBaseMs = now
+    let epochChanged = false
+    let messages = 0
+    for (const { position, size } of batches) {
+      const base = RecordBatch.baseOffset(records, position)
+      segment.observe(
+        start + position,
+        size,
+        base,
+        RecordBatch.lastOffset(records, position),
+        RecordBatch.maxTimestamp(records, position)
+      )
+      if (this.epochs.assign(RecordBatch.partitionLeaderEpoch(records, position), base)) epochChanged = true
+      this.applyProducer(records, position, size)
+      messages += RecordBatch.recordCount(records, position)
+    }
+    this._logEndOffset = lastOffset + 1
+    if (epochChanged) this.writeEpochCheckpoint()
+    this.unflushedMessages += messages
+    if (this.lastFlushMs < 0) this.lastFlushMs = now
+    if (this.unflushedMessages >= this.config.flushMessages || now - this.lastFlushMs >= this.config.flushMs) {
+      this.flush()
+      this.lastFlushMs = now
+    }
+  }
+
+  private applyProducer(b: Buffer, at: number, available: number): void {
+    if (RecordBatch.producerId(b, at) < 0n && !RecordBatch.isControl(b, at)) return
+    this.hasProducerData = true
+    this.producers.apply(batchInfo(b, at, available))
+  }
+
+  private maybeRoll(size: number, firstOffset: number, lastOffset: number, now: number): void {
+    const segment = this.active
+    if (segment.size === 0) {
+      // An empty active segment can simply move to where the data starts (e.g. a follower gap).
+      if (segment.baseOffset !== firstOffset && lastOffset - segment.baseOffset > INT32_MAX) this.roll(firstOffset)
+      return
+    }
+    const full = segment.size + size > this.config.segmentBytes
+    const old = segment.rollBaseMs >= 0 && now - segment.rollBaseMs > this.config.segmentMs
+    if (full || old || lastOffset - segment.baseOffset > INT32_MAX) this.roll(firstOffset)
+  }
+
+  private roll(baseOffset: number): void {
+    const previous = this.active
+    if (previous.size === 0) {
+      this.segments.pop()
+      previous.delete()
+    } else previous.persistIndexes(false)
+    this.segments.push(new Segment(this.volume, baseOffset, this.config.indexIntervalBytes))
+  }
+
+  // ------------------------------------------------------------------------------------------------ read
+
+  read(offset: number, maxBytes: number, opts?: ReadOptions): ReadInfo {
+    this.ensureOpen()
+    if (offset < this._logStartOffset || offset > this._logEndOffset)
+      throw new OffsetOutOfRangeError({
+        message: `offset ${offset} is outside [${this._logStartOffset}, ${this._logEndOffset}]`,
+        offset,
+        logStartOffset: this._logStartOffset,
+        logEndOffset: this._logEndOffset
+      })
+    const maxOffset = Math.min(opts?.maxOffset ?? this._logEndOffset, this._logEndOffset)
+    const minOne = opts?.minOneMessage ?? true
+    let records: Buffer = Buffer.alloc(0)
+    if (offset < maxOffset) {
+      for (let i = this.segmentIndexFor(offset); i < this.segments.length; i++) {
+        const segment = this.segments[i]!
+        let start = -1
+        let end = -1
+        let reached = false
+        scan(segment.file, segment.lookup(offset), segment.size, false, (b, at, position, size) => {
+          const last = RecordBatch.lastOffset(b, at)
+          if (last < offset) return true
+          reached = true
+          if (last >= maxOffset) return false
+          if (start < 0) {
+            if (size > maxBytes && !minOne) return false
+            start = position
+          } else if (position + size - start > maxBytes) return false
+          end = position + size
+          return true
+        })
+        if (start >= 0) records = readRange(segment.file, start, end)
+        if (reached) break
+      }
+    }
+    return {
+      records,
+      highWatermark: this._highWatermark,
+      logStartOffset: this._logStartOffset,
+      lastStableOffset: this.lastStableOffset,
+      logEndOffset: this._logEndOffset
+    }
+  }
+
+  /** Index of the last segment whose base offset is <= `offset` (0 if none). */
+  private segmentIndexFor(offset: number): number {
+    let lo = 0
+    let hi = this.segments.length - 1
+    let found = 0
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1
+      if (this.segments[mid]!.baseOffset <= offset) {
+        found = mid
+        lo = mid + 1
+      } else hi = mid - 1
+    }
+    return found
+  }
+
+  // ------------------------------------------------------------------------------------ offsets & epochs
+
+  updateHighWatermark(offset: number): void {
+    this._highWatermark = Math.min(Math.max(offset, this._logStartOffset), this._logEndOffset)
+  }
+
+  latestEpoch(): number {
+    return this.epochs.latestEpoch()
+  }
+
+  endOffsetForEpoch(epoch: number): EpochEndOffset {
+    return this.epochs.endOffsetFor(epoch, this._logEndOffset)
+  }
+
+  offsetForTimestamp(timestamp: number): TimestampOffset | null {
+    this.ensureOpen()
+    if (timestamp === LATEST_TIMESTAMP)
+      return { timestamp: -1, offset: this._logEndOffset, leaderEpoch: this.epochs.latestEpoch() }
+    if (timestamp === EARLIEST_TIMESTAMP || timestamp === EARLIEST_LOCAL_TIMESTAMP)
+      return {
+        timestamp: -1,
+        offset: this._logStartOffset,
+        leaderEpoch: this.epochs.epochForOffset(this._logStartOffset)
+      }
+    if (timestamp === MAX_TIMESTAMP) {
+      let best: Segment | undefined
+      for (const s of this.segments)
+        if (s.maxTimestamp >= 0 && (best === undefined || s.maxTimestamp > best.maxTimestamp)) best = s
+      if (best === undefined) return null
+      const found = this.firstBatchAtTime(best, best.maxTimestamp)
+      return found === undefined
+        ? null
+        : { timestamp: found.timestamp, offset: found.lastOffset, leaderEpoch: found.leaderEpoch }
+    }
+    if (timestamp < 0) return null
+    for (const s of this.segments) {
+      if (s.maxTimestamp < timestamp) continue
+      const found = this.firstBatchAtTime(s, timestamp)
+      if (found !== undefined)
+        return {
+          timestamp: found.timestamp,
+          offset: Math.max(found.offset, this._logStartOffset),
+          leaderEpoch: found.leaderEpoch
+        }
+    }
+    return null
+  }
+
+  private firstBatchAtTime(
+    segment: Segment,
+    timestamp: number
+  ): { timestamp: number; offset: number; lastOffset: number; leaderEpoch: number } | undefined {
+    let found: { timestamp: number; offset: number; lastOffset: number; leaderEpoch: number } | undefined
+    scan(segment.file, segment.lookupTimestamp(timestamp), segment.size, false, (b, at) => {
+      const ts = RecordBatch.maxTimestamp(b, at)
+      if (ts < timestamp || RecordBatch.lastOffset(b, at) < this._logStartOffset) return true
+      found = {
+        timestamp: ts,
+        offset: RecordBatch.baseOffset(b, at),
+        lastOffset: RecordBatch.lastOffset(b, at),
+        leaderEpoch: RecordBatch.partitionLeaderEpoch(b, at)
+      }
+      return false
+    })
+    return found
+  }
+
+  abortedTransactions(fetchOffset: number, upperOffset: number): ReadonlyArray<AbortedTransaction> {
+    return this.producers
+      .abortedTransactions(fetchOffset, upperOffset)
+      .map((t) => ({ producerId: t.producerId, firstOffset: t.firstOffset }))
+  }
+
+  // ---------------------------------------------------------------------------------- truncation & retention
+
+  truncateTo(offset: number): void {
+    this.ensureOpen()
+    if (offset >= this._logEndOffset) return
+    if (offset < this._logStartOffset) {
+      this.truncateFullyAndStartAt(offset)
+      return
+    }
+    while (this.segments.length > 1 && this.active.baseOffset >= offset) this.segments.pop()!.delete()
+    const segment = this.active
+    if (segment.baseOffset >= offset) {
+      segment.delete()
+      this.segments = [new Segment(this.volume, offset, this.config.indexIntervalBytes)]
+    } else {
+      let cut = segment.size
+      scan(segment.file, segment.lookup(offset), segment.size, false, (b, at, position) => {
+        if (RecordBatch.lastOffset(b, at) < offset) return true
+        cut = position
+        return false
+      })
+      if (cut < segment.size) segment.truncateAt(cut)
+    }
+    this._logEndOffset = offset
+    this._highWatermark = Math.min(this._highWatermark, offset)
+    this.recoveryPoint = Math.min(this.recoveryPoint, offset)
+    if (this.epochs.truncateFromEnd(offset)) this.writeEpochCheckpoint()
+    if (this.hasProducerData) this.rebuildProducerState()
+    this.writeStateCheckpoint()
+  }
+
+  truncateFullyAndStartAt(offset: number): void {
+    this.ensureOpen()
+    for (const s of this.segments) s.delete()
+    this.segments = [new Segment(this.volume, offset, this.config.indexIntervalBytes)]
+    this._logStartOffset = offset
+    this._logEndOffset = offset
+    this._highWatermark = offset
+    this.recoveryPoint = offset
+    this.epochs.clear()
+    this.producers.clear()
+    this.hasProducerData = false
+    this.writeEpochCheckpoint()
+    this.writeStateCheckpoint()
+  }
+
+  deleteRecordsBefore(offset: number): void {
+    this.ensureOpen()
+    if (offset > this._highWatermark)
+      throw new OffsetOutOfRangeError({
+        message: `cannot move the log start to ${offset} above the high watermark ${this._highWatermark}`,
+        offset,
+        logStartOffset: this._logStartOffset,
+        logEndOffset: this._logEndOffset
+      })
+    if (offset <= this._logStartOffset) return
+    this.advanceLogStart(offset)
+    this.deleteSegmentsBelowLogStart()
+    this.writeStateCheckpoint()
+  }
+
+  private advanceLogStart(offset: number): void {
+    this._logStartOffset = offset
+    if (this.epochs.truncateFromStart(offset)) this.writeEpochCheckpoint()
+    this.producers.onLogStartOffset(offset)
+  }
+
+  /** Deletes inactive segments whose every offset is below the log start; returns how many. */
+  private deleteSegmentsBelowLogStart(): number {
+    let deleted = 0
+    while (this.segments.length > 1 && this.segments[1]!.baseOffset <= this._logStartOffset) {
+      this.segments.shift()!.delete()
+      deleted++
+    }
+    return deleted
+  }
+
+  enforceRetention(now: number): number {
+    this.ensureOpen()
+    let deleted = this.deleteSegmentsBelowLogStart()
+    const { retentionMs, retentionBytes } = this.config
+    let excess = retentionBytes >= 0 ? this.sizeInBytes - retentionBytes : 0
+    // Oldest first, stopping at the first segment that must stay; only data at or below the HW may go.
+    while (this.segments.length > 0) {
+      const segment = this.segments[0]!
+      const isActive = this.segments.length === 1
+      if (segment.size === 0) break
+      const upper = isActive ? this._logEndOffset : this.segments[1]!.baseOffset
+      if (upper > this._highWatermark) break
+      const lastTime = segment.maxTimestamp >= 0 ? segment.maxTimestamp : segment.rollBaseMs
+      const expired = retentionMs >= 0 && lastTime >= 0 && now - lastTime > retentionMs
+      const oversize = retentionBytes >= 0 && excess - segment.size >= 0
+      if (!expired && !oversize) break
+      if (isActive) this.roll(this._logEndOffset)
+      excess -= segment.size
+      this.segments.shift()!.delete()
+      deleted++
+    }
+    if (deleted > 0) {
+      const start = this.segments[0]!.baseOffset
+      if (start > this._logStartOffset) this.advanceLogStart(start)
+      this.writeStateCheckpoint()
+    }
+    return deleted
+  }
+
+  // ----------------------------------------------------------------------------------- durability
+
+  flush(): void {
+    this.ensureOpen()
+    for (let i = this.segmentIndexFor(this.recoveryPoint); i < this.segments.length; i++) {
+      const segment = this.segments[i]!
+      segment.persistIndexes(true)
+      segment.file.sync()
+    }
+    this.recoveryPoint = this._logEndOffset
+    this.unflushedMessages = 0
+    this.writeStateCheckpoint()
+  }
+
+  close(): void {
+    if (this.closed) return
+    this.flush()
+    const snapshot = { hasProducerData: this.hasProducerData, producers: this.producers.snapshot() }
+    this.volume.writeFileAtomic(CLEAN_SHUTDOWN, Buffer.from(JSON.stringify(snapshot)))
+    for (const s of this.segments) s.file.close()
+    this.closed = true
+  }
+
+  private ensureOpen(): void {
+    if (this.closed)
+      throw new KafkaStorageError({ message: `log ${this.topic}-${this.partition} is closed`, cause: undefined })
+  }
+
+  private writeEpochCheckpoint(): void {
+    this.volume.writeFileAtomic(EPOCH_CHECKPOINT, Buffer.from(this.epochs.encode()))
+  }
+
+  private writeStateCheckpoint(): void {
+    const state = {
+      logStartOffset: this._logStartOffset,
+      recoveryPoint: this.recoveryPoint,
+      highWatermark: this._highWatermark
+    }
+    this.volume.writeFileAtomic(STATE_CHECKPOINT, Buffer.from(JSON.stringify(state)))
+  }
+
+  private rebuildProducerState(): void {
+    this.producers.clear()
+    this.hasProducerData = false
+    for (const segment of this.segments)
+      scan(segment.file, 0, segment.size, false, (b, at, _position, size) => {
+        this.applyProducer(b, at, Math.min(size, 128))
+        return true
+      })
+    this.producers.onLogStartOffset(this._logStartOffset)
+  }
+
+  // --------------------------------------------------------------------------------------- loading
+
+  private load(): void {
+    const names = this.volume.list()
+    for (const name of names) if (name.endsWith(".tmp")) this.volume.remove(name)
+    const bases = names
+      .filter((n) => /^\d{20}\.log$/.test(n))
+      .map((n) => Number(n.slice(0, 20)))
+      .sort((a, b) => a - b)
+    const state = readJson(this.volume.readFile(STATE_CHECKPOINT))
+    const num = (key: string, fallback: number): number => {
+      const v = state === undefined ? undefined : Reflect.get(state, key)
+      return typeof v === "number" && Number.isInteger(v) ? v : fallback
+    }
+    const persistedStart = num("logStartOffset", 0)
+    if (bases.length === 0) bases.push(persistedStart)
+    this.segments = bases.map((base) => new Segment(this.volume, base, this.config.indexIntervalBytes))
+    const epochText = this.volume.readFile(EPOCH_CHECKPOINT)
+    const epochs =
+      epochText === undefined ? undefined : LeaderEpochCache.decode(Buffer.from(epochText).toString("utf8"))
+    const clean = readJson(this.volume.readFile(CLEAN_SHUTDOWN))
+    const producers = clean === undefined ? undefined : ProducerState.restore(Reflect.get(clean, "producers"))
+    this.recoveryPoint = num("recoveryPoint", this.segments[0]!.baseOffset)
+    if (clean !== undefined && producers !== undefined && epochs !== undefined) {
+      for (const s of this.segments) s.load()
+      this.producers = producers
+      this.hasProducerData = Reflect.get(clean, "hasProducerData") === true
+      this.epochs = epochs
+      this.setLogEndFromSegments()
+    } else {
+      this.epochs = epochs ?? new LeaderEpochCache()
+      this.recover()
+    }
+    this.volume.remove(CLEAN_SHUTDOWN)
+    this._logStartOffset = Math.max(persistedStart, this.segments[0]!.baseOffset)
+    if (this._logStartOffset > this._logEndOffset) this._logEndOffset = this._logStartOffset
+    this.epochs.truncateFromEnd(this._logEndOffset)
+    this.epochs.truncateFromStart(this._logStartOffset)
+    this.producers.onLogStartOffset(this._logStartOffset)
+    this._highWatermark = Math.min(Math.max(num("highWatermark", 0), this._logStartOffset), this._logEndOffset)
+    this.writeEpochCheckpoint()
+    this.flush()
+  }
+
+  private setLogEndFromSegments(): void {
+    let end = this.segments[0]!.baseOffset
+    for (const s of this.segments) end = s.lastOffset >= 0 ? s.lastOffset + 1 : Math.max(end, s.baseOffset)
+    this._logEndOffset = end
+  }
+
+  /**
+   * Crash recovery: scans every segment's headers to rebuild indexes, epochs and producer state, and from the
+   * segment holding the recovery point on also validates each batch (size, magic, CRC, increasing offsets).
+   * The first invalid batch and everything after it is cut: a torn write never survives, and no complete
+   * valid batch before it is lost.
+   */
+  private recover(): void {
+    const validateFrom = this.segmentIndexFor(this.recoveryPoint)
+    this.producers = new ProducerState()
+    this.hasProducerData = false
+    let next = -1
+    for (let i = 0; i < this.segments.length; i++) {
+      const segment = this.segments[i]!
+      const validate = i >= validateFrom
+      segment.resetIndexes()
+      const stop = scan(segment.file, 0, segment.size, validate, (b, at, position, size) => {
+        const base = RecordBatch.baseOffset(b, at)
+        const delta = RecordBatch.lastOffsetDelta(b, at)
+        if (validate && (RecordBatch.magic(b, at) !== 2 || delta < 0 || !crcValid(b, at, size))) return false
+        if (base < segment.baseOffset || base < next || base + delta - segment.baseOffset > INT32_MAX) return false
+        segment.observe(position, size, base, base + delta, RecordBatch.maxTimestamp(b, at))
+        this.epochs.assign(RecordBatch.partitionLeaderEpoch(b, at), base)
+        this.applyProducer(b, at, validate ? size : Math.min(size, 128))
+        next = base + delta + 1
+        return true
+      })
+      if (segment.rollBaseMs < 0 && segment.maxTimestamp >= 0) segment.rollBaseMs = segment.maxTimestamp
+      if (stop < segment.size) {
+        segment.truncateAt(stop)
+        for (const later of this.segments.splice(i + 1)) later.delete()
+      }
+      segment.persistIndexes(false)
+    }
+    this.setLogEndFromSegments()
+  }
+}
+
+const readJson = (bytes: Uint8Array | undefined): object | undefined => {
+  if (bytes === undefined) return undefined
+  try {
+    const value: unknown = JSON.parse(Buffer.from(bytes).toString("utf8"))
+    return typeof value === "object" && value !== null ? value : undefined
+  } catch {
+    return undefined
+  }
+}

@@ -1,0 +1,220 @@
+/**
+ * Producer state of one partition: per producer id the epoch, the last five batches' sequence ranges and
+ * offsets (idempotence), the first offset of its open transaction (LSO), and the aborted-transaction list.
+ * `check` decides whether a leader append is acceptable; `apply` is the only mutation, used alike for
+ * live appends (leader and follower) and for rebuilding from the log.
+ */
+import { InvalidProducerEpochError, OutOfOrderSequenceError } from "../StorageError.js"
+import { CONTROL_ABORT, CONTROL_MIRROR_PID_RESET } from "./BatchScan.js"
+
+const INT32_MAX = 2147483647
+/** Kafka keeps this many batches per producer for duplicate detection. */
+const RETAINED_BATCHES = 5
+
+export interface BatchMetadata {
+  readonly firstSeq: number
+  readonly lastSeq: number
+  readonly firstOffset: number
+  readonly lastOffset: number
+}
+
+interface ProducerEntry {
+  epoch: number
+  batches: BatchMetadata[]
+  /** First offset of the open transaction, -1 when none. */
+  txnFirstOffset: number
+}
+
+export interface AbortedTxn {
+  readonly producerId: bigint
+  readonly firstOffset: number
+  /** Offset of the ABORT marker. */
+  readonly lastOffset: number
+}
+
+/** What the log knows about one batch from its header (and control key). */
+export interface BatchInfo {
+  readonly producerId: bigint
+  readonly producerEpoch: number
+  readonly baseSequence: number
+  readonly baseOffset: number
+  readonly lastOffsetDelta: number
+  readonly isTransactional: boolean
+  readonly isControl: boolean
+  /** Control record type for control batches, -1 otherwise. */
+  readonly controlType: number
+}
+
+const lastSequence = (info: BatchInfo): number => {
+  const last = info.baseSequence + info.lastOffsetDelta
+  return last > INT32_MAX ? last - INT32_MAX - 1 : last
+}
+
+const nextSequence = (seq: number): number => (seq === INT32_MAX ? 0 : seq + 1)
+
+/** Pending per-request view so several batches of one append are checked against each other. */
+export type Pending = Map<bigint, { epoch: number; lastSeq: number }>
+
+export class ProducerState {
+  private producers = new Map<bigint, ProducerEntry>()
+  private aborted: AbortedTxn[] = []
+
+  /**
+   * Checks a leader append of `info`: returns the original batch when it is a duplicate, undefined when it is
+   * acceptable; throws on a fenced epoch or a sequence gap.
+   */
+  check(info: BatchInfo, pending: Pending): BatchMetadata | undefined {
+    if (info.producerId < 0n) return undefined
+    const entry = this.producers.get(info.producerId)
+    const inFlight = pending.get(info.producerId)
+    const currentEpoch = inFlight?.epoch ?? entry?.epoch ?? -1
+    if (currentEpoch >= 0 && info.producerEpoch < currentEpoch)
+      throw new InvalidProducerEpochError({
+        message: `producer ${info.producerId} epoch ${info.producerEpoch} is older than ${currentEpoch}`,
+        producerId: info.producerId,
+        producerEpoch: info.producerEpoch,
+        currentEpoch
+      })
+    if (info.isControl) return undefined
+    const firstSeq = info.baseSequence
+    const lastSeq = lastSequence(info)
+    if (inFlight === undefined && entry !== undefined && info.producerEpoch === entry.epoch) {
+      const dup = entry.batches.find((b) => b.firstSeq === firstSeq && b.lastSeq === lastSeq)
+      if (dup !== undefined) return dup
+    }
+    const outOfOrder = (expected: number): OutOfOrderSequenceError =>
+      new OutOfOrderSequenceError({
+        message: `producer ${info.producerId} epoch ${info.producerEpoch}: sequence ${firstSeq}, expected ${expected}`,
+        producerId: info.producerId,
+        expectedSequence: expected,
+        sequence: firstSeq
+      })
+    // Unknown producers are accepted at any sequence (their state may have been removed), like Kafka 2.5+.
+    if (currentEpoch < 0) {
+      pending.set(info.producerId, { epoch: info.producerEpoch, lastSeq })
+      return undefined
+    }
+    if (info.producerEpoch > currentEpoch) {
+      if (firstSeq !== 0) throw outOfOrder(0)
+    } else {
+      const previous = inFlight?.lastSeq ?? entry?.batches[entry.batches.length - 1]?.lastSeq ?? -1
+      const expected = nextSequence(previous)
+      if (firstSeq !== expected) throw outOfOrder(expected)
+    }
+    pending.set(info.producerId, { epoch: info.producerEpoch, lastSeq })
+    return undefined
+  }
+
+  /** Applies an appended batch. */
+  apply(info: BatchInfo): void {
+    if (info.isControl) {
+      if (info.controlType === CONTROL_MIRROR_PID_RESET) {
+        this.producers.clear()
+        return
+      }
+      if (info.producerId < 0n) return
+      const entry = this.entry(info.producerId, info.producerEpoch)
+      if (info.controlType === CONTROL_ABORT && entry.txnFirstOffset >= 0)
+        this.aborted.push({
+          producerId: info.producerId,
+          firstOffset: entry.txnFirstOffset,
+          lastOffset: info.baseOffset
+        })
+      entry.txnFirstOffset = -1
+      return
+    }
+    if (info.producerId < 0n) return
+    const entry = this.entry(info.producerId, info.producerEpoch)
+    entry.batches.push({
+      firstSeq: info.baseSequence,
+      lastSeq: lastSequence(info),
+      firstOffset: info.baseOffset,
+      lastOffset: info.baseOffset + info.lastOffsetDelta
+    })
+    if (entry.batches.length > RETAINED_BATCHES) entry.batches.shift()
+    if (info.isTransactional && entry.txnFirstOffset < 0) entry.txnFirstOffset = info.baseOffset
+  }
+
+  private entry(producerId: bigint, epoch: number): ProducerEntry {
+    let entry = this.producers.get(producerId)
+    if (entry === undefined) {
+      entry = { epoch, batches: [], txnFirstOffset: -1 }
+      this.producers.set(producerId, entry)
+    } else if (epoch !== entry.epoch) {
+      entry.epoch = epoch
+      entry.batches = []
+    }
+    return entry
+  }
+
+  /** The first offset of the oldest open transaction, or undefined. */
+  firstUnstableOffset(): number | undefined {
+    let first: number | undefined
+    for (const e of this.producers.values())
+      if (e.txnFirstOffset >= 0 && (first === undefined || e.txnFirstOffset < first)) first = e.txnFirstOffset
+    return first
+  }
+
+  /** Aborted transactions overlapping `[fetchOffset, upperOffset)`. */
+  abortedTransactions(fetchOffset: number, upperOffset: number): ReadonlyArray<AbortedTxn> {
+    return this.aborted.filter((t) => t.lastOffset >= fetchOffset && t.firstOffset < upperOffset)
+  }
+
+  /** Forgets aborted transactions wholly below the new log start. */
+  onLogStartOffset(logStartOffset: number): void {
+    this.aborted = this.aborted.filter((t) => t.lastOffset >= logStartOffset)
+  }
+
+  isEmpty(): boolean {
+    return this.producers.size === 0 && this.aborted.length === 0
+  }
+
+  clear(): void {
+    this.producers.clear()
+    this.aborted = []
+  }
+
+  /** A JSON-friendly snapshot, written at clean shutdown. */
+  snapshot(): unknown {
+    return {
+      producers: [...this.producers].map(([id, e]) => [
+        id.toString(),
+        e.epoch,
+        e.txnFirstOffset,
+        e.batches.map((b) => [b.firstSeq, b.lastSeq, b.firstOffset, b.lastOffset])
+      ]),
+      aborted: this.aborted.map((t) => [t.producerId.toString(), t.firstOffset, t.lastOffset])
+    }
+  }
+
+  /** Restores a snapshot; undefined when it is not one. */
+  static restore(value: unknown): ProducerState | undefined {
+    const isNums = (a: unknown, n: number): a is number[] =>
+      Array.isArray(a) && a.length === n && a.every((x) => Number.isInteger(x))
+    if (typeof value !== "object" || value === null) return undefined
+    const producers: unknown = Reflect.get(value, "producers")
+    const aborted: unknown = Reflect.get(value, "aborted")
+    if (!Array.isArray(producers) || !Array.isArray(aborted)) return undefined
+    const state = new ProducerState()
+    for (const p of producers) {
+      if (!Array.isArray(p) || p.length !== 4 || typeof p[0] !== "string") return undefined
+      const [id, epoch, txnFirstOffset, batches]: unknown[] = p
+      if (!Number.isInteger(epoch) || !Number.isInteger(txnFirstOffset) || !Array.isArray(batches)) return undefined
+      const metas: BatchMetadata[] = []
+      for (const b of batches) {
+        if (!isNums(b, 4)) return undefined
+        metas.push({ firstSeq: b[0]!, lastSeq: b[1]!, firstOffset: b[2]!, lastOffset: b[3]! })
+      }
+      state.producers.set(BigInt(String(id)), {
+        epoch: Number(epoch),
+        txnFirstOffset: Number(txnFirstOffset),
+        batches: metas
+      })
+    }
+    for (const t of aborted) {
+      if (!Array.isArray(t) || t.length !== 3 || typeof t[0] !== "string" || !isNums(t.slice(1), 2)) return undefined
+      state.aborted.push({ producerId: BigInt(t[0]), firstOffset: Number(t[1]), lastOffset: Number(t[2]) })
+    }
+    return state
+  }
+}

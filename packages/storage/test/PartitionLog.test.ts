@@ -1,0 +1,238 @@
+import { Buffer } from "node:buffer"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { RecordBatch } from "@clustermirror/protocol"
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { Effect, FastCheck as fc } from "effect"
+import type { LogConfig, PartitionLog } from "../src/PartitionLog.js"
+import * as PartitionLogStore from "../src/PartitionLogStore.js"
+import { baseOffsets, batch } from "./Batches.js"
+import { contract, readAll } from "./PartitionLog.contract.js"
+
+const tmpRoot = fs.mkdtempSync(path.join(os.tmpdir(), "storage-test-"))
+let dirs = 0
+const tempDir = (): string => path.join(tmpRoot, `d${dirs++}`)
+afterAll(() => fs.rmSync(tmpRoot, { recursive: true, force: true }))
+
+contract("memory", () => PartitionLogStore.makeMemoryStore())
+contract("files", () => PartitionLogStore.makeFileStore(tempDir()))
+
+const segmentFiles = (dir: string, suffix: string): string[] =>
+  fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith(suffix))
+    .sort()
+
+describe("PartitionLog on files", () => {
+  const config: Partial<LogConfig> = { segmentBytes: 600, indexIntervalBytes: 64 }
+  const fill = (log: PartitionLog, n: number): void => {
+    for (let i = 0; i < n; i++)
+      log.appendAsLeader(batch({ count: 1 + (i % 3), timestamp: 1000 + i }), 1 + Math.floor(i / 10), 0)
+  }
+
+  it("lays out Kafka-like files and rolls segments on size", () => {
+    const dataDir = tempDir()
+    const store = PartitionLogStore.makeFileStore(dataDir)
+    const log = store.open("orders", 2, config, "AAAAAAAAAAAAAAAAAAAAAQ")
+    fill(log, 30)
+    store.closeAll()
+    const dir = path.join(dataDir, "orders-2")
+    const logs = segmentFiles(dir, ".log")
+    expect(logs.length).toBeGreaterThan(3)
+    expect(logs[0]).toBe("00000000000000000000.log")
+    expect(segmentFiles(dir, ".index").length).toBe(logs.length)
+    expect(segmentFiles(dir, ".timeindex").length).toBe(logs.length)
+    for (const f of logs) expect(fs.statSync(path.join(dir, f)).size).toBeLessThanOrEqual(600)
+    const second = Number(logs[1]!.slice(0, 20))
+    expect(second).toBeGreaterThan(0)
+    expect(fs.readFileSync(path.join(dir, "partition.metadata"), "utf8")).toBe(
+      "version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ\n"
+    )
+    expect(fs.readFileSync(path.join(dir, "leader-epoch-checkpoint"), "utf8")).toBe("0\n3\n1 0\n2 19\n3 39\n")
+    expect(store.list()).toEqual([{ topic: "orders", partition: 2, topicId: "AAAAAAAAAAAAAAAAAAAAAQ" }])
+  })
+
+  it("recovers from a torn tail: the partial batch goes, every earlier batch stays, appends continue", () => {
+    for (const damage of ["truncate", "garbage", "bitflip"] as const) {
+      const dataDir = tempDir()
+      const first = PartitionLogStore.makeFileStore(dataDir)
+      const log = first.open("t", 0, config)
+      fill(log, 20)
+      const before = readAll(log)
+      const lastSize = batch({ count: 3 }).length
+      log.appendAsLeader(batch({ count: 3 }), 9, 0)
+      const leo = log.logEndOffset
+      // Crash: no close. Damage the last batch of the active segment.
+      const dir = path.join(dataDir, "t-0")
+      const active = path.join(dir, segmentFiles(dir, ".log").at(-1)!)
+      const size = fs.statSync(active).size
+      if (damage === "truncate") fs.truncateSync(active, size - 5)
+      else if (damage === "garbage") {
+        fs.truncateSync(active, size - lastSize)
+        fs.appendFileSync(active, Buffer.alloc(30, 0xab))
+      } else {
+        const bytes = fs.readFileSync(active)
+        bytes[bytes.length - 3] ^= 0x55
+        fs.writeFileSync(active, bytes)
+      }
+      const reopened = PartitionLogStore.makeFileStore(dataDir).open("t", 0, config)
+      expect(reopened.logEndOffset).toBe(leo - 3)
+      expect(Buffer.compare(readAll(reopened), before)).toBe(0)
+      expect(reopened.latestEpoch()).toBe(2)
+      expect(reopened.appendAsLeader(batch(), 4, 0).firstOffset).toBe(leo - 3)
+      expect(fs.statSync(active).size).toBe(size - lastSize + batch().length)
+    }
+  })
+
+  it("rebuilds deleted or partially written index files", () => {
+    const dataDir = tempDir()
+    const store = PartitionLogStore.makeFileStore(dataDir)
+    fill(store.open("t", 0, config), 30)
+    const expected = readAll(store.get("t", 0)!)
+    const probe = (log: PartitionLog): number[] =>
+      [0, 5, 17, 33, 44].flatMap((o) => baseOffsets(log.read(o, 1 << 20).records).slice(0, 1))
+    const baseline = probe(store.get("t", 0)!)
+    store.closeAll()
+    const dir = path.join(dataDir, "t-0")
+    const indexes = segmentFiles(dir, ".index")
+    expect(fs.statSync(path.join(dir, indexes[0]!)).size).toBeGreaterThan(0)
+    fs.rmSync(path.join(dir, indexes[0]!))
+    fs.rmSync(path.join(dir, segmentFiles(dir, ".timeindex")[1]!))
+    fs.appendFileSync(path.join(dir, indexes[2]!), Buffer.from([1, 2, 3]))
+    fs.writeFileSync(path.join(dir, indexes[3]!), Buffer.from([0, 0, 0, 1, 0, 0, 0, 7]))
+    const again = PartitionLogStore.makeFileStore(dataDir).open("t", 0, config)
+    expect(Buffer.compare(readAll(again), expected)).toBe(0)
+    expect(probe(again)).toEqual(baseline)
+    expect(again.offsetForTimestamp(1015)?.timestamp).toBe(1015)
+    again.close()
+    expect(fs.statSync(path.join(dir, indexes[0]!)).size).toBeGreaterThan(0)
+    expect(fs.statSync(path.join(dir, indexes[2]!)).size % 8).toBe(0)
+  })
+
+  it("flushes per flush.messages and recovers only after the recovery point", () => {
+    const dataDir = tempDir()
+    const log = PartitionLogStore.makeFileStore(dataDir).open("t", 0, { ...config, flushMessages: 5 })
+    fill(log, 12)
+    const state = JSON.parse(fs.readFileSync(path.join(dataDir, "t-0", "log-state-checkpoint"), "utf8"))
+    expect(state.recoveryPoint).toBeGreaterThan(0)
+    expect(state.recoveryPoint).toBeLessThanOrEqual(log.logEndOffset)
+  })
+
+  it.effect("layer closes every log when released", () =>
+    Effect.gen(function* () {
+      const dataDir = tempDir()
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          const store = yield* PartitionLogStore.PartitionLogStore
+          store.open("t", 0).appendAsLeader(batch(), 0, 0)
+        }).pipe(Effect.provide(PartitionLogStore.layer(dataDir)))
+      )
+      expect(fs.existsSync(path.join(dataDir, "t-0", "clean-shutdown"))).toBe(true)
+      const reopened = PartitionLogStore.makeFileStore(dataDir).open("t", 0)
+      expect(reopened.logEndOffset).toBe(1)
+      expect(fs.existsSync(path.join(dataDir, "t-0", "clean-shutdown"))).toBe(false)
+    })
+  )
+})
+
+type Op =
+  | { readonly op: "leader"; readonly count: number; readonly bytes: number; readonly epochBump: boolean }
+  | { readonly op: "follower"; readonly gap: number; readonly count: number }
+  | { readonly op: "truncate"; readonly back: number }
+  | { readonly op: "reopen"; readonly crash: boolean }
+  | { readonly op: "deleteBefore"; readonly forward: number }
+
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      op: fc.constant("leader" as const),
+      count: fc.integer({ min: 1, max: 4 }),
+      bytes: fc.integer({ min: 0, max: 150 }),
+      epochBump: fc.boolean()
+    })
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant("follower" as const),
+      gap: fc.integer({ min: 0, max: 3 }),
+      count: fc.integer({ min: 1, max: 3 })
+    })
+  },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant("truncate" as const), back: fc.integer({ min: 0, max: 8 }) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("reopen" as const), crash: fc.boolean() }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant("deleteBefore" as const), forward: fc.integer({ min: 0, max: 4 }) })
+  }
+)
+
+describe("PartitionLog property", () => {
+  it.prop(
+    "memory and file layers give identical logs under appends, truncations and restarts",
+    [fc.array(opArb, { minLength: 1, maxLength: 30 })],
+    ([ops]) => {
+      const config: Partial<LogConfig> = { segmentBytes: 400, indexIntervalBytes: 60 }
+      const memory = PartitionLogStore.makeMemoryStore()
+      const dataDir = tempDir()
+      let files = PartitionLogStore.makeFileStore(dataDir)
+      let m = memory.open("p", 0, config)
+      let f = files.open("p", 0, config)
+      let epoch = 0
+      for (const o of ops) {
+        switch (o.op) {
+          case "leader": {
+            if (o.epochBump) epoch++
+            const b = batch({ count: o.count, payload: Buffer.alloc(o.bytes, o.count) })
+            expect(f.appendAsLeader(Buffer.from(b), epoch, 0)).toEqual(m.appendAsLeader(b, epoch, 0))
+            break
+          }
+          case "follower": {
+            const b = batch({ baseOffset: m.logEndOffset + o.gap, count: o.count, leaderEpoch: epoch })
+            expect(f.appendAsFollower(Buffer.from(b), 0)).toEqual(m.appendAsFollower(b, 0))
+            break
+          }
+          case "truncate": {
+            const to = Math.max(m.logStartOffset, m.logEndOffset - o.back)
+            m.truncateTo(to)
+            f.truncateTo(to)
+            break
+          }
+          case "reopen": {
+            // A crash keeps every complete batch; a clean close keeps everything.
+            if (!o.crash) files.closeAll()
+            files = PartitionLogStore.makeFileStore(dataDir)
+            f = files.open("p", 0, config)
+            memory.closeAll()
+            m = memory.open("p", 0, config)
+            break
+          }
+          case "deleteBefore": {
+            m.updateHighWatermark(m.logEndOffset)
+            f.updateHighWatermark(f.logEndOffset)
+            const to = Math.min(m.logEndOffset, m.logStartOffset + o.forward)
+            m.deleteRecordsBefore(to)
+            f.deleteRecordsBefore(to)
+            break
+          }
+        }
+        expect([f.logStartOffset, f.logEndOffset, f.latestEpoch()]).toEqual([
+          m.logStartOffset,
+          m.logEndOffset,
+          m.latestEpoch()
+        ])
+        expect(Buffer.compare(readAll(f), readAll(m))).toBe(0)
+        for (let e = 0; e <= epoch + 1; e++) expect(f.endOffsetForEpoch(e)).toEqual(m.endOffsetForEpoch(e))
+      }
+      const all = readAll(m)
+      const offsets = baseOffsets(all)
+      for (let i = 1; i < offsets.length; i++) expect(offsets[i]!).toBeGreaterThan(offsets[i - 1]!)
+      for (const { position } of RecordBatch.split(all).batches)
+        expect(RecordBatch.lastOffset(all, position)).toBeLessThan(m.logEndOffset)
+      files.closeAll()
+    },
+    { fastCheck: { numRuns: 60 } }
+  )
+})
