@@ -139,34 +139,49 @@ export const register = async (
         return { throttleTimeMs: 0, coordinators: request.coordinatorKeys.map((k) => answer(k, request.keyType)) }
       }
       const a = answer(request.key, request.keyType)
-      return { throttleTimeMs: 0, errorCode: a.errorCode, errorMessage: a.errorMessage, nodeId: a.nodeId, host: a.host, port: a.port }
-    })
-    .register(JoinGroup.api, async (req, request) => {
-      const r = await coordinator.joinGroup({
-        groupId: request.groupId,
-        memberId: request.memberId,
-        groupInstanceId: request.groupInstanceId,
-        protocolType: request.protocolType,
-        protocols: request.protocols.map((p) => ({ name: p.name, metadata: p.metadata })),
-        sessionTimeoutMs: request.sessionTimeoutMs,
-        rebalanceTimeoutMs: req.apiVersion >= 1 ? request.rebalanceTimeoutMs : request.sessionTimeoutMs,
-        clientId: req.clientId ?? "",
-        clientHost: `/${req.connection.remoteHost}`,
-        requireKnownMemberId: req.apiVersion >= 4,
-        reason: request.reason
-      })
       return {
         throttleTimeMs: 0,
-        errorCode: r.errorCode,
-        generationId: r.generationId,
-        protocolType: r.protocolType,
-        protocolName: req.apiVersion >= 7 ? r.protocolName : (r.protocolName ?? ""),
-        leader: r.leader,
-        skipAssignment: r.skipAssignment,
-        memberId: r.memberId,
-        members: r.members.map((m) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId, metadata: m.metadata }))
+        errorCode: a.errorCode,
+        errorMessage: a.errorMessage,
+        nodeId: a.nodeId,
+        host: a.host,
+        port: a.port
       }
-    }, { min: 0, max: JoinGroup.api.maxVersion })
+    })
+    .register(
+      JoinGroup.api,
+      async (req, request) => {
+        const r = await coordinator.joinGroup({
+          groupId: request.groupId,
+          memberId: request.memberId,
+          groupInstanceId: request.groupInstanceId,
+          protocolType: request.protocolType,
+          protocols: request.protocols.map((p) => ({ name: p.name, metadata: p.metadata })),
+          sessionTimeoutMs: request.sessionTimeoutMs,
+          rebalanceTimeoutMs: req.apiVersion >= 1 ? request.rebalanceTimeoutMs : request.sessionTimeoutMs,
+          clientId: req.clientId ?? "",
+          clientHost: `/${req.connection.remoteHost}`,
+          requireKnownMemberId: req.apiVersion >= 4,
+          reason: request.reason
+        })
+        return {
+          throttleTimeMs: 0,
+          errorCode: r.errorCode,
+          generationId: r.generationId,
+          protocolType: r.protocolType,
+          protocolName: req.apiVersion >= 7 ? r.protocolName : (r.protocolName ?? ""),
+          leader: r.leader,
+          skipAssignment: r.skipAssignment,
+          memberId: r.memberId,
+          members: r.members.map((m) => ({
+            memberId: m.memberId,
+            groupInstanceId: m.groupInstanceId,
+            metadata: m.metadata
+          }))
+        }
+      },
+      { min: 0, max: JoinGroup.api.maxVersion }
+    )
     .register(SyncGroup.api, async (req, request) => {
       const r = await coordinator.syncGroup({
         groupId: request.groupId,
@@ -206,77 +221,102 @@ export const register = async (
       return {
         throttleTimeMs: 0,
         errorCode: req.apiVersion >= 3 || r.errorCode !== 0 ? r.errorCode : single,
-        members: r.members.map((m) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId, errorCode: m.errorCode }))
+        members: r.members.map((m) => ({
+          memberId: m.memberId,
+          groupInstanceId: m.groupInstanceId,
+          errorCode: m.errorCode
+        }))
       }
     })
-    .register(OffsetCommit.api, async (_req, request) => {
-      const topics = request.topics.map((t) => ({ ...t, resolved: topicName(t.name, t.topicId) }))
-      const r = await coordinator.commitOffsets({
-        groupId: request.groupId,
-        generationId: request.generationIdOrMemberEpoch,
-        memberId: request.memberId,
-        groupInstanceId: request.groupInstanceId,
-        topics: topics.map((t) => ({
-          name: t.resolved,
-          partitions: t.partitions.map((p) => ({
-            partitionIndex: p.partitionIndex,
-            committedOffset: p.committedOffset,
-            committedLeaderEpoch: p.committedLeaderEpoch,
-            committedMetadata: p.committedMetadata
-          }))
-        }))
-      })
-      return {
-        throttleTimeMs: 0,
-        topics: r.topics.map((t, i) => ({
-          name: topics[i]?.name ?? t.name,
-          topicId: topics[i]?.topicId ?? Uuid.ZERO,
-          partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: p.errorCode }))
-        }))
-      }
-    }, { min: 0, max: OffsetCommit.api.maxVersion })
-    .register(OffsetFetch.api, async (req, request) => {
-      const fetchOne = async (
-        groupId: string,
-        topics: ReadonlyArray<{ name: string; topicId: string; partitionIndexes: ReadonlyArray<number> }> | null
-      ) => {
-        const r = await coordinator.fetchOffsets({
-          groupId,
-          topics: topics === null ? null : topics.map((t) => ({ name: topicName(t.name, t.topicId), partitionIndexes: t.partitionIndexes }))
-        })
-        return {
-          errorCode: r.errorCode,
-          topics: r.topics.map((t) => ({
-            name: t.name,
-            topicId: topicIdOf(t.name),
+    .register(
+      OffsetCommit.api,
+      async (_req, request) => {
+        const topics = request.topics.map((t) => ({ ...t, resolved: topicName(t.name, t.topicId) }))
+        const r = await coordinator.commitOffsets({
+          groupId: request.groupId,
+          generationId: request.generationIdOrMemberEpoch,
+          memberId: request.memberId,
+          groupInstanceId: request.groupInstanceId,
+          topics: topics.map((t) => ({
+            name: t.resolved,
             partitions: t.partitions.map((p) => ({
               partitionIndex: p.partitionIndex,
               committedOffset: p.committedOffset,
               committedLeaderEpoch: p.committedLeaderEpoch,
-              metadata: p.metadata,
-              errorCode: p.errorCode
+              committedMetadata: p.committedMetadata
             }))
           }))
+        })
+        return {
+          throttleTimeMs: 0,
+          topics: r.topics.map((t, i) => ({
+            name: topics[i]?.name ?? t.name,
+            topicId: topics[i]?.topicId ?? Uuid.ZERO,
+            partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: p.errorCode }))
+          }))
         }
-      }
-      if (req.apiVersion >= 8) {
-        const groups = await Promise.all(
-          request.groups.map(async (g) => ({ groupId: g.groupId, ...(await fetchOne(g.groupId, g.topics)) }))
+      },
+      { min: 0, max: OffsetCommit.api.maxVersion }
+    )
+    .register(
+      OffsetFetch.api,
+      async (req, request) => {
+        const fetchOne = async (
+          groupId: string,
+          topics: ReadonlyArray<{ name: string; topicId: string; partitionIndexes: ReadonlyArray<number> }> | null
+        ) => {
+          const r = await coordinator.fetchOffsets({
+            groupId,
+            topics:
+              topics === null
+                ? null
+                : topics.map((t) => ({ name: topicName(t.name, t.topicId), partitionIndexes: t.partitionIndexes }))
+          })
+          return {
+            errorCode: r.errorCode,
+            topics: r.topics.map((t) => ({
+              name: t.name,
+              topicId: topicIdOf(t.name),
+              partitions: t.partitions.map((p) => ({
+                partitionIndex: p.partitionIndex,
+                committedOffset: p.committedOffset,
+                committedLeaderEpoch: p.committedLeaderEpoch,
+                metadata: p.metadata,
+                errorCode: p.errorCode
+              }))
+            }))
+          }
+        }
+        if (req.apiVersion >= 8) {
+          const groups = await Promise.all(
+            request.groups.map(async (g) => ({ groupId: g.groupId, ...(await fetchOne(g.groupId, g.topics)) }))
+          )
+          return { throttleTimeMs: 0, groups }
+        }
+        const one = await fetchOne(
+          request.groupId,
+          request.topics === null
+            ? null
+            : request.topics.map((t) => ({ name: t.name, topicId: Uuid.ZERO, partitionIndexes: t.partitionIndexes }))
         )
-        return { throttleTimeMs: 0, groups }
-      }
-      const one = await fetchOne(
-        request.groupId,
-        request.topics === null ? null : request.topics.map((t) => ({ name: t.name, topicId: Uuid.ZERO, partitionIndexes: t.partitionIndexes }))
-      )
-      return { throttleTimeMs: 0, errorCode: one.errorCode, topics: one.topics }
-    }, { min: 0, max: OffsetFetch.api.maxVersion })
+        return { throttleTimeMs: 0, errorCode: one.errorCode, topics: one.topics }
+      },
+      { min: 0, max: OffsetFetch.api.maxVersion }
+    )
     .register(ListGroups.api, async (_req, request) => {
-      const groups = await coordinator.listGroups({ statesFilter: request.statesFilter, typesFilter: request.typesFilter })
+      const groups = await coordinator.listGroups({
+        statesFilter: request.statesFilter,
+        typesFilter: request.typesFilter
+      })
       return {
         throttleTimeMs: 0,
         errorCode: 0,
-        groups: groups.map((g) => ({ groupId: g.groupId, protocolType: g.protocolType, groupState: g.groupState, groupType: g.groupType }))
+        groups: groups.map((g) => ({
+          groupId: g.groupId,
+          protocolType: g.protocolType,
+          groupState: g.groupState,
+          groupType: g.groupType
+        }))
       }
     })
     .register(DescribeGroups.api, async (req, request) => {

@@ -135,117 +135,125 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
         clusterAuthorizedOperations: UNSET_OPS
       }
     })
-    .register(Produce.api, (req, request) => {
-      // v0-2 carry message formats 0/1, which this broker does not store: refused per partition, as
-      // Kafka 4 does while still advertising them (librdkafka's feature detection needs them listed).
-      const refuse =
-        req.apiVersion < 3
-          ? Errors.ErrorCode.UNSUPPORTED_VERSION!
-          : request.acks !== 0 && request.acks !== 1 && request.acks !== -1
-            ? Errors.ErrorCode.INVALID_REQUIRED_ACKS!
-            : 0
-      if (refuse !== 0) {
-        const code = refuse
-        return {
-          responses: request.topicData.map((t) => ({
+    .register(
+      Produce.api,
+      (req, request) => {
+        // v0-2 carry message formats 0/1, which this broker does not store: refused per partition, as
+        // Kafka 4 does while still advertising them (librdkafka's feature detection needs them listed).
+        const refuse =
+          req.apiVersion < 3
+            ? Errors.ErrorCode.UNSUPPORTED_VERSION!
+            : request.acks !== 0 && request.acks !== 1 && request.acks !== -1
+              ? Errors.ErrorCode.INVALID_REQUIRED_ACKS!
+              : 0
+        if (refuse !== 0) {
+          const code = refuse
+          return {
+            responses: request.topicData.map((t) => ({
+              name: t.name,
+              topicId: t.topicId,
+              partitionResponses: t.partitionData.map((p) => ({ index: p.index, errorCode: code, baseOffset: -1n }))
+            })),
+            throttleTimeMs: 0
+          }
+        }
+        const responses = request.topicData.map((t) => {
+          const name = t.name !== "" ? t.name : (ctx.metadata.image.byId.get(t.topicId)?.name ?? "")
+          return {
             name: t.name,
             topicId: t.topicId,
-            partitionResponses: t.partitionData.map((p) => ({ index: p.index, errorCode: code, baseOffset: -1n }))
-          })),
-          throttleTimeMs: 0
+            partitionResponses: t.partitionData.map((p) => {
+              const r = ctx.replicas.appendAsLeader(name, p.index, p.records as Buffer | null, true)
+              return {
+                index: p.index,
+                errorCode: r.errorCode,
+                baseOffset: r.baseOffset,
+                logAppendTimeMs: r.logAppendTimeMs,
+                logStartOffset: r.logStartOffset,
+                errorMessage: r.errorCode === 0 ? null : r.errorMessage
+              }
+            })
+          }
+        })
+        if (request.acks === 0) return NoResponse
+        return { responses, throttleTimeMs: 0 }
+      },
+      { min: 0, max: Produce.api.maxVersion }
+    )
+    .register(
+      Fetch.api,
+      async (req, request) => {
+        const byId = req.apiVersion >= 13
+        const image = ctx.metadata.image
+        const unknownIds = new Set<string>()
+        const partitions = request.topics.flatMap((t) => {
+          const name = byId ? image.byId.get(t.topicId)?.name : t.topic
+          if (name === undefined) {
+            unknownIds.add(t.topicId)
+            return []
+          }
+          return t.partitions.map((p) => ({
+            topic: name,
+            partition: p.partition,
+            fetchOffset: Number(p.fetchOffset),
+            currentLeaderEpoch: p.currentLeaderEpoch,
+            partitionMaxBytes: p.partitionMaxBytes
+          }))
+        })
+        const results = await ctx.replicas.fetch({
+          maxWaitMs: unknownIds.size > 0 ? 0 : request.maxWaitMs,
+          minBytes: request.minBytes,
+          maxBytes: request.maxBytes,
+          isolationLevel: request.isolationLevel,
+          partitions
+        })
+        const byTopic = new Map<string, typeof results>()
+        for (const r of results) {
+          let list = byTopic.get(r.topic)
+          if (list === undefined) byTopic.set(r.topic, (list = []))
+          list.push(r)
         }
-      }
-      const responses = request.topicData.map((t) => {
-        const name = t.name !== "" ? t.name : (ctx.metadata.image.byId.get(t.topicId)?.name ?? "")
-        return {
-          name: t.name,
-          topicId: t.topicId,
-          partitionResponses: t.partitionData.map((p) => {
-            const r = ctx.replicas.appendAsLeader(name, p.index, p.records as Buffer | null, true)
+        const responses = request.topics.map((t) => {
+          const name = byId ? image.byId.get(t.topicId)?.name : t.topic
+          if (name === undefined)
             return {
-              index: p.index,
-              errorCode: r.errorCode,
-              baseOffset: r.baseOffset,
-              logAppendTimeMs: r.logAppendTimeMs,
-              logStartOffset: r.logStartOffset,
-              errorMessage: r.errorCode === 0 ? null : r.errorMessage
+              topic: "",
+              topicId: t.topicId,
+              partitions: t.partitions.map((p) => ({
+                partitionIndex: p.partition,
+                errorCode: Errors.ErrorCode.UNKNOWN_TOPIC_ID!,
+                highWatermark: -1n,
+                lastStableOffset: -1n,
+                logStartOffset: -1n,
+                records: Buffer.alloc(0)
+              }))
             }
-          })
-        }
-      })
-      if (request.acks === 0) return NoResponse
-      return { responses, throttleTimeMs: 0 }
-    }, { min: 0, max: Produce.api.maxVersion })
-    .register(Fetch.api, async (req, request) => {
-      const byId = req.apiVersion >= 13
-      const image = ctx.metadata.image
-      const unknownIds = new Set<string>()
-      const partitions = request.topics.flatMap((t) => {
-        const name = byId ? image.byId.get(t.topicId)?.name : t.topic
-        if (name === undefined) {
-          unknownIds.add(t.topicId)
-          return []
-        }
-        return t.partitions.map((p) => ({
-          topic: name,
-          partition: p.partition,
-          fetchOffset: Number(p.fetchOffset),
-          currentLeaderEpoch: p.currentLeaderEpoch,
-          partitionMaxBytes: p.partitionMaxBytes
-        }))
-      })
-      const results = await ctx.replicas.fetch({
-        maxWaitMs: unknownIds.size > 0 ? 0 : request.maxWaitMs,
-        minBytes: request.minBytes,
-        maxBytes: request.maxBytes,
-        isolationLevel: request.isolationLevel,
-        partitions
-      })
-      const byTopic = new Map<string, typeof results>()
-      for (const r of results) {
-        let list = byTopic.get(r.topic)
-        if (list === undefined) byTopic.set(r.topic, (list = []))
-        list.push(r)
-      }
-      const responses = request.topics.map((t) => {
-        const name = byId ? image.byId.get(t.topicId)?.name : t.topic
-        if (name === undefined)
+          const rs = byTopic.get(name) ?? []
+          byTopic.delete(name)
           return {
-            topic: "",
+            topic: name,
             topicId: t.topicId,
-            partitions: t.partitions.map((p) => ({
-              partitionIndex: p.partition,
-              errorCode: Errors.ErrorCode.UNKNOWN_TOPIC_ID!,
-              highWatermark: -1n,
-              lastStableOffset: -1n,
-              logStartOffset: -1n,
-              records: Buffer.alloc(0)
+            partitions: rs.map((r) => ({
+              partitionIndex: r.partition,
+              errorCode: r.errorCode,
+              highWatermark: r.highWatermark,
+              lastStableOffset: r.lastStableOffset,
+              logStartOffset: r.logStartOffset,
+              abortedTransactions: r.abortedTransactions,
+              preferredReadReplica: -1,
+              records: r.records,
+              currentLeader:
+                r.errorCode === Errors.ErrorCode.FENCED_LEADER_EPOCH ||
+                r.errorCode === Errors.ErrorCode.NOT_LEADER_OR_FOLLOWER
+                  ? r.currentLeader
+                  : { leaderId: -1, leaderEpoch: -1 }
             }))
           }
-        const rs = byTopic.get(name) ?? []
-        byTopic.delete(name)
-        return {
-          topic: name,
-          topicId: t.topicId,
-          partitions: rs.map((r) => ({
-            partitionIndex: r.partition,
-            errorCode: r.errorCode,
-            highWatermark: r.highWatermark,
-            lastStableOffset: r.lastStableOffset,
-            logStartOffset: r.logStartOffset,
-            abortedTransactions: r.abortedTransactions,
-            preferredReadReplica: -1,
-            records: r.records,
-            currentLeader:
-              r.errorCode === Errors.ErrorCode.FENCED_LEADER_EPOCH ||
-              r.errorCode === Errors.ErrorCode.NOT_LEADER_OR_FOLLOWER
-                ? r.currentLeader
-                : { leaderId: -1, leaderEpoch: -1 }
-          }))
-        }
-      })
-      return { throttleTimeMs: 0, errorCode: 0, sessionId: 0, responses }
-    }, { min: 0, max: Fetch.api.maxVersion })
+        })
+        return { throttleTimeMs: 0, errorCode: 0, sessionId: 0, responses }
+      },
+      { min: 0, max: Fetch.api.maxVersion }
+    )
     .register(ListOffsets.api, (_req, request) => ({
       throttleTimeMs: 0,
       topics: request.topics.map((t) => ({

@@ -30,12 +30,11 @@ export const uuid: fc.Arbitrary<string> = fc
  * Includes a leading U+FEFF, which must survive decoding (Kafka keeps a byte order mark as part of
  * the string).
  */
-export const text: fc.Arbitrary<string> = fc
-  .oneof(
-    fc.string({ maxLength: 12 }),
-    fc.string({ unit: "binary", maxLength: 8 }),
-    fc.constantFrom("", "é", "日本語", "🙂 topic", "a.b_c-d", "\uFEFFbom")
-  )
+export const text: fc.Arbitrary<string> = fc.oneof(
+  fc.string({ maxLength: 12 }),
+  fc.string({ unit: "binary", maxLength: 8 }),
+  fc.constantFrom("", "é", "日本語", "🙂 topic", "a.b_c-d", "\uFEFFbom")
+)
 
 export const bytes: fc.Arbitrary<Uint8Array> = fc.uint8Array({ maxLength: 24 })
 

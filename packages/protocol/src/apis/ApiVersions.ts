@@ -28,15 +28,15 @@ export const Response = S.message({
   flexibleVersions: "3+",
   fields: [
     S.int16("ErrorCode"),
-    S.array("ApiKeys", [
-      S.int16("ApiKey", { mapKey: true }),
-      S.int16("MinVersion"),
-      S.int16("MaxVersion")
-    ]),
+    S.array("ApiKeys", [S.int16("ApiKey", { mapKey: true }), S.int16("MinVersion"), S.int16("MaxVersion")]),
     S.int32("ThrottleTimeMs", { versions: "1+", ignorable: true }),
     S.array(
       "SupportedFeatures",
-      [S.string("Name", { versions: "3+", mapKey: true }), S.int16("MinVersion", { versions: "3+" }), S.int16("MaxVersion", { versions: "3+" })],
+      [
+        S.string("Name", { versions: "3+", mapKey: true }),
+        S.int16("MinVersion", { versions: "3+" }),
+        S.int16("MaxVersion", { versions: "3+" })
+      ],
       { versions: "3+", taggedVersions: "3+", tag: 0, ignorable: true }
     ),
     S.int64("FinalizedFeaturesEpoch", { versions: "3+", taggedVersions: "3+", tag: 1, default: -1n, ignorable: true }),
