@@ -644,6 +644,7 @@ export class GroupCoordinator {
       sessionTimeoutMs: old.sessionTimeoutMs
     }
     const member = old
+    // The new incarnation inherits the old one's place, leadership and assignment.
     this.renameMember(group, oldId, newId)
     member.protocols = req.protocols
     member.rebalanceTimeoutMs = req.rebalanceTimeoutMs

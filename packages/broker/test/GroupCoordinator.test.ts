@@ -235,6 +235,17 @@ describe("GroupCoordinator membership", () => {
     expect(second).toMatchObject({ errorCode: 0, memberId: "c-uuid-1", generationId: 1, leader: "c-uuid-1" })
   })
 
+  it("generates member ids as the client id and a random uuid", async () => {
+    const gc = await GC.make({
+      log: GC.memoryGroupLog(),
+      clock: GC.manualClock(),
+      config: { groupMinSessionTimeoutMs: 0 }
+    })
+    const first = await gc.joinGroup(join({ clientId: "rdkafka", requireKnownMemberId: true }))
+    expect(first.memberId).toMatch(/^rdkafka-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
+    await gc.close()
+  })
+
   it("given a member id handed out with MEMBER_ID_REQUIRED, when the member does not come back within its session timeout, then the id is forgotten", async () => {
     const { gc, advance } = await given()
     const first = await gc.joinGroup(join({ requireKnownMemberId: true }))
@@ -290,7 +301,10 @@ describe("GroupCoordinator membership", () => {
     expect(batch.members.map((m) => m.errorCode)).toEqual([0, 25])
     expect(await stateOf(gc)).toMatchObject({ groupState: "Empty", members: [] })
     const last = decodedLog(memory).at(-1)
-    expect(last).toMatchObject({ type: "GroupMetadata", value: { data: { generation: 3, members: [], protocol: null } } })
+    expect(last).toMatchObject({
+      type: "GroupMetadata",
+      value: { data: { generation: 3, members: [], protocol: null } }
+    })
     expect((await gc.leaveGroup({ groupId: "unknown", members: [] })).errorCode).toBe(25)
   })
 

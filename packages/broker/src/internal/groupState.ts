@@ -32,7 +32,9 @@ export const replay = (state: State, record: GroupRecords.GroupRecord): State =>
   switch (record.type) {
     case "OffsetCommit": {
       const { group, topic, partition } = record.key
-      const current = Option.getOrElse(HashMap.get(state.offsets, group), () => HashMap.empty<string, CommittedOffset>())
+      const current = Option.getOrElse(HashMap.get(state.offsets, group), () =>
+        HashMap.empty<string, CommittedOffset>()
+      )
       const key = partitionKey(topic, partition)
       const value = record.value?.data
       const next =
