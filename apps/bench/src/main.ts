@@ -1,0 +1,92 @@
+/**
+ * `pnpm bench [suite] [--mb <n>] [--profile]`: runs one named benchmark suite (default `produce-fetch`),
+ * prints its table and saves `bench-results/<suite>.json`. `--mb` (or `BENCH_MB`) sets the MB of record
+ * values each produce phase sends; `--profile` runs the server under `--cpu-prof` into `bench-results/`
+ * and prints its hottest functions.
+ *
+ * The only entrypoint of the bench app; the hidden `__baseline` command is the baseline child process.
+ */
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+import * as Baseline from "./Baseline.js"
+import * as ProduceFetch from "./ProduceFetch.js"
+import * as Profile from "./Profile.js"
+import * as Report from "./Report.js"
+
+const resultsDir = join(dirname(fileURLToPath(import.meta.url)), "..", "bench-results")
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..")
+
+interface SuiteArgs {
+  readonly mb: number
+  readonly profileDir: string | undefined
+}
+
+interface Suite {
+  readonly description: string
+  readonly run: (args: SuiteArgs) => Promise<Report.Result>
+}
+
+const DEFAULT_MB = 512
+
+const suites: Readonly<Record<string, Suite>> = {
+  "produce-fetch": {
+    description: "Produce (acks=1, acks=-1) and Fetch throughput vs a raw loopback file baseline",
+    run: (a) =>
+      ProduceFetch.run({ ...ProduceFetch.defaults, totalBytes: a.mb * 1024 * 1024, cpuProfileDir: a.profileDir })
+  }
+}
+
+const usage = `usage: pnpm bench [${Object.keys(suites).join("|")}] [--mb <n>] [--profile]
+${Object.entries(suites)
+  .map(([name, s]) => `  ${name}: ${s.description}`)
+  .join("\n")}`
+
+const fail = (message: string): never => {
+  process.stderr.write(`${message}\n${usage}\n`)
+  process.exit(2)
+}
+
+const main = async (): Promise<void> => {
+  const argv = process.argv.slice(2)
+  if (argv[0] === Baseline.CHILD_COMMAND) return Baseline.runChild(argv[1] ?? fail("missing baseline file"))
+  let suiteName = "produce-fetch"
+  let mb = Number(process.env["BENCH_MB"] ?? DEFAULT_MB)
+  let profile = false
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!
+    if (a === "--profile") profile = true
+    else if (a === "--mb") mb = Number(argv[++i])
+    else if (a.startsWith("--mb=")) mb = Number(a.slice(5))
+    else if (a === "--help" || a === "-h") {
+      process.stdout.write(`${usage}\n`)
+      return
+    } else if (!a.startsWith("-") && a in suites) suiteName = a
+    else fail(`unknown argument "${a}"`)
+  }
+  if (!Number.isFinite(mb) || mb <= 0) fail("--mb must be a positive number")
+  const suite = suites[suiteName]!
+  const started = Date.now()
+  const result = await suite.run({ mb, profileDir: profile ? resultsDir : undefined })
+  process.stdout.write(`\n${suiteName} (${mb} MB of record values per produce phase)\n`)
+  process.stdout.write(`${Report.table(result.rows)}\n`)
+  process.stdout.write(
+    `server peak RSS ${result.serverPeakRssMb.toFixed(0)} MB, baseline peak RSS ${result.baselinePeakRssMb.toFixed(0)} MB\n`
+  )
+  const file = join(resultsDir, `${suiteName}.json`)
+  Report.save(file, result)
+  process.stdout.write(`saved ${file}\n`)
+  if (profile) {
+    const prof = Profile.newest(resultsDir, started)
+    if (prof === undefined) process.stdout.write("no CPU profile was written (did the server exit cleanly?)\n")
+    else {
+      // Only the samples taken while a measured phase ran, so start-up and module loading stay out.
+      const measured = Profile.topFrames(prof, 25, repoRoot, result.serverWindows)
+      process.stdout.write(`\nCPU profile ${prof}\nduring the measured phases: ${Profile.format(measured)}\n`)
+    }
+  }
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`bench failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`)
+  process.exit(1)
+})
