@@ -7,7 +7,7 @@
  */
 import { Buffer } from "node:buffer"
 import { connect, type Socket } from "node:net"
-import { Api, Header, type Spec } from "../../../packages/protocol/src/index.js"
+import { Api, Header, type Spec } from "@clustermirror/protocol"
 
 interface Pending {
   readonly resolve: (frame: Buffer) => void

@@ -20,7 +20,7 @@ import {
   Metadata,
   Produce,
   RecordBatch
-} from "../../../packages/protocol/src/index.js"
+} from "@clustermirror/protocol"
 import * as Baseline from "./Baseline.js"
 import { decode, KafkaConnection } from "./KafkaConnection.js"
 import * as Profile from "./Profile.js"
