@@ -79,7 +79,8 @@ export const start = async (config: BrokerConfig, log: (line: string) => void = 
           topic.topicId,
           p.leaderEpoch,
           logConfigFor(config, topic),
-          INTERNAL_TOPICS.has(topic.name)
+          INTERNAL_TOPICS.has(topic.name),
+          p.isr.length === 1 && p.isr[0] === config.nodeId
         )
   }
   // Partitions follow the metadata: created, reconfigured and removed by replaying records.

@@ -89,7 +89,8 @@ export class ReplicaManager {
     topicId: string,
     leaderEpoch: number,
     config: PartitionLog.LogConfig,
-    internal: boolean
+    internal: boolean,
+    soleReplica: boolean
   ): PartitionState {
     const k = key(topic, partition)
     const existing = this.partitions.get(k)
@@ -98,6 +99,9 @@ export class ReplicaManager {
       return existing
     }
     const log = this.store.open(topic, partition, config, topicId)
+    // A leader whose ISR is itself has every appended offset committed: after a crash the
+    // checkpointed high watermark may lag the recovered log end.
+    if (soleReplica) log.updateHighWatermark(log.logEndOffset)
     const state: PartitionState = { topic, partition, topicId, leaderEpoch, log, internal }
     this.partitions.set(k, state)
     return state
