@@ -12,15 +12,7 @@ import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import {
-  Api,
-  ApiVersions,
-  CreateTopics,
-  Fetch,
-  Metadata,
-  Produce,
-  RecordBatch
-} from "@clustermirror/protocol"
+import { Api, ApiVersions, CreateTopics, Fetch, Metadata, Produce, RecordBatch } from "@clustermirror/protocol"
 import * as Baseline from "./Baseline.js"
 import { decode, KafkaConnection } from "./KafkaConnection.js"
 import * as Profile from "./Profile.js"
