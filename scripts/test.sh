@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Sets up a fresh machine (dependencies and test peers) and runs every check and test.
+# Sets up a fresh machine (dependencies and test peers) and runs every check and test, then prints
+# the totals of every vitest run as one line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/peers.sh
 export TURBO_TELEMETRY_DISABLED=1
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 pnpm lint
 pnpm check
-pnpm test
-pnpm test:int
+pnpm test 2>&1 | tee -a "$log"
+pnpm test:int 2>&1 | tee -a "$log"
+# vitest prints "Tests  N passed | M failed (T)" per package run
+passed=$(sed -E 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^\S*\s+Tests\s+' | grep -oE '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
+failed=$(sed -E 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^\S*\s+Tests\s+' | grep -oE '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
+echo "Tests: ${passed} passed, ${failed} failed"
