@@ -11,6 +11,7 @@
  * travel in the request's trailing tagged section.
  */
 import * as Api from "../Api.js"
+import { topicsResponse } from "../internal/mirrorTopics.js"
 import * as S from "../Spec.js"
 
 export const Request = S.message({
@@ -35,24 +36,7 @@ export const Request = S.message({
   ]
 })
 
-/** The per-topic result shape shared by Start, Stop, Pause and Resume. */
-export const Response = S.message({
-  name: "StartMirrorTopicsResponse",
-  apiKey: 95,
-  type: "response",
-  validVersions: "0",
-  flexibleVersions: "0+",
-  fields: [
-    S.int32("ThrottleTimeMs"),
-    S.int16("ErrorCode"),
-    S.string("ErrorMessage", { nullableVersions: "0+", default: null }),
-    S.array("Topics", [
-      S.string("Name"),
-      S.int16("ErrorCode"),
-      S.string("ErrorMessage", { nullableVersions: "0+", default: null })
-    ])
-  ]
-})
+export const Response = topicsResponse("StartMirrorTopicsResponse", 95)
 
 export type Request = S.TypeOf<typeof Request>
 export type Response = S.TypeOf<typeof Response>

@@ -10,6 +10,7 @@
  * list.
  */
 import * as Api from "../Api.js"
+import { topicsResponse } from "../internal/mirrorTopics.js"
 import * as S from "../Spec.js"
 
 export const Request = S.message({
@@ -26,23 +27,7 @@ export const Request = S.message({
   ]
 })
 
-export const Response = S.message({
-  name: "StopMirrorTopicsResponse",
-  apiKey: 96,
-  type: "response",
-  validVersions: "0",
-  flexibleVersions: "0+",
-  fields: [
-    S.int32("ThrottleTimeMs"),
-    S.int16("ErrorCode"),
-    S.string("ErrorMessage", { nullableVersions: "0+", default: null }),
-    S.array("Topics", [
-      S.string("Name"),
-      S.int16("ErrorCode"),
-      S.string("ErrorMessage", { nullableVersions: "0+", default: null })
-    ])
-  ]
-})
+export const Response = topicsResponse("StopMirrorTopicsResponse", 96)
 
 export type Request = S.TypeOf<typeof Request>
 export type Response = S.TypeOf<typeof Response>
