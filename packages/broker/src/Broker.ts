@@ -68,20 +68,18 @@ export const start = async (config: BrokerConfig, log: (line: string) => void = 
   const metadata = new LocalMetadata(
     fileJournal(store, { ...PartitionLog.defaultConfig, segmentBytes: 64 * 1024 * 1024 })
   )
-  const replicas = new ReplicaManager(store, config.nodeId)
+  const replicas = new ReplicaManager({ store, nodeId: config.nodeId })
 
   const openTopic = (topic: TopicControl.Topic) => {
     for (const p of topic.partitions)
-      if (p.leader === config.nodeId)
-        replicas.becomeLeader(
-          topic.name,
-          p.partitionId,
-          topic.topicId,
-          p.leaderEpoch,
-          logConfigFor(config, topic),
-          INTERNAL_TOPICS.has(topic.name),
-          p.isr.length === 1 && p.isr[0] === config.nodeId
-        )
+      replicas.applyRegistration(
+        topic.name,
+        p.partitionId,
+        topic.topicId,
+        p,
+        logConfigFor(config, topic),
+        INTERNAL_TOPICS.has(topic.name)
+      )
   }
   // Partitions follow the metadata: created, reconfigured and removed by replaying records.
   metadata.subscribe((records, before, after) => {

@@ -44,7 +44,7 @@ const offsetsLog = (ctx: BrokerContext, partitions: number): GroupCoordinator.Gr
     }
     for (const [p, rs] of byPartition) {
       const batch = RecordBatch.build({ records: rs, timestamp: Date.now() })
-      const result = ctx.replicas.appendAsLeader(OFFSETS_TOPIC, p, batch, false)
+      const result = await ctx.replicas.appendAsLeader(OFFSETS_TOPIC, p, batch, false)
       if (result.errorCode !== 0)
         throw new Error(`append to ${OFFSETS_TOPIC}-${p} failed: ${Errors.message(result.errorCode)}`)
     }

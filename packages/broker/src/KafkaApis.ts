@@ -22,7 +22,7 @@ import {
 } from "@clustermirror/protocol"
 import type { BrokerConfig } from "./BrokerConfig.js"
 import type { LocalMetadata } from "./LocalMetadata.js"
-import type { ReplicaManager } from "./ReplicaManager.js"
+import type * as ReplicaManager from "./ReplicaManager.js"
 import { type Handlers, NoResponse } from "./RequestChannel.js"
 import * as TopicControl from "./TopicControl.js"
 
@@ -35,7 +35,7 @@ export interface BrokerContext {
   readonly config: BrokerConfig
   readonly clusterId: string
   readonly metadata: LocalMetadata
-  readonly replicas: ReplicaManager
+  readonly replicas: ReplicaManager.ReplicaManager
   readonly producerIds: ProducerIdManager
 }
 
@@ -110,7 +110,7 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
               : TopicControl.topicByName(ctx.metadata.image, t.name!)
             if (found !== undefined) return describeTopic(ctx, found)
             const unknown = {
-              errorCode: byId ? Errors.ErrorCode.UNKNOWN_TOPIC_ID! : Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION!,
+              errorCode: byId ? Errors.ErrorCode.UNKNOWN_TOPIC_ID : Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
               name: t.name,
               topicId: t.topicId,
               isInternal: false,
@@ -119,11 +119,11 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
             }
             if (byId || !ctx.config.autoCreateTopicsEnable || !request.allowAutoTopicCreation) return unknown
             if (TopicControl.validateTopicName(t.name!) !== null)
-              return { ...unknown, errorCode: Errors.ErrorCode.INVALID_TOPIC_EXCEPTION! }
+              return { ...unknown, errorCode: Errors.ErrorCode.INVALID_TOPIC_EXCEPTION }
             const created = createTopic(ctx, t.name!)
             const topic = TopicControl.topicByName(ctx.metadata.image, t.name!)
             if (created === undefined || created.errorCode !== 0 || topic === undefined)
-              return { ...unknown, errorCode: created?.errorCode ?? Errors.ErrorCode.UNKNOWN_SERVER_ERROR! }
+              return { ...unknown, errorCode: created?.errorCode ?? Errors.ErrorCode.UNKNOWN_SERVER_ERROR }
             return describeTopic(ctx, topic)
           })
       return {
@@ -142,9 +142,9 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
         // Kafka 4 does while still advertising them (librdkafka's feature detection needs them listed).
         const refuse =
           req.apiVersion < 3
-            ? Errors.ErrorCode.UNSUPPORTED_VERSION!
+            ? Errors.ErrorCode.UNSUPPORTED_VERSION
             : request.acks !== 0 && request.acks !== 1 && request.acks !== -1
-              ? Errors.ErrorCode.INVALID_REQUIRED_ACKS!
+              ? Errors.ErrorCode.INVALID_REQUIRED_ACKS
               : 0
         if (refuse !== 0) {
           const code = refuse
@@ -157,26 +157,45 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
             throttleTimeMs: 0
           }
         }
-        const responses = request.topicData.map((t) => {
+        const pending = request.topicData.map((t) => {
           const name = t.name !== "" ? t.name : (ctx.metadata.image.byId.get(t.topicId)?.name ?? "")
           return {
             name: t.name,
             topicId: t.topicId,
-            partitionResponses: t.partitionData.map((p) => {
-              const r = ctx.replicas.appendAsLeader(name, p.index, p.records as Buffer | null, true)
-              return {
-                index: p.index,
-                errorCode: r.errorCode,
-                baseOffset: r.baseOffset,
-                logAppendTimeMs: r.logAppendTimeMs,
-                logStartOffset: r.logStartOffset,
-                errorMessage: r.errorCode === 0 ? null : r.errorMessage
-              }
-            })
+            partitionResponses: t.partitionData.map((p) =>
+              ctx.replicas.appendAsLeader(
+                name,
+                p.index,
+                p.records as Buffer | null,
+                true,
+                request.acks,
+                request.timeoutMs
+              )
+            )
           }
         })
         if (request.acks === 0) return NoResponse
-        return { responses, throttleTimeMs: 0 }
+        const toWire = (index: number, r: ReplicaManager.ProduceResult) => ({
+          index,
+          errorCode: r.errorCode,
+          baseOffset: r.baseOffset,
+          logAppendTimeMs: r.logAppendTimeMs,
+          logStartOffset: r.logStartOffset,
+          errorMessage: r.errorCode === 0 ? null : r.errorMessage,
+          currentLeader: r.currentLeader
+        })
+        const build = (done: ReadonlyArray<ReadonlyArray<ReplicaManager.ProduceResult>>) => ({
+          responses: pending.map((t, i) => ({
+            name: t.name,
+            topicId: t.topicId,
+            partitionResponses: done[i]!.map((r, j) => toWire(request.topicData[i]!.partitionData[j]!.index, r))
+          })),
+          throttleTimeMs: 0
+        })
+        const waiting = pending.some((t) => t.partitionResponses.some((r) => r instanceof Promise))
+        if (!waiting)
+          return build(pending.map((t) => t.partitionResponses as ReadonlyArray<ReplicaManager.ProduceResult>))
+        return Promise.all(pending.map((t) => Promise.all(t.partitionResponses))).then(build)
       },
       { min: 0, max: Produce.api.maxVersion }
     )
@@ -197,10 +216,12 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
             partition: p.partition,
             fetchOffset: Number(p.fetchOffset),
             currentLeaderEpoch: p.currentLeaderEpoch,
+            lastFetchedEpoch: p.lastFetchedEpoch,
             partitionMaxBytes: p.partitionMaxBytes
           }))
         })
         const results = await ctx.replicas.fetch({
+          replicaId: req.apiVersion >= 15 ? request.replicaState.replicaId : request.replicaId,
           maxWaitMs: unknownIds.size > 0 ? 0 : request.maxWaitMs,
           minBytes: request.minBytes,
           maxBytes: request.maxBytes,
@@ -221,7 +242,7 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
               topicId: t.topicId,
               partitions: t.partitions.map((p) => ({
                 partitionIndex: p.partition,
-                errorCode: Errors.ErrorCode.UNKNOWN_TOPIC_ID!,
+                errorCode: Errors.ErrorCode.UNKNOWN_TOPIC_ID,
                 highWatermark: -1n,
                 lastStableOffset: -1n,
                 logStartOffset: -1n,
@@ -241,6 +262,7 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
               logStartOffset: r.logStartOffset,
               abortedTransactions: r.abortedTransactions,
               preferredReadReplica: -1,
+              divergingEpoch: r.divergingEpoch ?? { epoch: -1, endOffset: -1n },
               records: r.records,
               currentLeader:
                 r.errorCode === Errors.ErrorCode.FENCED_LEADER_EPOCH ||
@@ -354,7 +376,7 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
       responses: request.resources.map((r) => {
         if (r.resourceType !== TopicControl.TOPIC_RESOURCE)
           return {
-            errorCode: Errors.ErrorCode.INVALID_REQUEST!,
+            errorCode: Errors.ErrorCode.INVALID_REQUEST,
             errorMessage: `Altering configs of resource type ${r.resourceType} is not supported`,
             resourceType: r.resourceType,
             resourceName: r.resourceName
@@ -392,7 +414,7 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
       if (request.transactionalId !== null)
         return {
           throttleTimeMs: 0,
-          errorCode: Errors.ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED!,
+          errorCode: Errors.ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
           producerId: -1n,
           producerEpoch: -1
         }
@@ -420,7 +442,7 @@ const describeConfigs = (
     if (topic === undefined)
       return {
         ...base,
-        errorCode: Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION!,
+        errorCode: Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         errorMessage: `Topic ${resourceName} does not exist`,
         configs: []
       }
@@ -442,7 +464,7 @@ const describeConfigs = (
     if (resourceName !== "" && resourceName !== String(ctx.config.nodeId))
       return {
         ...base,
-        errorCode: Errors.ErrorCode.INVALID_REQUEST!,
+        errorCode: Errors.ErrorCode.INVALID_REQUEST,
         errorMessage: `Unexpected broker id ${resourceName}`,
         configs: []
       }
@@ -472,7 +494,7 @@ const describeConfigs = (
   }
   return {
     ...base,
-    errorCode: Errors.ErrorCode.INVALID_REQUEST!,
+    errorCode: Errors.ErrorCode.INVALID_REQUEST,
     errorMessage: `Unsupported resource type ${resourceType}`,
     configs: []
   }

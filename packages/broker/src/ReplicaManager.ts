@@ -1,21 +1,56 @@
 /**
- * ReplicaManager: the partitions this broker hosts, and produce/fetch/list-offsets on them.
+ * ReplicaManager: the partitions this broker hosts, as leader or follower, and produce / fetch /
+ * list-offsets on them.
  *
- * Owns the partition logs (through the storage port), leader epochs, the high watermark, and delayed
- * fetches (long poll until `minBytes` or `maxWaitMs`). Record data moves as bytes: batches are validated
- * by their headers and CRC in storage, never decoded record by record here. Must not decode wire
- * requests: handlers translate.
+ * As leader it owns the high watermark: the smallest log end offset over the (maximal) ISR, fed by
+ * the fetch offsets of followers; ISR expansion and shrinking are proposed to the controller through
+ * the `IsrChannel` port and take effect when the controller's answer (the new registration) comes back.
+ * Produce with acks=-1 waits until the high watermark passes the appended batches. Fetches long-poll until
+ * `minBytes` or `maxWaitMs`. Record data moves as bytes: never decoded record by record here. Must not
+ * decode wire requests (handlers translate) nor decide leadership (the controller does).
  */
 import { Errors } from "@clustermirror/protocol"
 import type { PartitionLog, PartitionLogStore } from "@clustermirror/storage"
+
+/** A partition's registration in the metadata: who leads, who replicates, with which epochs. */
+export interface Registration {
+  readonly replicas: ReadonlyArray<number>
+  readonly isr: ReadonlyArray<number>
+  readonly leader: number
+  readonly leaderEpoch: number
+  readonly partitionEpoch: number
+}
+
+interface FollowerState {
+  logEndOffset: number
+  lastCaughtUpTimeMs: number
+  lastFetchLeaderLogEndOffset: number
+  lastFetchTimeMs: number
+}
 
 export interface PartitionState {
   readonly topic: string
   readonly partition: number
   readonly topicId: string
-  leaderEpoch: number
   readonly log: PartitionLog.PartitionLog
   readonly internal: boolean
+  leader: number
+  leaderEpoch: number
+  partitionEpoch: number
+  replicas: ReadonlyArray<number>
+  isr: ReadonlyArray<number>
+  /** An ISR change sent to the controller and not answered yet. */
+  pendingIsr: ReadonlyArray<number> | null
+  minInsyncReplicas: number
+  readonly followers: Map<number, FollowerState>
+}
+
+/** The controller side of ISR changes (AlterPartition); resolves with the registration it committed. */
+export interface IsrChannel {
+  readonly alterPartition: (
+    p: { topic: string; topicId: string; partition: number; leaderEpoch: number; partitionEpoch: number },
+    newIsr: ReadonlyArray<number>
+  ) => Promise<{ errorCode: number; registration: Registration | null }>
 }
 
 export interface ProduceResult {
@@ -24,6 +59,7 @@ export interface ProduceResult {
   readonly logAppendTimeMs: bigint
   readonly logStartOffset: bigint
   readonly errorMessage: string | null
+  readonly currentLeader: { leaderId: number; leaderEpoch: number }
 }
 
 export interface FetchPartitionRequest {
@@ -31,6 +67,7 @@ export interface FetchPartitionRequest {
   readonly partition: number
   readonly fetchOffset: number
   readonly currentLeaderEpoch: number
+  readonly lastFetchedEpoch: number
   readonly partitionMaxBytes: number
 }
 
@@ -41,12 +78,15 @@ export interface FetchPartitionResult {
   readonly highWatermark: bigint
   readonly lastStableOffset: bigint
   readonly logStartOffset: bigint
+  readonly divergingEpoch: { epoch: number; endOffset: bigint } | null
   readonly abortedTransactions: ReadonlyArray<{ producerId: bigint; firstOffset: bigint }> | null
   readonly records: Buffer
   readonly currentLeader: { leaderId: number; leaderEpoch: number }
 }
 
 export interface FetchParams {
+  /** -1 for consumers; the follower's broker id for replica fetches. */
+  readonly replicaId: number
   readonly maxWaitMs: number
   readonly minBytes: number
   readonly maxBytes: number
@@ -55,7 +95,17 @@ export interface FetchParams {
   readonly partitions: ReadonlyArray<FetchPartitionRequest>
 }
 
+export interface ReplicaManagerOptions {
+  readonly store: PartitionLogStore.PartitionLogStoreService
+  readonly nodeId: number
+  readonly now?: () => number
+  /** `replica.lag.time.max.ms`: a follower not caught up for this long leaves the ISR. */
+  readonly replicaLagTimeMaxMs?: number
+  readonly isrChannel?: IsrChannel
+}
+
 const EMPTY = Buffer.alloc(0)
+const NO_LEADER = { leaderId: -1, leaderEpoch: -1 }
 
 const errorCodeOf = (e: unknown): number => {
   if (typeof e === "object" && e !== null && "errorCode" in e && typeof e.errorCode === "number") return e.errorCode
@@ -64,15 +114,28 @@ const errorCodeOf = (e: unknown): number => {
 
 const key = (topic: string, partition: number) => `${topic}\u0000${partition}`
 
+const E = Errors.ErrorCode
+
 export class ReplicaManager {
   private readonly partitions = new Map<string, PartitionState>()
   private readonly waiters = new Map<string, Set<() => void>>()
+  private readonly store: PartitionLogStore.PartitionLogStoreService
+  readonly nodeId: number
+  private readonly now: () => number
+  private readonly replicaLagTimeMaxMs: number
+  private isrChannel: IsrChannel | undefined
 
-  constructor(
-    private readonly store: PartitionLogStore.PartitionLogStoreService,
-    readonly nodeId: number,
-    private readonly now: () => number = Date.now
-  ) {}
+  constructor(options: ReplicaManagerOptions) {
+    this.store = options.store
+    this.nodeId = options.nodeId
+    this.now = options.now ?? Date.now
+    this.replicaLagTimeMaxMs = options.replicaLagTimeMaxMs ?? 30_000
+    this.isrChannel = options.isrChannel
+  }
+
+  setIsrChannel(channel: IsrChannel): void {
+    this.isrChannel = channel
+  }
 
   get(topic: string, partition: number): PartitionState | undefined {
     return this.partitions.get(key(topic, partition))
@@ -82,29 +145,69 @@ export class ReplicaManager {
     return this.partitions.values()
   }
 
-  /** Opens (or re-opens) a partition this broker leads. Idempotent. */
-  becomeLeader(
+  /**
+   * Applies a partition's registration from the metadata: opens its log if needed and takes the
+   * leader or follower role it names. Returns the role change, for the caller to start or stop
+   * replica fetchers.
+   */
+  applyRegistration(
     topic: string,
     partition: number,
     topicId: string,
-    leaderEpoch: number,
+    reg: Registration,
     config: PartitionLog.LogConfig,
     internal: boolean,
-    soleReplica: boolean
-  ): PartitionState {
+    minInsyncReplicas = 1
+  ): { readonly state: PartitionState; readonly becameLeader: boolean; readonly becameFollower: boolean } {
     const k = key(topic, partition)
-    const existing = this.partitions.get(k)
-    if (existing !== undefined) {
-      existing.leaderEpoch = Math.max(existing.leaderEpoch, leaderEpoch)
-      return existing
+    let state = this.partitions.get(k)
+    const wasLeader = state !== undefined && state.leader === this.nodeId
+    const oldEpoch = state?.leaderEpoch ?? -1
+    if (state === undefined) {
+      const log = this.store.open(topic, partition, config, topicId)
+      state = {
+        topic,
+        partition,
+        topicId,
+        log,
+        internal,
+        leader: reg.leader,
+        leaderEpoch: reg.leaderEpoch,
+        partitionEpoch: reg.partitionEpoch,
+        replicas: reg.replicas,
+        isr: reg.isr,
+        pendingIsr: null,
+        minInsyncReplicas,
+        followers: new Map()
+      }
+      this.partitions.set(k, state)
+    } else {
+      state.leader = reg.leader
+      state.leaderEpoch = Math.max(state.leaderEpoch, reg.leaderEpoch)
+      state.partitionEpoch = reg.partitionEpoch
+      state.replicas = reg.replicas
+      state.isr = reg.isr
+      state.pendingIsr = null
+      state.minInsyncReplicas = minInsyncReplicas
     }
-    const log = this.store.open(topic, partition, config, topicId)
-    // A leader whose ISR is itself has every appended offset committed: after a crash the
-    // checkpointed high watermark may lag the recovered log end.
-    if (soleReplica) log.updateHighWatermark(log.logEndOffset)
-    const state: PartitionState = { topic, partition, topicId, leaderEpoch, log, internal }
-    this.partitions.set(k, state)
-    return state
+    const isLeader = reg.leader === this.nodeId
+    const becameLeader = isLeader && (!wasLeader || reg.leaderEpoch > oldEpoch)
+    if (becameLeader) {
+      state.followers.clear()
+      const now = this.now()
+      for (const r of reg.replicas)
+        if (r !== this.nodeId)
+          state.followers.set(r, {
+            logEndOffset: -1,
+            lastCaughtUpTimeMs: reg.isr.includes(r) ? now : 0,
+            lastFetchLeaderLogEndOffset: -1,
+            lastFetchTimeMs: 0
+          })
+    }
+    if (isLeader) this.maybeIncrementHighWatermark(state)
+    // A partition that changes hands must fail any producer still waiting on it.
+    if (!isLeader || reg.leaderEpoch > oldEpoch) this.wake(k)
+    return { state, becameLeader, becameFollower: !isLeader && (wasLeader || reg.leaderEpoch > oldEpoch) }
   }
 
   /** Closes and deletes a partition's log. */
@@ -115,34 +218,92 @@ export class ReplicaManager {
     this.wake(k)
   }
 
-  /** Appends a produce request's batches as leader. Single-replica: the HW follows the log end. */
-  appendAsLeader(topic: string, partition: number, records: Buffer | null, fromClient: boolean): ProduceResult {
+  private leaderHint(p: PartitionState) {
+    return p.leader >= 0 ? { leaderId: p.leader, leaderEpoch: p.leaderEpoch } : NO_LEADER
+  }
+
+  /**
+   * Appends a produce request's batches as leader. With acks=-1 the result waits until the high
+   * watermark covers them (or `timeoutMs` passes).
+   */
+  appendAsLeader(
+    topic: string,
+    partition: number,
+    records: Buffer | null,
+    fromClient: boolean,
+    acks = 1,
+    timeoutMs = 30_000
+  ): ProduceResult | Promise<ProduceResult> {
     const p = this.get(topic, partition)
-    const fail = (errorCode: number, errorMessage: string | null = null): ProduceResult => ({
+    const fail = (errorCode: number, errorMessage: string | null = null, currentLeader = NO_LEADER): ProduceResult => ({
       errorCode,
       baseOffset: -1n,
       logAppendTimeMs: -1n,
       logStartOffset: -1n,
-      errorMessage
+      errorMessage,
+      currentLeader
     })
-    if (p === undefined) return fail(Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION!)
-    if (fromClient && p.internal)
-      return fail(Errors.ErrorCode.INVALID_TOPIC_EXCEPTION!, `cannot produce to internal topic ${topic}`)
-    if (records === null || records.length === 0) return fail(Errors.ErrorCode.CORRUPT_MESSAGE!, "empty records")
+    if (p === undefined) return fail(E.UNKNOWN_TOPIC_OR_PARTITION)
+    if (p.leader !== this.nodeId) return fail(E.NOT_LEADER_OR_FOLLOWER, null, this.leaderHint(p))
+    if (fromClient && p.internal) return fail(E.INVALID_TOPIC_EXCEPTION, `cannot produce to internal topic ${topic}`)
+    if (records === null || records.length === 0) return fail(E.CORRUPT_MESSAGE, "empty records")
+    if (acks === -1 && p.isr.length < p.minInsyncReplicas)
+      return fail(
+        E.NOT_ENOUGH_REPLICAS,
+        `The size of the current ISR ${p.isr.length} is insufficient to satisfy the min.isr requirement of ${p.minInsyncReplicas}`
+      )
+    let info: PartitionLog.AppendInfo
     try {
-      const info = p.log.appendAsLeader(records, p.leaderEpoch, this.now())
-      p.log.updateHighWatermark(p.log.logEndOffset)
-      this.wake(key(topic, partition))
-      return {
-        errorCode: 0,
-        baseOffset: BigInt(info.firstOffset),
-        logAppendTimeMs: BigInt(info.logAppendTime),
-        logStartOffset: BigInt(info.logStartOffset),
-        errorMessage: null
-      }
+      info = p.log.appendAsLeader(records, p.leaderEpoch, this.now())
     } catch (e) {
       return fail(errorCodeOf(e), e instanceof Error ? e.message : null)
     }
+    this.maybeIncrementHighWatermark(p)
+    this.wake(key(topic, partition))
+    const ok: ProduceResult = {
+      errorCode: 0,
+      baseOffset: BigInt(info.firstOffset),
+      logAppendTimeMs: BigInt(info.logAppendTime),
+      logStartOffset: BigInt(info.logStartOffset),
+      errorMessage: null,
+      currentLeader: NO_LEADER
+    }
+    if (acks !== -1 || p.log.highWatermark > info.lastOffset) return ok
+    return this.awaitReplication(p, info.lastOffset, timeoutMs, ok, fail)
+  }
+
+  private awaitReplication(
+    p: PartitionState,
+    lastOffset: number,
+    timeoutMs: number,
+    ok: ProduceResult,
+    fail: (code: number, message?: string | null, leader?: { leaderId: number; leaderEpoch: number }) => ProduceResult
+  ): Promise<ProduceResult> {
+    const k = key(p.topic, p.partition)
+    const epoch = p.leaderEpoch
+    return new Promise((resolve) => {
+      const deadline = setTimeout(() => done(fail(E.REQUEST_TIMED_OUT)), timeoutMs)
+      const check = () => {
+        const current = this.partitions.get(k)
+        if (current === undefined) return done(fail(E.UNKNOWN_TOPIC_OR_PARTITION))
+        if (current.leader !== this.nodeId || current.leaderEpoch !== epoch)
+          return done(fail(E.NOT_LEADER_OR_FOLLOWER, null, this.leaderHint(current)))
+        if (current.log.highWatermark > lastOffset) return done(ok)
+        this.addWaiter(k, check)
+      }
+      const done = (r: ProduceResult) => {
+        clearTimeout(deadline)
+        this.waiters.get(k)?.delete(check)
+        resolve(r)
+      }
+      this.addWaiter(k, check)
+    })
+  }
+
+  private addWaiter(k: string, w: () => void): void {
+    let set = this.waiters.get(k)
+    if (set === undefined) this.waiters.set(k, (set = new Set()))
+    set.add(w)
   }
 
   private wake(k: string): void {
@@ -152,10 +313,103 @@ export class ReplicaManager {
     for (const w of ws) w()
   }
 
+  /** HW = min LEO over the leader and the followers of the maximal ISR (current ∪ pending). */
+  private maybeIncrementHighWatermark(p: PartitionState): void {
+    if (p.leader !== this.nodeId) return
+    let hw = p.log.logEndOffset
+    const members = new Set([...p.isr, ...(p.pendingIsr ?? [])])
+    for (const r of members) {
+      if (r === this.nodeId) continue
+      const f = p.followers.get(r)
+      hw = Math.min(hw, f === undefined ? -1 : f.logEndOffset)
+    }
+    if (hw > p.log.highWatermark) {
+      p.log.updateHighWatermark(hw)
+      this.wake(key(p.topic, p.partition))
+    }
+  }
+
+  /** Records a follower's fetch position: it is the follower's log end offset. */
+  private updateFollower(p: PartitionState, replicaId: number, fetchOffset: number): void {
+    const f = p.followers.get(replicaId)
+    if (f === undefined) return
+    const now = this.now()
+    const leo = p.log.logEndOffset
+    if (fetchOffset >= leo) f.lastCaughtUpTimeMs = now
+    else if (fetchOffset >= f.lastFetchLeaderLogEndOffset) f.lastCaughtUpTimeMs = f.lastFetchTimeMs
+    f.logEndOffset = fetchOffset
+    f.lastFetchLeaderLogEndOffset = leo
+    f.lastFetchTimeMs = now
+    this.maybeExpandIsr(p, replicaId)
+    this.maybeIncrementHighWatermark(p)
+  }
+
+  private maybeExpandIsr(p: PartitionState, replicaId: number): void {
+    if (p.pendingIsr !== null || p.isr.includes(replicaId)) return
+    const f = p.followers.get(replicaId)
+    if (f === undefined || f.logEndOffset < p.log.highWatermark) return
+    this.proposeIsr(
+      p,
+      [...p.isr, replicaId].sort((a, b) => a - b)
+    )
+  }
+
+  /** Drops followers that have not caught up within `replica.lag.time.max.ms`. Run periodically. */
+  shrinkIsrs(): void {
+    const now = this.now()
+    for (const p of this.partitions.values()) {
+      if (p.leader !== this.nodeId || p.pendingIsr !== null) continue
+      const lagging = p.isr.filter((r) => {
+        if (r === this.nodeId) return false
+        const f = p.followers.get(r)
+        return f === undefined || now - f.lastCaughtUpTimeMs > this.replicaLagTimeMaxMs
+      })
+      if (lagging.length > 0)
+        this.proposeIsr(
+          p,
+          p.isr.filter((r) => !lagging.includes(r))
+        )
+    }
+  }
+
+  private proposeIsr(p: PartitionState, newIsr: ReadonlyArray<number>): void {
+    const channel = this.isrChannel
+    if (channel === undefined) return
+    p.pendingIsr = newIsr
+    const epoch = p.leaderEpoch
+    channel
+      .alterPartition(
+        {
+          topic: p.topic,
+          topicId: p.topicId,
+          partition: p.partition,
+          leaderEpoch: p.leaderEpoch,
+          partitionEpoch: p.partitionEpoch
+        },
+        newIsr
+      )
+      .then(
+        (r) => {
+          const current = this.get(p.topic, p.partition)
+          if (current !== p || p.leaderEpoch !== epoch) return
+          p.pendingIsr = null
+          if (r.errorCode === 0 && r.registration !== null && r.registration.partitionEpoch >= p.partitionEpoch) {
+            p.isr = r.registration.isr
+            p.partitionEpoch = r.registration.partitionEpoch
+          }
+          this.maybeIncrementHighWatermark(p)
+        },
+        () => {
+          if (this.get(p.topic, p.partition) === p) p.pendingIsr = null
+        }
+      )
+  }
+
   private readOnce(params: FetchParams): { results: FetchPartitionResult[]; bytes: number; anyError: boolean } {
     let budget = params.maxBytes
     let bytes = 0
     let anyError = false
+    const follower = params.replicaId >= 0
     const results: FetchPartitionResult[] = []
     for (const rp of params.partitions) {
       const p = this.get(rp.topic, rp.partition)
@@ -165,33 +419,57 @@ export class ReplicaManager {
         highWatermark: -1n,
         lastStableOffset: -1n,
         logStartOffset: -1n,
+        divergingEpoch: null,
         abortedTransactions: null,
         records: EMPTY,
-        currentLeader: { leaderId: -1, leaderEpoch: -1 }
+        currentLeader: NO_LEADER
       }
       if (p === undefined) {
         anyError = true
-        results.push({ ...base, errorCode: Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION! })
+        results.push({ ...base, errorCode: E.UNKNOWN_TOPIC_OR_PARTITION })
         continue
       }
-      const log = p.log
-      const leader = { leaderId: this.nodeId, leaderEpoch: p.leaderEpoch }
-      const hw = BigInt(log.highWatermark)
-      const lso = BigInt(log.lastStableOffset)
-      const lso0 = BigInt(log.logStartOffset)
+      const leader = this.leaderHint(p)
+      if (p.leader !== this.nodeId) {
+        anyError = true
+        results.push({ ...base, errorCode: E.NOT_LEADER_OR_FOLLOWER, currentLeader: leader })
+        continue
+      }
       if (rp.currentLeaderEpoch !== -1 && rp.currentLeaderEpoch !== p.leaderEpoch) {
         anyError = true
         results.push({
           ...base,
-          errorCode:
-            rp.currentLeaderEpoch < p.leaderEpoch
-              ? Errors.ErrorCode.FENCED_LEADER_EPOCH!
-              : Errors.ErrorCode.UNKNOWN_LEADER_EPOCH!,
+          errorCode: rp.currentLeaderEpoch < p.leaderEpoch ? E.FENCED_LEADER_EPOCH : E.UNKNOWN_LEADER_EPOCH,
           currentLeader: leader
         })
         continue
       }
-      const maxOffset = params.isolationLevel === 1 ? log.lastStableOffset : log.highWatermark
+      const log = p.log
+      const positions = () => ({
+        highWatermark: BigInt(log.highWatermark),
+        lastStableOffset: BigInt(log.lastStableOffset),
+        logStartOffset: BigInt(log.logStartOffset)
+      })
+      // The fetcher's last epoch must match ours at its fetch offset, else it holds a divergent suffix.
+      if (rp.lastFetchedEpoch >= 0) {
+        const end = log.endOffsetForEpoch(rp.lastFetchedEpoch)
+        if (end.epoch !== rp.lastFetchedEpoch || end.endOffset < rp.fetchOffset) {
+          anyError = true
+          results.push({
+            ...base,
+            ...positions(),
+            errorCode: 0,
+            divergingEpoch: { epoch: end.epoch, endOffset: BigInt(end.endOffset) }
+          })
+          continue
+        }
+      }
+      if (follower) this.updateFollower(p, params.replicaId, rp.fetchOffset)
+      const maxOffset = follower
+        ? log.logEndOffset
+        : params.isolationLevel === 1
+          ? log.lastStableOffset
+          : log.highWatermark
       try {
         const limit = Math.max(0, Math.min(rp.partitionMaxBytes, budget))
         const info = log.read(rp.fetchOffset, limit, { maxOffset, minOneMessage: bytes === 0 })
@@ -199,33 +477,17 @@ export class ReplicaManager {
         budget -= records.length
         bytes += records.length
         const aborted =
-          params.isolationLevel === 1 && records.length > 0
-            ? log
-                .abortedTransactions(rp.fetchOffset, maxOffset)
-                .map((a) => ({ producerId: BigInt(a.producerId), firstOffset: BigInt(a.firstOffset) }))
-            : params.isolationLevel === 1
-              ? []
-              : null
-        results.push({
-          ...base,
-          errorCode: 0,
-          highWatermark: hw,
-          lastStableOffset: lso,
-          logStartOffset: lso0,
-          abortedTransactions: aborted,
-          records,
-          currentLeader: leader
-        })
+          params.isolationLevel === 1 && !follower
+            ? records.length > 0
+              ? log
+                  .abortedTransactions(rp.fetchOffset, maxOffset)
+                  .map((a) => ({ producerId: BigInt(a.producerId), firstOffset: BigInt(a.firstOffset) }))
+              : []
+            : null
+        results.push({ ...base, ...positions(), errorCode: 0, abortedTransactions: aborted, records })
       } catch (e) {
         anyError = true
-        results.push({
-          ...base,
-          errorCode: errorCodeOf(e),
-          highWatermark: hw,
-          lastStableOffset: lso,
-          logStartOffset: lso0,
-          currentLeader: leader
-        })
+        results.push({ ...base, ...positions(), errorCode: errorCodeOf(e), currentLeader: leader })
       }
     }
     return { results, bytes, anyError }
@@ -254,12 +516,13 @@ export class ReplicaManager {
         resolve()
       }
       const timer = setTimeout(finish, timeoutMs)
-      for (const k of keys) {
-        let set = this.waiters.get(k)
-        if (set === undefined) this.waiters.set(k, (set = new Set()))
-        set.add(finish)
-      }
+      for (const k of keys) this.addWaiter(k, finish)
     })
+  }
+
+  /** Wakes fetches and producers waiting on a partition after a follower append or truncation. */
+  notifyChanged(topic: string, partition: number): void {
+    this.wake(key(topic, partition))
   }
 
   /** ListOffsets for one partition: -1 latest, -2 earliest, -3 max timestamp, else by timestamp. */
@@ -272,13 +535,11 @@ export class ReplicaManager {
   ): { errorCode: number; timestamp: bigint; offset: bigint; leaderEpoch: number } {
     const p = this.get(topic, partition)
     const none = { timestamp: -1n, offset: -1n, leaderEpoch: -1 }
-    if (p === undefined) return { errorCode: Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION!, ...none }
+    if (p === undefined) return { errorCode: E.UNKNOWN_TOPIC_OR_PARTITION, ...none }
+    if (p.leader !== this.nodeId) return { errorCode: E.NOT_LEADER_OR_FOLLOWER, ...none }
     if (currentLeaderEpoch !== -1 && currentLeaderEpoch !== p.leaderEpoch)
       return {
-        errorCode:
-          currentLeaderEpoch < p.leaderEpoch
-            ? Errors.ErrorCode.FENCED_LEADER_EPOCH!
-            : Errors.ErrorCode.UNKNOWN_LEADER_EPOCH!,
+        errorCode: currentLeaderEpoch < p.leaderEpoch ? E.FENCED_LEADER_EPOCH : E.UNKNOWN_LEADER_EPOCH,
         ...none
       }
     const log = p.log
@@ -286,9 +547,7 @@ export class ReplicaManager {
       const offset = isolationLevel === 1 ? log.lastStableOffset : log.highWatermark
       return { errorCode: 0, timestamp: -1n, offset: BigInt(offset), leaderEpoch: log.latestEpoch() }
     }
-    if (timestamp === -2) {
-      return { errorCode: 0, timestamp: -1n, offset: BigInt(log.logStartOffset), leaderEpoch: -1 }
-    }
+    if (timestamp === -2) return { errorCode: 0, timestamp: -1n, offset: BigInt(log.logStartOffset), leaderEpoch: -1 }
     const found = log.offsetForTimestamp(timestamp)
     if (found === null || found.offset >= log.highWatermark) return { errorCode: 0, ...none }
     return {
@@ -299,7 +558,7 @@ export class ReplicaManager {
     }
   }
 
-  /** OffsetForLeaderEpoch on one partition. */
+  /** OffsetForLeaderEpoch on one partition (leaders answer; followers too when asked by a replica). */
   endOffsetForEpoch(
     topic: string,
     partition: number,
@@ -307,14 +566,11 @@ export class ReplicaManager {
     currentLeaderEpoch: number
   ): { errorCode: number; leaderEpoch: number; endOffset: bigint } {
     const p = this.get(topic, partition)
-    if (p === undefined)
-      return { errorCode: Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION!, leaderEpoch: -1, endOffset: -1n }
+    if (p === undefined) return { errorCode: E.UNKNOWN_TOPIC_OR_PARTITION, leaderEpoch: -1, endOffset: -1n }
+    if (p.leader !== this.nodeId) return { errorCode: E.NOT_LEADER_OR_FOLLOWER, leaderEpoch: -1, endOffset: -1n }
     if (currentLeaderEpoch !== -1 && currentLeaderEpoch !== p.leaderEpoch)
       return {
-        errorCode:
-          currentLeaderEpoch < p.leaderEpoch
-            ? Errors.ErrorCode.FENCED_LEADER_EPOCH!
-            : Errors.ErrorCode.UNKNOWN_LEADER_EPOCH!,
+        errorCode: currentLeaderEpoch < p.leaderEpoch ? E.FENCED_LEADER_EPOCH : E.UNKNOWN_LEADER_EPOCH,
         leaderEpoch: -1,
         endOffset: -1n
       }

@@ -97,7 +97,7 @@ export class Handlers {
 
   private unsupportedApiVersions(correlationId: number): FrameResult {
     const chunks = Api.encodeResponseChunks(ApiVersions.api, 0, correlationId, {
-      errorCode: Errors.ErrorCode.UNSUPPORTED_VERSION!,
+      errorCode: Errors.ErrorCode.UNSUPPORTED_VERSION,
       apiKeys: this.versions()
     })
     return Either.isLeft(chunks)

@@ -252,39 +252,39 @@ export const createTopics = (
     })
     if ((seen.get(t.name) ?? 0) > 1)
       return fail(
-        Errors.ErrorCode.INVALID_REQUEST!,
+        Errors.ErrorCode.INVALID_REQUEST,
         `Create topics request from client contains duplicate topic ${t.name}`
       )
     const nameError = validateTopicName(t.name)
-    if (nameError !== null) return fail(Errors.ErrorCode.INVALID_TOPIC_EXCEPTION!, nameError)
+    if (nameError !== null) return fail(Errors.ErrorCode.INVALID_TOPIC_EXCEPTION, nameError)
     if (image.idByName.has(t.name))
-      return fail(Errors.ErrorCode.TOPIC_ALREADY_EXISTS!, `Topic '${t.name}' already exists.`)
+      return fail(Errors.ErrorCode.TOPIC_ALREADY_EXISTS, `Topic '${t.name}' already exists.`)
     for (const c of t.configs) {
       const err = validateTopicConfig(c.name, c.value)
-      if (err !== null) return fail(Errors.ErrorCode.INVALID_CONFIG!, err)
+      if (err !== null) return fail(Errors.ErrorCode.INVALID_CONFIG, err)
     }
     let replicaSets: number[][]
     if (t.assignments.length > 0) {
       if (t.numPartitions !== -1 || t.replicationFactor !== -1)
         return fail(
-          Errors.ErrorCode.INVALID_REQUEST!,
+          Errors.ErrorCode.INVALID_REQUEST,
           "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time."
         )
       const sorted = [...t.assignments].sort((a, b) => a.partitionIndex - b.partitionIndex)
       if (sorted.some((a, i) => a.partitionIndex !== i))
         return fail(
-          Errors.ErrorCode.INVALID_REPLICA_ASSIGNMENT!,
+          Errors.ErrorCode.INVALID_REPLICA_ASSIGNMENT,
           "Partitions should be a consecutive 0-based integer sequence"
         )
       for (const a of sorted) {
         if (a.brokerIds.length === 0 || new Set(a.brokerIds).size !== a.brokerIds.length)
           return fail(
-            Errors.ErrorCode.INVALID_REPLICA_ASSIGNMENT!,
+            Errors.ErrorCode.INVALID_REPLICA_ASSIGNMENT,
             `Invalid replica assignment for partition ${a.partitionIndex}`
           )
         const unknown = a.brokerIds.find((b) => !cluster.liveBrokers.includes(b))
         if (unknown !== undefined)
-          return fail(Errors.ErrorCode.INVALID_REPLICA_ASSIGNMENT!, `Broker ${unknown} is not a live broker`)
+          return fail(Errors.ErrorCode.INVALID_REPLICA_ASSIGNMENT, `Broker ${unknown} is not a live broker`)
       }
       replicaSets = sorted.map((a) => [...a.brokerIds])
     } else {
@@ -292,14 +292,13 @@ export const createTopics = (
       const rf = t.replicationFactor === -1 ? cluster.defaultReplicationFactor : t.replicationFactor
       if (numPartitions <= 0)
         return fail(
-          Errors.ErrorCode.INVALID_PARTITIONS!,
+          Errors.ErrorCode.INVALID_PARTITIONS,
           "Number of partitions was set to an invalid non-positive value."
         )
-      if (rf <= 0)
-        return fail(Errors.ErrorCode.INVALID_REPLICATION_FACTOR!, "Replication factor must be larger than 0.")
+      if (rf <= 0) return fail(Errors.ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
       if (rf > cluster.liveBrokers.length)
         return fail(
-          Errors.ErrorCode.INVALID_REPLICATION_FACTOR!,
+          Errors.ErrorCode.INVALID_REPLICATION_FACTOR,
           `Unable to replicate the partition ${rf} time(s): The target replication factor of ${rf} cannot be reached because only ${cluster.liveBrokers.length} broker(s) are registered.`
         )
       const brokers = [...cluster.liveBrokers].sort((a, b) => a - b)
@@ -310,7 +309,7 @@ export const createTopics = (
     let topicId: string
     if (t.topicId !== null && t.topicId !== ZERO_UUID) {
       if (usedIds.has(t.topicId))
-        return fail(Errors.ErrorCode.TOPIC_ALREADY_EXISTS!, `Topic id ${t.topicId} is already used by another topic.`)
+        return fail(Errors.ErrorCode.TOPIC_ALREADY_EXISTS, `Topic id ${t.topicId} is already used by another topic.`)
       topicId = t.topicId
     } else {
       do topicId = newTopicId()
@@ -368,7 +367,7 @@ export const deleteTopics = (
       return {
         name: t.name,
         topicId: t.topicId ?? ZERO_UUID,
-        errorCode: t.name !== null ? Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION! : Errors.ErrorCode.UNKNOWN_TOPIC_ID!,
+        errorCode: t.name !== null ? Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION : Errors.ErrorCode.UNKNOWN_TOPIC_ID,
         errorMessage: null
       }
     if (!removed.has(topic.topicId)) {
@@ -393,14 +392,14 @@ export const createPartitions = (
     if (topic === undefined)
       return {
         name: t.name,
-        errorCode: Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION!,
+        errorCode: Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         errorMessage: `The topic '${t.name}' does not exist.`
       }
     const current = topic.partitions.length
     if (t.count <= current)
       return {
         name: t.name,
-        errorCode: Errors.ErrorCode.INVALID_PARTITIONS!,
+        errorCode: Errors.ErrorCode.INVALID_PARTITIONS,
         errorMessage:
           t.count === current
             ? `Topic already has ${current} partitions.`
@@ -410,7 +409,7 @@ export const createPartitions = (
     if (rf > cluster.liveBrokers.length)
       return {
         name: t.name,
-        errorCode: Errors.ErrorCode.INVALID_REPLICATION_FACTOR!,
+        errorCode: Errors.ErrorCode.INVALID_REPLICATION_FACTOR,
         errorMessage: "Not enough live brokers"
       }
     if (!validateOnly) {
@@ -464,7 +463,7 @@ export const alterTopicConfigs = (
     return {
       records: [],
       response: {
-        errorCode: Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION!,
+        errorCode: Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         errorMessage: `Topic ${topic} does not exist`
       }
     }
@@ -491,12 +490,12 @@ export const alterTopicConfigs = (
       default:
         return {
           records: [],
-          response: { errorCode: Errors.ErrorCode.INVALID_REQUEST!, errorMessage: `Unknown operation ${o.op}` }
+          response: { errorCode: Errors.ErrorCode.INVALID_REQUEST, errorMessage: `Unknown operation ${o.op}` }
         }
     }
     const err = validateTopicConfig(o.name, value)
     if (err !== null)
-      return { records: [], response: { errorCode: Errors.ErrorCode.INVALID_CONFIG!, errorMessage: err } }
+      return { records: [], response: { errorCode: Errors.ErrorCode.INVALID_CONFIG, errorMessage: err } }
     records.push({
       type: "ConfigRecord",
       data: { resourceType: TOPIC_RESOURCE, resourceName: topic, name: o.name, value }
