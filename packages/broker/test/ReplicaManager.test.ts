@@ -1,0 +1,123 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Errors, RecordBatch } from "@clustermirror/protocol"
+import { PartitionLog, PartitionLogStore } from "@clustermirror/storage"
+import { ReplicaManager, type Registration } from "../src/ReplicaManager.js"
+
+const batch = (n: number) =>
+  RecordBatch.build({ records: Array.from({ length: n }, (_, i) => ({ value: Buffer.from(`v${i}`) })), timestamp: 1 })
+
+/** A leader on broker 1 with followers 2 and 3, its clock and its ISR requests to the controller. */
+const setup = (reg: Partial<Registration> = {}, minIsr = 1) => {
+  let now = 1_000
+  const proposals: Array<ReadonlyArray<number>> = []
+  let partitionEpoch = reg.partitionEpoch ?? 0
+  const rm = new ReplicaManager({
+    store: PartitionLogStore.makeMemoryStore(),
+    nodeId: 1,
+    now: () => now,
+    replicaLagTimeMaxMs: 10_000,
+    isrChannel: {
+      alterPartition: async (_p, newIsr) => {
+        proposals.push(newIsr)
+        partitionEpoch++
+        return {
+          errorCode: 0,
+          registration: { replicas: [1, 2, 3], isr: newIsr, leader: 1, leaderEpoch: 5, partitionEpoch }
+        }
+      }
+    }
+  })
+  rm.applyRegistration(
+    "t",
+    0,
+    "q83vEjRWeJCrze8SNFZ4kA",
+    { replicas: [1, 2, 3], isr: [1, 2, 3], leader: 1, leaderEpoch: 5, partitionEpoch: 0, ...reg },
+    PartitionLog.defaultConfig,
+    false,
+    minIsr
+  )
+  const followerFetch = (replicaId: number, fetchOffset: number, lastFetchedEpoch = -1) =>
+    rm.fetch({
+      replicaId,
+      maxWaitMs: 0,
+      minBytes: 0,
+      maxBytes: 1 << 20,
+      isolationLevel: 0,
+      partitions: [
+        { topic: "t", partition: 0, fetchOffset, currentLeaderEpoch: 5, lastFetchedEpoch, partitionMaxBytes: 1 << 20 }
+      ]
+    })
+  return { rm, proposals, followerFetch, advance: (ms: number) => (now += ms), log: rm.get("t", 0)!.log }
+}
+
+const flush = () => new Promise((r) => setTimeout(r, 0))
+
+describe("ReplicaManager as leader", () => {
+  it("advances the high watermark to the smallest ISR fetch position", async () => {
+    const { rm, followerFetch, log } = setup()
+    await rm.appendAsLeader("t", 0, batch(10), true, 1)
+    expect(log.highWatermark).toBe(0)
+    await followerFetch(2, 10)
+    expect(log.highWatermark).toBe(0)
+    await followerFetch(3, 4)
+    expect(log.highWatermark).toBe(4)
+    await followerFetch(3, 10)
+    expect(log.highWatermark).toBe(10)
+  })
+
+  it("answers acks=-1 only once every ISR member has the batch", async () => {
+    const { rm, followerFetch } = setup()
+    let answered = false
+    const result = Promise.resolve(rm.appendAsLeader("t", 0, batch(3), true, -1, 60_000)).then((r) => {
+      answered = true
+      return r
+    })
+    await followerFetch(2, 3)
+    await flush()
+    expect(answered).toBe(false)
+    await followerFetch(3, 3)
+    const r = await result
+    expect(r.errorCode).toBe(0)
+    expect(r.baseOffset).toBe(0n)
+  })
+
+  it("refuses acks=-1 below min.insync.replicas and accepts acks=1", async () => {
+    const { rm } = setup({ isr: [1] }, 2)
+    const refused = await rm.appendAsLeader("t", 0, batch(1), true, -1)
+    expect(refused.errorCode).toBe(Errors.ErrorCode.NOT_ENOUGH_REPLICAS)
+    const ok = await rm.appendAsLeader("t", 0, batch(1), true, 1)
+    expect(ok.errorCode).toBe(0)
+  })
+
+  it("adds a caught-up follower to the ISR and drops a lagging one", async () => {
+    const { rm, followerFetch, proposals, advance } = setup({ isr: [1, 2] })
+    await rm.appendAsLeader("t", 0, batch(5), true, 1)
+    await followerFetch(2, 5)
+    await followerFetch(3, 5)
+    await flush()
+    expect(proposals).toEqual([[1, 2, 3]])
+    expect(rm.get("t", 0)!.isr).toEqual([1, 2, 3])
+    await rm.appendAsLeader("t", 0, batch(5), true, 1)
+    await followerFetch(2, 10)
+    advance(20_000)
+    await followerFetch(2, 10)
+    rm.shrinkIsrs()
+    await flush()
+    expect(proposals[1]).toEqual([1, 2])
+  })
+
+  it("tells a follower with a divergent suffix where its epoch ends", async () => {
+    const { rm, followerFetch } = setup()
+    await rm.appendAsLeader("t", 0, batch(4), true, 1)
+    const [r] = await followerFetch(2, 9, 3)
+    expect(r!.divergingEpoch).not.toBeNull()
+    expect(r!.records.length).toBe(0)
+  })
+
+  it("rejects produce and consumer fetch when not the leader, with a leader hint", async () => {
+    const { rm } = setup({ leader: 2 })
+    const r = await rm.appendAsLeader("t", 0, batch(1), true, 1)
+    expect(r.errorCode).toBe(Errors.ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    expect(r.currentLeader).toEqual({ leaderId: 2, leaderEpoch: 5 })
+  })
+})
