@@ -9,7 +9,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import type { BrokerConfig } from "./BrokerConfig.js"
 import * as GroupApis from "./GroupApis.js"
-import { INTERNAL_TOPICS, ProducerIdManager, register } from "./KafkaApis.js"
+import { type BrokerContext, INTERNAL_TOPICS, ProducerIdManager, register } from "./KafkaApis.js"
+import * as LocalAdmin from "./LocalAdmin.js"
 import { LocalMetadata } from "./LocalMetadata.js"
 import { fileJournal } from "./MetadataJournal.js"
 import { ReplicaManager } from "./ReplicaManager.js"
@@ -102,9 +103,21 @@ export const start = async (config: BrokerConfig, log: (line: string) => void = 
   for (const t of metadata.image.byId.values()) openTopic(t)
 
   const handlers = new Handlers()
-  const ctx = { config, clusterId, metadata, replicas, producerIds: new ProducerIdManager(metadata, config.nodeId) }
+  const admin = LocalAdmin.admin(metadata, config)
+  const ctx: BrokerContext = {
+    config,
+    view: LocalAdmin.view(metadata, config, clusterId),
+    admin,
+    replicas,
+    producerIds: new ProducerIdManager(admin)
+  }
   register(handlers, ctx)
-  const groups = await GroupApis.register(handlers, ctx)
+  LocalAdmin.register(handlers, metadata, config)
+  await GroupApis.ensureOffsetsTopic(ctx, 1)
+  const groups = new GroupApis.GroupShards(ctx)
+  const offsets = ctx.view.topicByName(GroupApis.OFFSETS_TOPIC)
+  for (const p of offsets?.partitions ?? []) groups.onLeadership(p.partitionId, p.leader === config.nodeId)
+  GroupApis.register(handlers, ctx, groups)
 
   const server = await SocketServer.start({
     host: config.host,

@@ -22,111 +22,177 @@ import { Either } from "effect"
 import * as GroupCoordinator from "./GroupCoordinator.js"
 import type { BrokerContext } from "./KafkaApis.js"
 import type { Handlers } from "./RequestChannel.js"
-import * as TopicControl from "./TopicControl.js"
 
 export const OFFSETS_TOPIC = "__consumer_offsets"
 
-/** The group id of a `__consumer_offsets` key: both key types start with it as an int16-length string. */
-const groupOfKey = (key: Buffer): string => {
-  const len = key.readInt16BE(2)
-  return key.toString("utf8", 4, 4 + len)
-}
-
-/** The coordinator's log: each group's records go to its `__consumer_offsets` partition. */
-const offsetsLog = (ctx: BrokerContext, partitions: number): GroupCoordinator.GroupLog => ({
+/** One `__consumer_offsets` partition as a coordinator's log; commits wait for the ISR (acks=-1). */
+const partitionLog = (ctx: BrokerContext, p: number): GroupCoordinator.GroupLog => ({
   append: async (records) => {
-    const byPartition = new Map<number, Array<{ key: Buffer; value: Buffer | null }>>()
-    for (const r of records) {
-      const p = Hashing.groupCoordinatorPartition(groupOfKey(r.key), partitions)
-      let list = byPartition.get(p)
-      if (list === undefined) byPartition.set(p, (list = []))
-      list.push(r)
-    }
-    for (const [p, rs] of byPartition) {
-      const batch = RecordBatch.build({ records: rs, timestamp: Date.now() })
-      const result = await ctx.replicas.appendAsLeader(OFFSETS_TOPIC, p, batch, false)
-      if (result.errorCode !== 0)
-        throw new Error(`append to ${OFFSETS_TOPIC}-${p} failed: ${Errors.message(result.errorCode)}`)
-    }
+    const batch = RecordBatch.build({ records, timestamp: Date.now() })
+    const result = await ctx.replicas.appendAsLeader(OFFSETS_TOPIC, p, batch, false, -1, 5000)
+    if (result.errorCode !== 0)
+      throw new Error(`append to ${OFFSETS_TOPIC}-${p} failed: ${Errors.message(result.errorCode)}`)
   },
   readAll: function* () {
-    for (let p = 0; p < partitions; p++) {
-      const state = ctx.replicas.get(OFFSETS_TOPIC, p)
-      if (state === undefined) continue
-      const log = state.log
-      let offset = log.logStartOffset
-      while (offset < log.logEndOffset) {
-        const { records } = log.read(offset, 4 * 1024 * 1024, { minOneMessage: true })
-        const { batches } = RecordBatch.split(records)
-        if (batches.length === 0) break
-        for (const b of batches) {
-          const batch = records.subarray(b.position, b.position + b.size)
-          offset = RecordBatch.lastOffset(batch) + 1
-          if (RecordBatch.isControl(batch)) continue
-          const decoded = RecordBatch.records(batch)
-          if (Either.isLeft(decoded)) throw new Error(`corrupt batch in ${OFFSETS_TOPIC}-${p}: ${decoded.left.message}`)
-          for (const r of decoded.right)
-            if (r.key !== null) yield { key: Buffer.from(r.key), value: r.value === null ? null : Buffer.from(r.value) }
-        }
+    const state = ctx.replicas.get(OFFSETS_TOPIC, p)
+    if (state === undefined) return
+    const log = state.log
+    let offset = log.logStartOffset
+    while (offset < log.logEndOffset) {
+      const { records } = log.read(offset, 4 * 1024 * 1024, { minOneMessage: true })
+      const { batches } = RecordBatch.split(records)
+      if (batches.length === 0) break
+      for (const b of batches) {
+        const batch = records.subarray(b.position, b.position + b.size)
+        offset = RecordBatch.lastOffset(batch) + 1
+        if (RecordBatch.isControl(batch)) continue
+        const decoded = RecordBatch.records(batch)
+        if (Either.isLeft(decoded)) throw new Error(`corrupt batch in ${OFFSETS_TOPIC}-${p}: ${decoded.left.message}`)
+        for (const r of decoded.right)
+          if (r.key !== null) yield { key: Buffer.from(r.key), value: r.value === null ? null : Buffer.from(r.value) }
       }
     }
   }
 })
 
-const ensureOffsetsTopic = (ctx: BrokerContext): void => {
-  if (TopicControl.topicByName(ctx.metadata.image, OFFSETS_TOPIC) !== undefined) return
-  const [result] = ctx.metadata.write((image) =>
-    TopicControl.createTopics(
-      image,
-      [
-        {
-          name: OFFSETS_TOPIC,
-          numPartitions: ctx.config.offsetsTopicNumPartitions,
-          replicationFactor: 1,
-          assignments: [],
-          configs: [
-            { name: "cleanup.policy", value: "compact" },
-            { name: "compression.type", value: "producer" },
-            { name: "segment.bytes", value: "104857600" }
-          ],
-          topicId: null
-        }
-      ],
-      { liveBrokers: [ctx.config.nodeId], defaultPartitions: 1, defaultReplicationFactor: 1 },
-      Uuid.random,
-      false
-    )
+/**
+ * The group coordinators of this broker: one per `__consumer_offsets` partition it leads, loaded by
+ * replaying that partition when leadership arrives and closed when it leaves.
+ */
+export class GroupShards {
+  private readonly shards = new Map<number, Promise<GroupCoordinator.GroupCoordinator>>()
+  constructor(private readonly ctx: BrokerContext) {}
+
+  /** Called with every partition of `__consumer_offsets` and whether this broker now leads it. */
+  onLeadership(partition: number, leader: boolean): void {
+    const current = this.shards.get(partition)
+    if (leader && current === undefined) {
+      const c = this.ctx.config
+      this.shards.set(
+        partition,
+        GroupCoordinator.make({
+          log: partitionLog(this.ctx, partition),
+          config: {
+            groupInitialRebalanceDelayMs: c.groupInitialRebalanceDelayMs,
+            groupMinSessionTimeoutMs: c.groupMinSessionTimeoutMs,
+            groupMaxSessionTimeoutMs: c.groupMaxSessionTimeoutMs
+          }
+        })
+      )
+    } else if (!leader && current !== undefined) {
+      this.shards.delete(partition)
+      void current.then((g) => g.close())
+    }
+  }
+
+  partitionFor(groupId: string): number {
+    const n = this.ctx.view.topicByName(OFFSETS_TOPIC)?.partitions.length ?? 1
+    return Hashing.groupCoordinatorPartition(groupId, n)
+  }
+
+  forGroup(groupId: string): Promise<GroupCoordinator.GroupCoordinator> | undefined {
+    return this.shards.get(this.partitionFor(groupId))
+  }
+
+  all(): Promise<GroupCoordinator.GroupCoordinator[]> {
+    return Promise.all(this.shards.values())
+  }
+
+  async close(): Promise<void> {
+    const all = await this.all()
+    this.shards.clear()
+    await Promise.all(all.map((g) => g.close()))
+  }
+}
+
+/** Creates `__consumer_offsets` through the topic admin when it does not exist yet. */
+export const ensureOffsetsTopic = async (ctx: BrokerContext, replicationFactor: number): Promise<void> => {
+  if (ctx.view.topicByName(OFFSETS_TOPIC) !== undefined) return
+  const [result] = await ctx.admin.createTopics(
+    [
+      {
+        name: OFFSETS_TOPIC,
+        numPartitions: ctx.config.offsetsTopicNumPartitions,
+        replicationFactor,
+        assignments: [],
+        configs: [
+          { name: "cleanup.policy", value: "compact" },
+          { name: "compression.type", value: "producer" },
+          { name: "segment.bytes", value: "104857600" }
+        ],
+        topicId: null
+      }
+    ],
+    false
   )
-  if (result === undefined || result.errorCode !== 0)
-    throw new Error(`cannot create ${OFFSETS_TOPIC}: ${result?.errorMessage ?? "unknown error"}`)
+  if (result !== undefined && result.errorCode !== 0 && result.errorCode !== Errors.ErrorCode.TOPIC_ALREADY_EXISTS)
+    throw new Error(`cannot create ${OFFSETS_TOPIC}: ${result.errorMessage ?? Errors.message(result.errorCode)}`)
 }
 
 const E = Errors.ErrorCode
 
-export const register = async (
-  handlers: Handlers,
-  ctx: BrokerContext
-): Promise<{ readonly coordinator: GroupCoordinator.GroupCoordinator; readonly close: () => Promise<void> }> => {
-  ensureOffsetsTopic(ctx)
-  const partitions = TopicControl.topicByName(ctx.metadata.image, OFFSETS_TOPIC)!.partitions.length
-  const coordinator = await GroupCoordinator.make({
-    log: offsetsLog(ctx, partitions),
-    config: {
-      groupInitialRebalanceDelayMs: ctx.config.groupInitialRebalanceDelayMs,
-      groupMinSessionTimeoutMs: ctx.config.groupMinSessionTimeoutMs,
-      groupMaxSessionTimeoutMs: ctx.config.groupMaxSessionTimeoutMs
-    }
-  })
-  const self = { nodeId: ctx.config.nodeId, host: ctx.config.advertisedHost, port: ctx.config.port }
-  const topicName = (name: string, topicId: string) =>
-    name !== "" ? name : (ctx.metadata.image.byId.get(topicId)?.name ?? "")
-  const topicIdOf = (name: string) => TopicControl.topicByName(ctx.metadata.image, name)?.topicId ?? Uuid.ZERO
+type GroupHandlers = Pick<
+  GroupCoordinator.GroupCoordinator,
+  "joinGroup" | "syncGroup" | "heartbeat" | "leaveGroup" | "commitOffsets" | "fetchOffsets"
+>
+
+const notCoordinator: GroupHandlers = {
+  joinGroup: async (r) => ({
+    errorCode: E.NOT_COORDINATOR,
+    generationId: -1,
+    protocolType: null,
+    protocolName: null,
+    leader: "",
+    skipAssignment: false,
+    memberId: r.memberId,
+    members: []
+  }),
+  syncGroup: async () => ({
+    errorCode: E.NOT_COORDINATOR,
+    protocolType: null,
+    protocolName: null,
+    assignment: new Uint8Array(0)
+  }),
+  heartbeat: async () => ({ errorCode: E.NOT_COORDINATOR }),
+  leaveGroup: async (r) => ({
+    errorCode: E.NOT_COORDINATOR,
+    members: r.members.map((m) => ({
+      memberId: m.memberId,
+      groupInstanceId: m.groupInstanceId,
+      errorCode: E.NOT_COORDINATOR
+    }))
+  }),
+  commitOffsets: async (r) => ({
+    topics: r.topics.map((t) => ({
+      name: t.name,
+      partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: E.NOT_COORDINATOR }))
+    }))
+  }),
+  fetchOffsets: async () => ({ errorCode: E.NOT_COORDINATOR, topics: [] })
+}
+
+export const register = (handlers: Handlers, ctx: BrokerContext, shards: GroupShards): Handlers => {
+  const topicName = (name: string, topicId: string) => (name !== "" ? name : (ctx.view.topicById(topicId)?.name ?? ""))
+  const topicIdOf = (name: string) => ctx.view.topicByName(name)?.topicId ?? Uuid.ZERO
+  const NOT_COORDINATOR = E.NOT_COORDINATOR
+  /** The coordinator of a group, or one that answers NOT_COORDINATOR so the client looks it up again. */
+  const coordinatorOf = async (groupId: string): Promise<GroupHandlers> => {
+    const c = shards.forGroup(groupId)
+    return c === undefined ? notCoordinator : await c
+  }
 
   handlers
     .register(FindCoordinator.api, (req, request) => {
-      const answer = (key: string, keyType: number) =>
-        keyType === 0
-          ? { key, ...self, errorCode: 0, errorMessage: null }
+      const answer = (key: string, keyType: number) => {
+        if (keyType === 0) {
+          const topic = ctx.view.topicByName(OFFSETS_TOPIC)
+          const leader = topic?.partitions[shards.partitionFor(key)]?.leader ?? -1
+          const node = leader >= 0 ? ctx.view.broker(leader) : undefined
+          if (node !== undefined)
+            return { key, nodeId: node.nodeId, host: node.host, port: node.port, errorCode: 0, errorMessage: null }
+        }
+        return keyType === 0
+          ? { key, nodeId: -1, host: "", port: -1, errorCode: E.COORDINATOR_NOT_AVAILABLE, errorMessage: null }
           : {
               key,
               nodeId: -1,
@@ -135,6 +201,7 @@ export const register = async (
               errorCode: E.COORDINATOR_NOT_AVAILABLE,
               errorMessage: "Transactions are not supported by this broker yet"
             }
+      }
       if (req.apiVersion >= 4) {
         return { throttleTimeMs: 0, coordinators: request.coordinatorKeys.map((k) => answer(k, request.keyType)) }
       }
@@ -151,7 +218,7 @@ export const register = async (
     .register(
       JoinGroup.api,
       async (req, request) => {
-        const r = await coordinator.joinGroup({
+        const r = await (await coordinatorOf(request.groupId)).joinGroup({
           groupId: request.groupId,
           memberId: request.memberId,
           groupInstanceId: request.groupInstanceId,
@@ -183,7 +250,7 @@ export const register = async (
       { min: 0, max: JoinGroup.api.maxVersion }
     )
     .register(SyncGroup.api, async (req, request) => {
-      const r = await coordinator.syncGroup({
+      const r = await (await coordinatorOf(request.groupId)).syncGroup({
         groupId: request.groupId,
         generationId: request.generationId,
         memberId: request.memberId,
@@ -203,7 +270,9 @@ export const register = async (
     .register(Heartbeat.api, async (_req, request) => ({
       throttleTimeMs: 0,
       errorCode: (
-        await coordinator.heartbeat({
+        await (
+          await coordinatorOf(request.groupId)
+        ).heartbeat({
           groupId: request.groupId,
           generationId: request.generationId,
           memberId: request.memberId,
@@ -216,7 +285,7 @@ export const register = async (
         req.apiVersion >= 3
           ? request.members.map((m) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId, reason: m.reason }))
           : [{ memberId: request.memberId, groupInstanceId: null }]
-      const r = await coordinator.leaveGroup({ groupId: request.groupId, members })
+      const r = await (await coordinatorOf(request.groupId)).leaveGroup({ groupId: request.groupId, members })
       const single = r.members[0]?.errorCode ?? 0
       return {
         throttleTimeMs: 0,
@@ -232,7 +301,7 @@ export const register = async (
       OffsetCommit.api,
       async (_req, request) => {
         const topics = request.topics.map((t) => ({ ...t, resolved: topicName(t.name, t.topicId) }))
-        const r = await coordinator.commitOffsets({
+        const r = await (await coordinatorOf(request.groupId)).commitOffsets({
           groupId: request.groupId,
           generationId: request.generationIdOrMemberEpoch,
           memberId: request.memberId,
@@ -265,7 +334,7 @@ export const register = async (
           groupId: string,
           topics: ReadonlyArray<{ name: string; topicId: string; partitionIndexes: ReadonlyArray<number> }> | null
         ) => {
-          const r = await coordinator.fetchOffsets({
+          const r = await (await coordinatorOf(groupId)).fetchOffsets({
             groupId,
             topics:
               topics === null
@@ -304,10 +373,13 @@ export const register = async (
       { min: 0, max: OffsetFetch.api.maxVersion }
     )
     .register(ListGroups.api, async (_req, request) => {
-      const groups = await coordinator.listGroups({
-        statesFilter: request.statesFilter,
-        typesFilter: request.typesFilter
-      })
+      const groups = (
+        await Promise.all(
+          (
+            await shards.all()
+          ).map((c) => c.listGroups({ statesFilter: request.statesFilter, typesFilter: request.typesFilter }))
+        )
+      ).flat()
       return {
         throttleTimeMs: 0,
         errorCode: 0,
@@ -320,7 +392,25 @@ export const register = async (
       }
     })
     .register(DescribeGroups.api, async (req, request) => {
-      const groups = await coordinator.describeGroups(request.groups)
+      const groups = (
+        await Promise.all(
+          request.groups.map(async (g) => {
+            const c = shards.forGroup(g)
+            if (c === undefined)
+              return [
+                {
+                  errorCode: NOT_COORDINATOR,
+                  groupId: g,
+                  groupState: "Dead" as const,
+                  protocolType: "",
+                  protocolData: "",
+                  members: []
+                }
+              ]
+            return (await c).describeGroups([g])
+          })
+        )
+      ).flat()
       return {
         throttleTimeMs: 0,
         groups: groups.map((g) => ({
@@ -342,5 +432,5 @@ export const register = async (
         }))
       }
     })
-  return { coordinator, close: () => coordinator.close() }
+  return handlers
 }

@@ -5,23 +5,18 @@
  */
 import {
   ApiVersions,
-  CreatePartitions,
-  CreateTopics,
-  DeleteTopics,
   DescribeCluster,
   DescribeConfigs,
   Errors,
   Fetch,
-  IncrementalAlterConfigs,
   InitProducerId,
   ListOffsets,
   Metadata,
   OffsetForLeaderEpoch,
-  Produce,
-  Uuid
+  Produce
 } from "@clustermirror/protocol"
 import type { BrokerConfig } from "./BrokerConfig.js"
-import type { LocalMetadata } from "./LocalMetadata.js"
+import type * as MetadataView from "./MetadataView.js"
 import type * as ReplicaManager from "./ReplicaManager.js"
 import { type Handlers, NoResponse } from "./RequestChannel.js"
 import * as TopicControl from "./TopicControl.js"
@@ -33,48 +28,38 @@ export const INTERNAL_TOPICS = new Set(["__consumer_offsets", "__transaction_sta
 
 export interface BrokerContext {
   readonly config: BrokerConfig
-  readonly clusterId: string
-  readonly metadata: LocalMetadata
+  readonly view: MetadataView.MetadataView
+  readonly admin: MetadataView.TopicAdmin
   readonly replicas: ReplicaManager.ReplicaManager
   readonly producerIds: ProducerIdManager
 }
 
-export const clusterView = (config: BrokerConfig): TopicControl.ClusterView => ({
-  liveBrokers: [config.nodeId],
-  defaultPartitions: config.numPartitions,
-  defaultReplicationFactor: config.defaultReplicationFactor
-})
-
-/** Hands out producer ids from blocks recorded in the metadata log. */
+/** Hands out producer ids from blocks the controller allocates. */
 export class ProducerIdManager {
   private next = 0n
   private end = 0n
-  constructor(
-    private readonly metadata: LocalMetadata,
-    private readonly nodeId: number
-  ) {}
-  allocate(): bigint {
-    if (this.next >= this.end) {
-      const block = this.metadata.write((image) => TopicControl.allocateProducerIds(image, this.nodeId))
-      this.next = block.firstProducerId
-      this.end = block.firstProducerId + block.size
+  private refill: Promise<void> | undefined
+  constructor(private readonly admin: MetadataView.TopicAdmin) {}
+  async allocate(): Promise<bigint> {
+    while (this.next >= this.end) {
+      this.refill ??= this.admin.allocateProducerIds().then(
+        (block) => {
+          this.next = block.firstProducerId
+          this.end = block.firstProducerId + block.size
+          this.refill = undefined
+        },
+        (e) => {
+          this.refill = undefined
+          throw e
+        }
+      )
+      await this.refill
     }
     return this.next++
   }
 }
 
-const createTopic = (ctx: BrokerContext, name: string): TopicControl.CreateTopicResult | undefined =>
-  ctx.metadata.write((image) =>
-    TopicControl.createTopics(
-      image,
-      [{ name, numPartitions: -1, replicationFactor: -1, assignments: [], configs: [], topicId: null }],
-      clusterView(ctx.config),
-      Uuid.random,
-      false
-    )
-  )[0]
-
-const describeTopic = (ctx: BrokerContext, topic: TopicControl.Topic) => ({
+const describeTopic = (ctx: BrokerContext, topic: MetadataView.TopicView) => ({
   errorCode: 0,
   name: topic.name,
   topicId: topic.topicId,
@@ -83,10 +68,10 @@ const describeTopic = (ctx: BrokerContext, topic: TopicControl.Topic) => ({
     errorCode: 0,
     partitionIndex: p.partitionId,
     leaderId: p.leader,
-    leaderEpoch: ctx.replicas.get(topic.name, p.partitionId)?.leaderEpoch ?? p.leaderEpoch,
+    leaderEpoch: p.leaderEpoch,
     replicaNodes: p.replicas,
     isrNodes: p.isr,
-    offlineReplicas: []
+    offlineReplicas: p.replicas.filter((r) => ctx.view.broker(r) === undefined)
   })),
   topicAuthorizedOperations: UNSET_OPS
 })
@@ -98,39 +83,44 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
       apiKeys: handlers.versions(),
       throttleTimeMs: 0
     }))
-    .register(Metadata.api, (req, request) => {
-      const image = ctx.metadata.image
+    .register(Metadata.api, async (req, request) => {
       const all = request.topics === null || (req.apiVersion === 0 && request.topics.length === 0)
+      const describe = async (t: { name: string | null; topicId: string }) => {
+        const byId = t.name === null || t.name === ""
+        const found = byId ? ctx.view.topicById(t.topicId) : ctx.view.topicByName(t.name!)
+        if (found !== undefined) return describeTopic(ctx, found)
+        const unknown = {
+          errorCode: byId ? Errors.ErrorCode.UNKNOWN_TOPIC_ID : Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+          name: t.name,
+          topicId: t.topicId,
+          isInternal: false,
+          partitions: [],
+          topicAuthorizedOperations: UNSET_OPS
+        }
+        if (byId || !ctx.config.autoCreateTopicsEnable || !request.allowAutoTopicCreation) return unknown
+        const [created] = await ctx.admin.createTopics(
+          [{ name: t.name!, numPartitions: -1, replicationFactor: -1, assignments: [], configs: [], topicId: null }],
+          false
+        )
+        if (
+          created === undefined ||
+          (created.errorCode !== 0 && created.errorCode !== Errors.ErrorCode.TOPIC_ALREADY_EXISTS)
+        )
+          return { ...unknown, errorCode: created?.errorCode ?? Errors.ErrorCode.UNKNOWN_SERVER_ERROR }
+        const topic = ctx.view.topicByName(t.name!)
+        // Created, but this broker has not seen the metadata yet: the client retries, as with Kafka.
+        return topic === undefined
+          ? { ...unknown, errorCode: Errors.ErrorCode.LEADER_NOT_AVAILABLE }
+          : describeTopic(ctx, topic)
+      }
       const topics = all
-        ? [...image.byId.values()].sort((a, b) => a.name.localeCompare(b.name)).map((t) => describeTopic(ctx, t))
-        : request.topics!.map((t) => {
-            const byId = t.name === null || t.name === ""
-            const found = byId
-              ? ctx.metadata.image.byId.get(t.topicId)
-              : TopicControl.topicByName(ctx.metadata.image, t.name!)
-            if (found !== undefined) return describeTopic(ctx, found)
-            const unknown = {
-              errorCode: byId ? Errors.ErrorCode.UNKNOWN_TOPIC_ID : Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-              name: t.name,
-              topicId: t.topicId,
-              isInternal: false,
-              partitions: [],
-              topicAuthorizedOperations: UNSET_OPS
-            }
-            if (byId || !ctx.config.autoCreateTopicsEnable || !request.allowAutoTopicCreation) return unknown
-            if (TopicControl.validateTopicName(t.name!) !== null)
-              return { ...unknown, errorCode: Errors.ErrorCode.INVALID_TOPIC_EXCEPTION }
-            const created = createTopic(ctx, t.name!)
-            const topic = TopicControl.topicByName(ctx.metadata.image, t.name!)
-            if (created === undefined || created.errorCode !== 0 || topic === undefined)
-              return { ...unknown, errorCode: created?.errorCode ?? Errors.ErrorCode.UNKNOWN_SERVER_ERROR }
-            return describeTopic(ctx, topic)
-          })
+        ? [...ctx.view.topics()].sort((a, b) => a.name.localeCompare(b.name)).map((t) => describeTopic(ctx, t))
+        : await Promise.all(request.topics!.map(describe))
       return {
         throttleTimeMs: 0,
-        brokers: [{ nodeId: ctx.config.nodeId, host: ctx.config.advertisedHost, port: ctx.config.port, rack: null }],
-        clusterId: ctx.clusterId,
-        controllerId: ctx.config.nodeId,
+        brokers: ctx.view.brokers().map((b) => ({ nodeId: b.nodeId, host: b.host, port: b.port, rack: b.rack })),
+        clusterId: ctx.view.clusterId,
+        controllerId: ctx.view.controllerId(),
         topics,
         clusterAuthorizedOperations: UNSET_OPS
       }
@@ -158,7 +148,7 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
           }
         }
         const pending = request.topicData.map((t) => {
-          const name = t.name !== "" ? t.name : (ctx.metadata.image.byId.get(t.topicId)?.name ?? "")
+          const name = t.name !== "" ? t.name : (ctx.view.topicById(t.topicId)?.name ?? "")
           return {
             name: t.name,
             topicId: t.topicId,
@@ -203,10 +193,9 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
       Fetch.api,
       async (req, request) => {
         const byId = req.apiVersion >= 13
-        const image = ctx.metadata.image
         const unknownIds = new Set<string>()
         const partitions = request.topics.flatMap((t) => {
-          const name = byId ? image.byId.get(t.topicId)?.name : t.topic
+          const name = byId ? ctx.view.topicById(t.topicId)?.name : t.topic
           if (name === undefined) {
             unknownIds.add(t.topicId)
             return []
@@ -235,7 +224,7 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
           list.push(r)
         }
         const responses = request.topics.map((t) => {
-          const name = byId ? image.byId.get(t.topicId)?.name : t.topic
+          const name = byId ? ctx.view.topicById(t.topicId)?.name : t.topic
           if (name === undefined)
             return {
               topic: "",
@@ -309,108 +298,23 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
         })
       }))
     }))
-    .register(CreateTopics.api, (_req, request) => {
-      const results = ctx.metadata.write((image) =>
-        TopicControl.createTopics(
-          image,
-          request.topics.map((t) => ({
-            name: t.name,
-            numPartitions: t.numPartitions,
-            replicationFactor: t.replicationFactor,
-            assignments: t.assignments,
-            configs: t.configs,
-            topicId: t.mirrorInfo?.topicId ?? null
-          })),
-          clusterView(ctx.config),
-          Uuid.random,
-          request.validateOnly
-        )
-      )
-      return {
-        throttleTimeMs: 0,
-        topics: results.map((r) => ({
-          name: r.name,
-          topicId: r.topicId,
-          errorCode: r.errorCode,
-          errorMessage: r.errorMessage,
-          numPartitions: r.numPartitions,
-          replicationFactor: r.replicationFactor,
-          configs:
-            r.errorCode === 0
-              ? r.configs.map((c) => ({
-                  name: c.name,
-                  value: c.value,
-                  readOnly: false,
-                  configSource: 1,
-                  isSensitive: false
-                }))
-              : null
-        }))
-      }
-    })
-    .register(DeleteTopics.api, (req, request) => {
-      const targets =
-        req.apiVersion >= 6
-          ? request.topics.map((t) => ({ name: t.name, topicId: t.name === null ? t.topicId : null }))
-          : request.topicNames.map((name) => ({ name, topicId: null }))
-      const results = ctx.metadata.write((image) => TopicControl.deleteTopics(image, targets))
-      return { throttleTimeMs: 0, responses: results.map((r) => ({ ...r })) }
-    })
-    .register(CreatePartitions.api, (_req, request) => ({
-      throttleTimeMs: 0,
-      results: ctx.metadata.write((image) =>
-        TopicControl.createPartitions(
-          image,
-          request.topics.map((t) => ({ name: t.name, count: t.count })),
-          clusterView(ctx.config),
-          request.validateOnly
-        )
-      )
-    }))
     .register(DescribeConfigs.api, (_req, request) => ({
       throttleTimeMs: 0,
       results: request.resources.map((r) => describeConfigs(ctx, r.resourceType, r.resourceName, r.configurationKeys))
-    }))
-    .register(IncrementalAlterConfigs.api, (_req, request) => ({
-      throttleTimeMs: 0,
-      responses: request.resources.map((r) => {
-        if (r.resourceType !== TopicControl.TOPIC_RESOURCE)
-          return {
-            errorCode: Errors.ErrorCode.INVALID_REQUEST,
-            errorMessage: `Altering configs of resource type ${r.resourceType} is not supported`,
-            resourceType: r.resourceType,
-            resourceName: r.resourceName
-          }
-        const res = ctx.metadata.write((image) =>
-          TopicControl.alterTopicConfigs(
-            image,
-            r.resourceName,
-            r.configs.map((c) => ({ name: c.name, op: c.configOperation, value: c.value })),
-            request.validateOnly
-          )
-        )
-        return { ...res, resourceType: r.resourceType, resourceName: r.resourceName }
-      })
     }))
     .register(DescribeCluster.api, () => ({
       throttleTimeMs: 0,
       errorCode: 0,
       errorMessage: null,
       endpointType: 1,
-      clusterId: ctx.clusterId,
-      controllerId: ctx.config.nodeId,
-      brokers: [
-        {
-          brokerId: ctx.config.nodeId,
-          host: ctx.config.advertisedHost,
-          port: ctx.config.port,
-          rack: null,
-          isFenced: false
-        }
-      ],
+      clusterId: ctx.view.clusterId,
+      controllerId: ctx.view.controllerId(),
+      brokers: ctx.view
+        .brokers()
+        .map((b) => ({ brokerId: b.nodeId, host: b.host, port: b.port, rack: b.rack, isFenced: false })),
       clusterAuthorizedOperations: UNSET_OPS
     }))
-    .register(InitProducerId.api, (_req, request) => {
+    .register(InitProducerId.api, async (_req, request) => {
       if (request.transactionalId !== null)
         return {
           throttleTimeMs: 0,
@@ -426,7 +330,7 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
           producerId: request.producerId,
           producerEpoch: request.producerEpoch + 1
         }
-      return { throttleTimeMs: 0, errorCode: 0, producerId: ctx.producerIds.allocate(), producerEpoch: 0 }
+      return { throttleTimeMs: 0, errorCode: 0, producerId: await ctx.producerIds.allocate(), producerEpoch: 0 }
     })
 
 const describeConfigs = (
@@ -438,7 +342,7 @@ const describeConfigs = (
   const base = { resourceType, resourceName, errorMessage: null }
   const pick = <T extends { name: string }>(xs: T[]) => (keys === null ? xs : xs.filter((x) => keys.includes(x.name)))
   if (resourceType === TopicControl.TOPIC_RESOURCE) {
-    const topic = TopicControl.topicByName(ctx.metadata.image, resourceName)
+    const topic = ctx.view.topicByName(resourceName)
     if (topic === undefined)
       return {
         ...base,
