@@ -1,0 +1,194 @@
+/**
+ * MetadataImage: the cluster's metadata as of one point of the metadata log, immutable. It holds the
+ * finalized features, the broker registrations, the topics and their partitions (with KIP-1279's
+ * mirror name and desired mirror state), configs by resource, the next producer-ID block and the
+ * ACLs, plus the provenance of the last record it contains.
+ *
+ * Images change only through `MetadataDelta` (replay records, then apply), so every image is the
+ * projection of a prefix of the log. This module owns the shapes and read helpers; it must not decide
+ * anything or read the log.
+ */
+import type { MirrorPartitionState, Uuid } from "@clustermirror/protocol"
+import * as MetadataProvenance from "./MetadataProvenance.js"
+
+export type BrokerId = number
+export type TopicId = Uuid.Uuid
+export type PartitionIndex = number
+
+/** PartitionChangeRecord `Leader`: the partition has no leader. */
+export const NO_LEADER = -1
+/** PartitionChangeRecord `Leader`: the leader did not change. */
+export const NO_LEADER_CHANGE = -2
+
+/** LeaderRecoveryState bytes. */
+export const LeaderRecoveryState = { RECOVERED: 0, RECOVERING: 1 } as const
+
+/** Config resource types of ConfigRecord (Kafka's ConfigResource.Type bytes). */
+export const ConfigResourceType = { TOPIC: 2, BROKER: 4, CLUSTER_MIRROR: 64 } as const
+
+/** Finalized feature names we know of. */
+export const METADATA_VERSION = "metadata.version"
+export const MIRROR_VERSION = "mirror.version"
+
+// ---------------------------------------------------------------------------------------------------
+// Brokers
+
+export interface Endpoint {
+  readonly name: string
+  readonly host: string
+  readonly port: number
+  readonly securityProtocol: number
+}
+
+export interface SupportedFeature {
+  readonly name: string
+  readonly minSupportedVersion: number
+  readonly maxSupportedVersion: number
+}
+
+export interface BrokerRegistration {
+  readonly id: BrokerId
+  readonly epoch: bigint
+  readonly incarnationId: Uuid.Uuid
+  /** In registration order. */
+  readonly listeners: ReadonlyArray<Endpoint>
+  readonly supportedFeatures: ReadonlyArray<SupportedFeature>
+  readonly rack: string | null
+  readonly fenced: boolean
+  readonly inControlledShutdown: boolean
+  readonly isMigratingZkBroker: boolean
+  readonly logDirs: ReadonlyArray<Uuid.Uuid>
+}
+
+export interface ClusterImage {
+  readonly brokers: ReadonlyMap<BrokerId, BrokerRegistration>
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Topics
+
+export interface PartitionRegistration {
+  readonly replicas: ReadonlyArray<BrokerId>
+  readonly directories: ReadonlyArray<Uuid.Uuid>
+  readonly isr: ReadonlyArray<BrokerId>
+  readonly removingReplicas: ReadonlyArray<BrokerId>
+  readonly addingReplicas: ReadonlyArray<BrokerId>
+  /** -1 when there is no leader. */
+  readonly leader: BrokerId
+  readonly leaderRecoveryState: number
+  readonly leaderEpoch: number
+  /** Bumped by every change of the partition. */
+  readonly partitionEpoch: number
+  readonly eligibleLeaderReplicas: ReadonlyArray<BrokerId>
+  readonly lastKnownElr: ReadonlyArray<BrokerId>
+}
+
+export interface TopicImage {
+  readonly name: string
+  readonly id: TopicId
+  readonly partitions: ReadonlyMap<PartitionIndex, PartitionRegistration>
+  /**
+   * KIP-1279: the mirror this topic belongs to. We keep the controller's semantics: a record with a
+   * null mirror name disassociates the topic (null here), rather than the prototype broker image's
+   * habit of keeping the previous name.
+   */
+  readonly mirrorName: string | null
+  /** KIP-1279: the desired state from the last MirrorTopicStateChangeRecord; UNKNOWN when none. */
+  readonly desiredMirrorState: MirrorPartitionState.MirrorPartitionState
+}
+
+export interface TopicsImage {
+  readonly byId: ReadonlyMap<TopicId, TopicImage>
+  readonly byName: ReadonlyMap<string, TopicImage>
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Configs, producer IDs, ACLs
+
+export interface ConfigResource {
+  readonly type: number
+  readonly name: string
+}
+
+/** The non-empty config values of one resource. */
+export interface ConfigResourceImage extends ConfigResource {
+  readonly values: ReadonlyMap<string, string>
+}
+
+/** By `resourceKey(type, name)`; resources without any value are absent. */
+export type ConfigsImage = ReadonlyMap<string, ConfigResourceImage>
+
+export interface ProducerIdsImage {
+  /** The first producer ID of the next block to hand out; -1 before any block. */
+  readonly nextProducerId: bigint
+}
+
+export interface AclEntry {
+  readonly id: Uuid.Uuid
+  readonly resourceType: number
+  readonly resourceName: string
+  readonly patternType: number
+  readonly principal: string
+  readonly host: string
+  readonly operation: number
+  readonly permissionType: number
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The image
+
+export interface MetadataImage {
+  readonly provenance: MetadataProvenance.MetadataProvenance
+  /** Finalized feature levels by name (e.g. `metadata.version`, `mirror.version`). */
+  readonly features: ReadonlyMap<string, number>
+  readonly cluster: ClusterImage
+  readonly topics: TopicsImage
+  readonly configs: ConfigsImage
+  readonly producerIds: ProducerIdsImage
+  readonly acls: ReadonlyMap<Uuid.Uuid, AclEntry>
+}
+
+export const emptyTopics: TopicsImage = { byId: new Map(), byName: new Map() }
+
+export const empty: MetadataImage = {
+  provenance: MetadataProvenance.empty,
+  features: new Map(),
+  cluster: { brokers: new Map() },
+  topics: emptyTopics,
+  configs: new Map(),
+  producerIds: { nextProducerId: -1n },
+  acls: new Map()
+}
+
+/** Whether the image holds no metadata at all (its provenance aside). */
+export const isEmpty = (image: MetadataImage): boolean =>
+  image.features.size === 0 &&
+  image.cluster.brokers.size === 0 &&
+  image.topics.byId.size === 0 &&
+  image.configs.size === 0 &&
+  image.producerIds.nextProducerId < 0n &&
+  image.acls.size === 0
+
+/** The key of a config resource in `MetadataImage.configs`. */
+export const resourceKey = (type: number, name: string): string => `${type}:${name}`
+
+/** The config values of a resource; empty when it has none. */
+export const configsOf = (image: MetadataImage, type: number, name: string): ReadonlyMap<string, string> =>
+  image.configs.get(resourceKey(type, name))?.values ?? new Map()
+
+export const topicByName = (image: MetadataImage, name: string): TopicImage | undefined => image.topics.byName.get(name)
+
+export const topicById = (image: MetadataImage, id: TopicId): TopicImage | undefined => image.topics.byId.get(id)
+
+export const partition = (
+  image: MetadataImage,
+  topicId: TopicId,
+  partitionId: PartitionIndex
+): PartitionRegistration | undefined => image.topics.byId.get(topicId)?.partitions.get(partitionId)
+
+/** Registered brokers that are not fenced. */
+export const activeBrokers = (image: MetadataImage): ReadonlyArray<BrokerRegistration> =>
+  [...image.cluster.brokers.values()].filter((b) => !b.fenced)
+
+/** A finalized feature level; 0 when the feature is not finalized. */
+export const featureLevel = (image: MetadataImage, name: string): number => image.features.get(name) ?? 0
