@@ -62,8 +62,18 @@ export const logConfigFor = (config: BrokerConfig, topic: TopicControl.Topic | u
   }
 }
 
-export const start = async (config: BrokerConfig, log: (line: string) => void = () => {}): Promise<Broker> => {
-  fs.mkdirSync(config.dataDir, { recursive: true })
+export const start = async (requested: BrokerConfig, log: (line: string) => void = () => {}): Promise<Broker> => {
+  fs.mkdirSync(requested.dataDir, { recursive: true })
+  // Listen first, so that an ephemeral port (0) is known before it is advertised.
+  const handlers = new Handlers()
+  const server = await SocketServer.start({
+    host: requested.host,
+    port: requested.port,
+    maxFrameBytes: requested.socketRequestMaxBytes,
+    handle: handlers.frameHandler(log),
+    log
+  })
+  const config: BrokerConfig = { ...requested, port: server.port }
   const clusterId = loadOrCreateClusterId(config.dataDir, config.nodeId)
   const store = PartitionLogStore.makeFileStore(config.dataDir)
   const metadata = new LocalMetadata(
@@ -102,7 +112,6 @@ export const start = async (config: BrokerConfig, log: (line: string) => void = 
   })
   for (const t of metadata.image.byId.values()) openTopic(t)
 
-  const handlers = new Handlers()
   const admin = LocalAdmin.admin(metadata, config)
   const ctx: BrokerContext = {
     config,
@@ -119,13 +128,6 @@ export const start = async (config: BrokerConfig, log: (line: string) => void = 
   for (const p of offsets?.partitions ?? []) groups.onLeadership(p.partitionId, p.leader === config.nodeId)
   GroupApis.register(handlers, ctx, groups)
 
-  const server = await SocketServer.start({
-    host: config.host,
-    port: config.port,
-    maxFrameBytes: config.socketRequestMaxBytes,
-    handle: handlers.frameHandler(log),
-    log
-  })
   const retention = setInterval(() => replicas.enforceRetention(), config.logRetentionCheckIntervalMs)
   retention.unref()
   log(`clustermirror broker ${config.nodeId} (cluster ${clusterId}) listening on ${config.host}:${server.port}`)

@@ -48,6 +48,17 @@ import * as ResumeMirrorTopics from "./apis/ResumeMirrorTopics.js"
 import * as DeleteClusterMirror from "./apis/DeleteClusterMirror.js"
 import * as BumpLeaderEpochs from "./apis/BumpLeaderEpochs.js"
 import * as RecoverMirrorTopics from "./apis/RecoverMirrorTopics.js"
+import * as BrokerRegistration from "./apis/BrokerRegistration.js"
+import * as BrokerHeartbeat from "./apis/BrokerHeartbeat.js"
+import * as UnregisterBroker from "./apis/UnregisterBroker.js"
+import * as AlterPartition from "./apis/AlterPartition.js"
+import * as AllocateProducerIds from "./apis/AllocateProducerIds.js"
+import * as Envelope from "./apis/Envelope.js"
+import * as UpdateFeatures from "./apis/UpdateFeatures.js"
+import * as DescribeQuorum from "./apis/DescribeQuorum.js"
+import * as ElectLeaders from "./apis/ElectLeaders.js"
+import * as AlterPartitionReassignments from "./apis/AlterPartitionReassignments.js"
+import * as ListPartitionReassignments from "./apis/ListPartitionReassignments.js"
 
 // biome-ignore lint/suspicious/noExplicitAny: a registry of heterogeneous APIs
 export type AnyApi = ApiDef<any, any>
@@ -97,7 +108,18 @@ export const all: ReadonlyArray<AnyApi> = [
   ResumeMirrorTopics.api,
   DeleteClusterMirror.api,
   BumpLeaderEpochs.api,
-  RecoverMirrorTopics.api
+  RecoverMirrorTopics.api,
+  BrokerRegistration.api,
+  BrokerHeartbeat.api,
+  UnregisterBroker.api,
+  AlterPartition.api,
+  AllocateProducerIds.api,
+  Envelope.api,
+  UpdateFeatures.api,
+  DescribeQuorum.api,
+  ElectLeaders.api,
+  AlterPartitionReassignments.api,
+  ListPartitionReassignments.api
 ]
 
 export const byKey: ReadonlyMap<number, AnyApi> = new Map(all.map((a) => [a.key, a]))

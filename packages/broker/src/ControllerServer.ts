@@ -1,0 +1,197 @@
+/**
+ * A controller node's network face: the Kafka API server on the controller listener, translating
+ * the controller-bound requests (broker registration and heartbeats, AlterPartition, topic and config
+ * changes, producer-id blocks, BumpLeaderEpochs) into `QuorumController` operations, and serving the
+ * metadata log to brokers with Fetch on `__cluster_metadata`. Decisions live in the controller package.
+ */
+import { QuorumController } from "@clustermirror/controller"
+import { MetadataLog } from "@clustermirror/metadata-log"
+import {
+  AllocateProducerIds,
+  AlterConfigs,
+  AlterPartition,
+  ApiVersions,
+  BrokerHeartbeat,
+  BrokerRegistration,
+  BumpLeaderEpochs,
+  CreatePartitions,
+  CreateTopics,
+  DeleteTopics,
+  ElectLeaders,
+  Errors,
+  Fetch,
+  IncrementalAlterConfigs
+} from "@clustermirror/protocol"
+import { Effect, Either } from "effect"
+import * as fs from "node:fs"
+import { Handlers } from "./RequestChannel.js"
+import * as SocketServer from "./SocketServer.js"
+
+export interface ControllerServerOptions {
+  readonly nodeId: number
+  readonly clusterId: string
+  readonly host: string
+  readonly port: number
+  readonly dataDir: string
+  readonly maxFrameBytes: number
+  readonly defaultPartitions: number
+  readonly defaultReplicationFactor: number
+  readonly sessionTimeoutMs?: number
+  readonly uncleanLeaderElectionEnable?: boolean
+  readonly log?: (line: string) => void
+}
+
+export interface ControllerServer {
+  readonly port: number
+  readonly controller: QuorumController.QuorumController
+  readonly close: () => Promise<void>
+}
+
+const E = Errors.ErrorCode
+
+const registerHandlers = (
+  handlers: Handlers,
+  controller: QuorumController.QuorumController,
+  metadataLog: MetadataLog.MetadataLogService
+): Handlers =>
+  handlers
+    .register(ApiVersions.api, () => ({ errorCode: 0, apiKeys: handlers.versions(), throttleTimeMs: 0 }))
+    .register(BrokerRegistration.api, async (_req, request) => {
+      const r = await controller.registerBroker(request)
+      return { throttleTimeMs: 0, errorCode: r.errorCode, brokerEpoch: r.brokerEpoch }
+    })
+    .register(BrokerHeartbeat.api, async (_req, request) => ({
+      throttleTimeMs: 0,
+      ...(await controller.brokerHeartbeat(request))
+    }))
+    .register(AlterPartition.api, async (req, request) => {
+      const r = await controller.alterPartition(request, req.apiVersion)
+      return Either.isLeft(r) ? { throttleTimeMs: 0, errorCode: r.left.errorCode, topics: [] } : r.right
+    })
+    .register(CreateTopics.api, async (_req, request) => ({
+      throttleTimeMs: 0,
+      topics: await controller.createTopics(request)
+    }))
+    .register(DeleteTopics.api, async (_req, request) => ({
+      throttleTimeMs: 0,
+      responses: await controller.deleteTopics(request)
+    }))
+    .register(CreatePartitions.api, async (_req, request) => ({
+      throttleTimeMs: 0,
+      results: await controller.createPartitions(request)
+    }))
+    .register(IncrementalAlterConfigs.api, async (_req, request) => ({
+      throttleTimeMs: 0,
+      responses: await controller.incrementalAlterConfigs(request)
+    }))
+    .register(AlterConfigs.api, async (_req, request) => ({
+      throttleTimeMs: 0,
+      responses: await controller.legacyAlterConfigs(
+        request.resources.map((r) => ({
+          resourceType: r.resourceType,
+          resourceName: r.resourceName,
+          configs: r.configs.map((c) => ({ name: c.name, value: c.value }))
+        })),
+        request.validateOnly
+      )
+    }))
+    .register(AllocateProducerIds.api, async (_req, request) => {
+      const r = await controller.allocateProducerIds(request.brokerId, request.brokerEpoch)
+      return Either.isLeft(r)
+        ? { throttleTimeMs: 0, errorCode: r.left.errorCode, producerIdStart: -1n, producerIdLen: 0 }
+        : {
+            throttleTimeMs: 0,
+            errorCode: 0,
+            producerIdStart: r.right.firstProducerId,
+            producerIdLen: Number(r.right.size)
+          }
+    })
+    .register(BumpLeaderEpochs.api, async (_req, request) => controller.bumpLeaderEpochs(request))
+    .register(ElectLeaders.api, async (_req, request) => {
+      const r = await controller.electLeaders(request)
+      return Either.isLeft(r) ? { throttleTimeMs: 0, errorCode: r.left.errorCode, replicaElectionResults: [] } : r.right
+    })
+    .register(Fetch.api, async (req, request) => {
+      // Only the metadata log is served here: brokers follow it like a replica.
+      const topic = request.topics[0]
+      const p = topic?.partitions[0]
+      const isMetadata =
+        topic !== undefined &&
+        (req.apiVersion >= 13
+          ? topic.topicId === MetadataLog.METADATA_TOPIC_ID
+          : topic.topic === MetadataLog.METADATA_TOPIC)
+      if (!isMetadata || p === undefined)
+        return {
+          throttleTimeMs: 0,
+          errorCode: E.UNKNOWN_TOPIC_OR_PARTITION,
+          sessionId: 0,
+          responses: []
+        }
+      const offset = p.fetchOffset
+      await controller.waitForOffset(offset, request.maxWaitMs)
+      const end = await Effect.runPromise(metadataLog.logEndOffset)
+      const read =
+        Number(offset) < end
+          ? await Effect.runPromise(metadataLog.readFrom(Number(offset), p.partitionMaxBytes))
+          : undefined
+      const records = read?.records ?? Buffer.alloc(0)
+      return {
+        throttleTimeMs: 0,
+        errorCode: 0,
+        sessionId: 0,
+        responses: [
+          {
+            topic: MetadataLog.METADATA_TOPIC,
+            topicId: MetadataLog.METADATA_TOPIC_ID,
+            partitions: [
+              {
+                partitionIndex: 0,
+                errorCode: Number(offset) > end ? E.OFFSET_OUT_OF_RANGE : 0,
+                highWatermark: BigInt(end),
+                lastStableOffset: BigInt(end),
+                logStartOffset: 0n,
+                records
+              }
+            ]
+          }
+        ]
+      }
+    })
+
+export const start = async (options: ControllerServerOptions): Promise<ControllerServer> => {
+  fs.mkdirSync(options.dataDir, { recursive: true })
+  const metadataLog = await Effect.runPromise(MetadataLog.makeFile(options.dataDir))
+  const controller = await QuorumController.QuorumController.open({
+    nodeId: options.nodeId,
+    clusterId: options.clusterId,
+    log: metadataLog,
+    defaultPartitions: options.defaultPartitions,
+    defaultReplicationFactor: options.defaultReplicationFactor,
+    ...(options.sessionTimeoutMs !== undefined ? { sessionTimeoutMs: options.sessionTimeoutMs } : {}),
+    ...(options.uncleanLeaderElectionEnable !== undefined
+      ? { uncleanLeaderElectionEnable: options.uncleanLeaderElectionEnable }
+      : {}),
+    ...(options.log !== undefined ? { log_: options.log } : {})
+  })
+  const handlers = registerHandlers(new Handlers(), controller, metadataLog)
+  const log = options.log ?? (() => {})
+  const server = await SocketServer.start({
+    host: options.host,
+    port: options.port,
+    maxFrameBytes: options.maxFrameBytes,
+    handle: handlers.frameHandler(log),
+    log
+  })
+  log(
+    `clustermirror controller ${options.nodeId} (cluster ${options.clusterId}) listening on ${options.host}:${server.port}`
+  )
+  return {
+    port: server.port,
+    controller,
+    close: async () => {
+      await server.close()
+      await controller.close()
+      await Effect.runPromise(metadataLog.close)
+    }
+  }
+}

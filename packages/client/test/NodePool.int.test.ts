@@ -1,0 +1,60 @@
+import { ApiVersions, Metadata } from "@clustermirror/protocol"
+import { describe, expect, it } from "@effect/vitest"
+import * as net from "node:net"
+import { ConnectionError } from "../src/ClientError.js"
+import { NodePool } from "../src/NodePool.js"
+import * as Fake from "./FakeBroker.js"
+
+const freePort = (): Promise<number> =>
+  new Promise((resolve) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => {
+      const a = s.address()
+      const port = a !== null && typeof a !== "string" ? a.port : 0
+      s.close(() => resolve(port))
+    })
+  })
+
+describe("NodePool", () => {
+  it("opens lazily, shares one connection per address, and reopens after a disconnect", async () => {
+    const fake = await Fake.start((req) => {
+      if (req.apiKey === ApiVersions.api.key) Fake.answerApiVersions(req)
+    })
+    const pool = new NodePool({ reconnectBackoffMs: 10 })
+    try {
+      pool.setNode(7, { host: "127.0.0.1", port: fake.port })
+      expect(fake.seen.length).toBe(0)
+      const [a, b] = await Promise.all([pool.getNode(7), pool.get({ host: "127.0.0.1", port: fake.port })])
+      expect(a).toBe(b)
+      expect(fake.seen.filter((s) => s.apiKey === ApiVersions.api.key).length).toBe(1)
+      const closed = new Promise<void>((resolve) => a.onClose(() => resolve()))
+      fake.dropClients()
+      await closed
+      const c = await pool.getNode(7)
+      expect(c).not.toBe(a)
+      expect(c.isOpen).toBe(true)
+      expect(pool.load({ host: "127.0.0.1", port: fake.port }).inFlight).toBe(0)
+      const pending = c.call(Metadata.api, { topics: [] }, { timeoutMs: 5000 }).catch(() => undefined)
+      expect(pool.load({ host: "127.0.0.1", port: fake.port }).inFlight).toBe(1)
+      void pending
+    } finally {
+      await pool.close()
+      await fake.close()
+    }
+  })
+
+  it("backs off exponentially between failed connects", async () => {
+    const port = await freePort()
+    const pool = new NodePool({ reconnectBackoffMs: 200, reconnectBackoffMaxMs: 1000 })
+    try {
+      const address = { host: "127.0.0.1", port }
+      await expect(pool.get(address)).rejects.toBeInstanceOf(ConnectionError)
+      expect(pool.load(address).backingOff).toBe(true)
+      const started = Date.now()
+      await expect(pool.get(address)).rejects.toBeInstanceOf(ConnectionError)
+      // The second attempt waited out the first backoff (200 ms, jitter 20%).
+      expect(Date.now() - started).toBeGreaterThanOrEqual(150)
+    } finally {
+      await pool.close()
+    }
+  })
+})

@@ -1,0 +1,652 @@
+/**
+ * Dynamic configuration (Kafka's `ConfigurationControlManager`): config entries by resource type and
+ * name for topics (2), brokers (4; name "" is the cluster-wide default) and KIP-1279 cluster mirrors
+ * (64; a mirror exists exactly while it has at least one entry). Owns the configs slice of the
+ * controller state, the table of known keys with their types and defaults (the single source for
+ * every package), and the IncrementalAlterConfigs / AlterConfigs decisions.
+ *
+ * Decide functions are pure and return ConfigRecords; `replay` is the only way the state changes.
+ * Whether a topic exists is asked of the caller: topics belong to replication. A RemoveTopicRecord
+ * drops the topic's configs, as Kafka does, so this slice follows TopicRecords for topic names.
+ */
+import { Errors, type IncrementalAlterConfigs, MetadataRecords } from "@clustermirror/protocol"
+import { Either } from "effect"
+import * as ControllerError from "./ControllerError.js"
+import * as ControllerResult from "./ControllerResult.js"
+import { validateTopicName } from "./internal/topicName.js"
+
+/** Config resource types as ConfigRecord and the config APIs carry them. */
+export const ResourceType = { TOPIC: 2, BROKER: 4, CLUSTER_MIRROR: 64 } as const
+
+/** IncrementalAlterConfigs operations. */
+export const OpType = { SET: 0, DELETE: 1, APPEND: 2, SUBTRACT: 3 } as const
+
+// ---------------------------------------------------------------------------------------------------
+// Known keys
+
+/** Kafka's ConfigDef types. */
+export type ConfigType = "boolean" | "string" | "int" | "short" | "long" | "double" | "list" | "class" | "password"
+
+export interface ConfigDef {
+  readonly name: string
+  readonly type: ConfigType
+  /** The default as DescribeConfigs shows it; null when there is none. */
+  readonly default: string | null
+  /** A constraint beyond the type: why a parsed value is invalid, or null. */
+  readonly validator?: (value: string) => string | null
+}
+
+const LONG_MAX = "9223372036854775807"
+const INT_MAX = "2147483647"
+
+const atLeast =
+  (min: number) =>
+  (v: string): string | null =>
+    Number(v) < min ? `Value must be at least ${min}` : null
+
+const between =
+  (min: number, max: number) =>
+  (v: string): string | null =>
+    Number(v) < min ? `Value must be at least ${min}` : Number(v) > max ? `Value must be no more than ${max}` : null
+
+const oneOf =
+  (...allowed: ReadonlyArray<string>) =>
+  (v: string): string | null =>
+    allowed.includes(v.trim()) ? null : `String must be one of: ${allowed.join(", ")}`
+
+const listOf =
+  (...allowed: ReadonlyArray<string>) =>
+  (v: string): string | null =>
+    splitList(v).every((x) => allowed.includes(x)) ? null : `String must be one of: ${allowed.join(", ")}`
+
+/** `*`, or `partition:broker` pairs: the throttled-replicas lists. */
+const throttledReplicas = (v: string): string | null => {
+  const parts = splitList(v)
+  if (parts.length === 1 && parts[0] === "*") return null
+  return parts.every((p) => /^\d+:\d+$/.test(p))
+    ? null
+    : "must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],..."
+}
+
+const def = (
+  name: string,
+  type: ConfigType,
+  dflt: string | null,
+  validator?: (value: string) => string | null
+): ConfigDef => (validator === undefined ? { name, type, default: dflt } : { name, type, default: dflt, validator })
+
+const table = (defs: ReadonlyArray<ConfigDef>): ReadonlyMap<string, ConfigDef> => new Map(defs.map((d) => [d.name, d]))
+
+/** Topic configs (Kafka's LogConfig, plus KIP-1279's mirror topic configs). */
+export const TOPIC_CONFIG_DEFS: ReadonlyMap<string, ConfigDef> = table([
+  def("cleanup.policy", "list", "delete", listOf("compact", "delete")),
+  def("compression.type", "string", "producer", oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+  def("compression.gzip.level", "int", "-1", (v) =>
+    Number(v) === -1 || (Number(v) >= 1 && Number(v) <= 9) ? null : "Value must be -1 or between 1 and 9"
+  ),
+  def("compression.lz4.level", "int", "9", between(1, 17)),
+  def("compression.zstd.level", "int", "3", between(-131072, 22)),
+  def("delete.retention.ms", "long", "86400000", atLeast(0)),
+  def("file.delete.delay.ms", "long", "60000", atLeast(0)),
+  def("flush.messages", "long", LONG_MAX, atLeast(1)),
+  def("flush.ms", "long", LONG_MAX, atLeast(0)),
+  def("follower.replication.throttled.replicas", "list", "", throttledReplicas),
+  def("index.interval.bytes", "int", "4096", atLeast(0)),
+  def("leader.replication.throttled.replicas", "list", "", throttledReplicas),
+  def("local.retention.bytes", "long", "-2", atLeast(-2)),
+  def("local.retention.ms", "long", "-2", atLeast(-2)),
+  def("max.compaction.lag.ms", "long", LONG_MAX, atLeast(1)),
+  def("max.message.bytes", "int", "1048588", atLeast(0)),
+  def("message.timestamp.after.max.ms", "long", "3600000", atLeast(0)),
+  def("message.timestamp.before.max.ms", "long", LONG_MAX, atLeast(0)),
+  def("message.timestamp.type", "string", "CreateTime", oneOf("CreateTime", "LogAppendTime")),
+  def("min.cleanable.dirty.ratio", "double", "0.5", between(0, 1)),
+  def("min.compaction.lag.ms", "long", "0", atLeast(0)),
+  def("min.insync.replicas", "int", "1", atLeast(1)),
+  def("mirror.replication.throttled.replicas", "list", "", throttledReplicas),
+  def("mirror.support.unclean.leader.election", "boolean", "false"),
+  def("preallocate", "boolean", "false"),
+  def("remote.storage.enable", "boolean", "false"),
+  def("retention.bytes", "long", "-1"),
+  def("retention.ms", "long", "604800000", atLeast(-1)),
+  def("segment.bytes", "int", "1073741824", atLeast(14)),
+  def("segment.index.bytes", "int", "10485760", atLeast(4)),
+  def("segment.jitter.ms", "long", "0", atLeast(0)),
+  def("segment.ms", "long", "604800000", atLeast(1)),
+  def("unclean.leader.election.enable", "boolean", "false")
+])
+
+/** Topic config names with their defaults ("" where Kafka has none): what DescribeConfigs lists. */
+export const TOPIC_CONFIGS: ReadonlyMap<string, string> = new Map(
+  [...TOPIC_CONFIG_DEFS.values()].map((d) => [d.name, d.default ?? ""])
+)
+
+/** The broker configs that can change while brokers run (a subset of Kafka's dynamic broker configs). */
+export const BROKER_CONFIG_DEFS: ReadonlyMap<string, ConfigDef> = table([
+  def("compression.type", "string", "producer", oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+  def("follower.replication.throttled.rate", "long", LONG_MAX, atLeast(0)),
+  def("leader.replication.throttled.rate", "long", LONG_MAX, atLeast(0)),
+  def("log.cleanup.policy", "list", "delete", listOf("compact", "delete")),
+  def("log.flush.interval.messages", "long", LONG_MAX, atLeast(1)),
+  def("log.flush.interval.ms", "long", null),
+  def("log.message.timestamp.type", "string", "CreateTime", oneOf("CreateTime", "LogAppendTime")),
+  def("log.retention.bytes", "long", "-1"),
+  def("log.retention.ms", "long", null),
+  def("log.roll.ms", "long", null),
+  def("log.segment.bytes", "int", "1073741824", atLeast(14)),
+  def("max.connections", "int", INT_MAX, atLeast(0)),
+  def("max.connections.per.ip", "int", INT_MAX, atLeast(0)),
+  def("message.max.bytes", "int", "1048588", atLeast(0)),
+  def("min.insync.replicas", "int", "1", atLeast(1)),
+  def("mirror.metadata.refresh.interval.ms", "long", "60000", atLeast(0)),
+  def("mirror.num.replica.fetchers", "int", "1", atLeast(1)),
+  def("mirror.replication.throttled.rate", "long", LONG_MAX, atLeast(0)),
+  def("num.io.threads", "int", "8", atLeast(1)),
+  def("num.network.threads", "int", "3", atLeast(1)),
+  def("num.replica.fetchers", "int", "1", atLeast(1)),
+  def("unclean.leader.election.enable", "boolean", "false")
+])
+
+/** Mirror configs (KIP-1279 §7.3): connection to the source cluster and what to mirror. */
+export const MIRROR_CONFIG_DEFS: ReadonlyMap<string, ConfigDef> = table([
+  def("bootstrap.servers", "list", null),
+  def("mirror.source.cluster.id", "string", null),
+  def("request.timeout.ms", "int", "30000", atLeast(0)),
+  def("socket.connection.setup.timeout.ms", "long", "10000"),
+  def("socket.connection.setup.timeout.max.ms", "long", "30000"),
+  def("connections.max.idle.ms", "long", "600000"),
+  def("mirror.fetch.wait.max.ms", "int", "1000"),
+  def("mirror.fetch.backoff.ms", "long", "1000"),
+  def("mirror.fetch.min.bytes", "int", "1"),
+  def("mirror.fetch.response.max.bytes", "int", "10485760"),
+  def("mirror.fetch.max.bytes", "int", "1048576"),
+  def("mirror.socket.timeout.ms", "int", "30000"),
+  def("mirror.socket.receive.buffer.bytes", "int", "65536"),
+  def(
+    "mirror.topic.properties.exclude",
+    "list",
+    "follower.replication.throttled.replicas,leader.replication.throttled.replicas,message.timestamp.difference.max.ms," +
+      "log.message.timestamp.before.max.ms,log.message.timestamp.after.max.ms,message.timestamp.type," +
+      "unclean.leader.election.enable,min.insync.replicas"
+  ),
+  def("mirror.topics.include", "list", ""),
+  def("mirror.topics.exclude", "list", "__.*"),
+  def("mirror.groups.include", "list", ".*"),
+  def("mirror.groups.exclude", "list", ""),
+  def("mirror.acls.include", "list", "*"),
+  def("security.protocol", "string", "PLAINTEXT", oneOf("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
+  def("security.providers", "string", null),
+  def("sasl.mechanism", "string", "PLAIN"),
+  def("sasl.jaas.config", "password", null),
+  def("sasl.client.callback.handler.class", "class", null),
+  def("sasl.login.callback.handler.class", "class", null),
+  def("sasl.login.class", "class", null),
+  def("sasl.kerberos.service.name", "string", null),
+  def("ssl.protocol", "string", "TLSv1.3"),
+  def("ssl.provider", "string", null),
+  def("ssl.cipher.suites", "list", null),
+  def("ssl.enabled.protocols", "list", "TLSv1.2,TLSv1.3"),
+  def("ssl.keystore.type", "string", "JKS"),
+  def("ssl.keystore.location", "string", null),
+  def("ssl.keystore.password", "password", null),
+  def("ssl.key.password", "password", null),
+  def("ssl.keystore.key", "password", null),
+  def("ssl.keystore.certificate.chain", "password", null),
+  def("ssl.truststore.type", "string", "JKS"),
+  def("ssl.truststore.location", "string", null),
+  def("ssl.truststore.password", "password", null),
+  def("ssl.truststore.certificates", "password", null),
+  def("ssl.keymanager.algorithm", "string", "SunX509"),
+  def("ssl.trustmanager.algorithm", "string", "PKIX"),
+  def("ssl.endpoint.identification.algorithm", "string", "https"),
+  def("ssl.secure.random.implementation", "string", null),
+  def("ssl.engine.factory.class", "class", null)
+])
+
+/** Mirror keys every mirror must have (the Admin client fills the cluster id at create). */
+export const MIRROR_REQUIRED_CONFIGS: ReadonlyArray<string> = ["bootstrap.servers", "mirror.source.cluster.id"]
+
+/** Mirror keys that only filter what is mirrored; changing any other key reconnects to the source. */
+export const MIRROR_FILTER_CONFIGS: ReadonlySet<string> = new Set([
+  "mirror.topics.include",
+  "mirror.topics.exclude",
+  "mirror.groups.include",
+  "mirror.groups.exclude",
+  "mirror.acls.include"
+])
+
+/** The known keys of a resource type; undefined for types the controller does not store. */
+export const definitions = (resourceType: number): ReadonlyMap<string, ConfigDef> | undefined => {
+  switch (resourceType) {
+    case ResourceType.TOPIC:
+      return TOPIC_CONFIG_DEFS
+    case ResourceType.BROKER:
+      return BROKER_CONFIG_DEFS
+    case ResourceType.CLUSTER_MIRROR:
+      return MIRROR_CONFIG_DEFS
+    default:
+      return undefined
+  }
+}
+
+const splitList = (v: string): ReadonlyArray<string> =>
+  v
+    .split(",")
+    .map((x) => x.trim())
+    .filter((x) => x.length > 0)
+
+const integral = (v: string, min: bigint, max: bigint): boolean => {
+  if (!/^[+-]?\d+$/.test(v)) return false
+  const n = BigInt(v)
+  return n >= min && n <= max
+}
+
+/** Why `value` is not a valid value of `d` (Kafka's ConfigException message), or null. */
+export const validateValue = (d: ConfigDef, value: string): string | null => {
+  const v = value.trim()
+  const invalid = (why: string) => `Invalid value ${value} for configuration ${d.name}: ${why}`
+  switch (d.type) {
+    case "boolean":
+      if (v.toLowerCase() !== "true" && v.toLowerCase() !== "false")
+        return invalid("Expected value to be either true or false")
+      break
+    case "short":
+      if (!integral(v, -32768n, 32767n)) return invalid("Not a number of type SHORT")
+      break
+    case "int":
+      if (!integral(v, -2147483648n, 2147483647n)) return invalid("Not a number of type INT")
+      break
+    case "long":
+      if (!integral(v, -9223372036854775808n, 9223372036854775807n)) return invalid("Not a number of type LONG")
+      break
+    case "double":
+      if (v === "" || !Number.isFinite(Number(v))) return invalid("Not a number of type DOUBLE")
+      break
+    default:
+      break
+  }
+  const why = d.validator?.(value) ?? null
+  return why === null ? null : invalid(why)
+}
+
+const unknownKey = (resourceType: number, key: string): string =>
+  resourceType === ResourceType.TOPIC
+    ? `Unknown topic config name: ${key}`
+    : resourceType === ResourceType.BROKER
+      ? `Unknown broker config name: ${key}`
+      : `Unknown mirror configuration: ${key}`
+
+/** Why a topic config entry is invalid (unknown key, bad value), or null; a null value is a deletion. */
+export const validateTopicConfig = (name: string, value: string | null): string | null => {
+  const d = TOPIC_CONFIG_DEFS.get(name)
+  if (d === undefined) return unknownKey(ResourceType.TOPIC, name)
+  return value === null ? null : validateValue(d, value)
+}
+
+// ---------------------------------------------------------------------------------------------------
+// State and replay
+
+type Entries = ReadonlyMap<string, string>
+
+export interface State {
+  /** Entries by resource type, then resource name, then key. */
+  readonly resources: ReadonlyMap<number, ReadonlyMap<string, Entries>>
+  /** Topic names by id, so that a RemoveTopicRecord can drop the topic's configs. */
+  readonly topicNames: ReadonlyMap<string, string>
+}
+
+export const empty: State = { resources: new Map(), topicNames: new Map() }
+
+/** The records this module replays. */
+export type ConfigurationRecord = MetadataRecords.MetadataRecordOf<"ConfigRecord" | "TopicRecord" | "RemoveTopicRecord">
+
+const noEntries: Entries = new Map()
+
+const withEntries = (state: State, resourceType: number, resourceName: string, entries: Entries): State => {
+  const byName = new Map(state.resources.get(resourceType) ?? [])
+  if (entries.size === 0) byName.delete(resourceName)
+  else byName.set(resourceName, entries)
+  const resources = new Map(state.resources)
+  if (byName.size === 0) resources.delete(resourceType)
+  else resources.set(resourceType, byName)
+  return { ...state, resources }
+}
+
+/**
+ * Applies a ConfigRecord (a null value deletes the key), a TopicRecord (remembers the name) or a
+ * RemoveTopicRecord (drops the topic's configs). Dies on a RemoveTopicRecord for an unknown topic id.
+ */
+export const replay = (state: State, record: ConfigurationRecord): State => {
+  switch (record.type) {
+    case "ConfigRecord": {
+      const { resourceType, resourceName, name, value } = record.data
+      const entries = new Map(configsOf(state, resourceType, resourceName))
+      if (value === null) entries.delete(name)
+      else entries.set(name, value)
+      return withEntries(state, resourceType, resourceName, entries)
+    }
+    case "TopicRecord": {
+      const topicNames = new Map(state.topicNames)
+      topicNames.set(record.data.topicId, record.data.name)
+      return { ...state, topicNames }
+    }
+    case "RemoveTopicRecord": {
+      const name = state.topicNames.get(record.data.topicId)
+      if (name === undefined) throw new Error(`RemoveTopicRecord for unknown topic id ${record.data.topicId}`)
+      const topicNames = new Map(state.topicNames)
+      topicNames.delete(record.data.topicId)
+      return withEntries({ ...state, topicNames }, ResourceType.TOPIC, name, noEntries)
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Queries
+
+/** The entries set on one resource (defaults not included). */
+export const configsOf = (state: State, resourceType: number, resourceName: string): Entries =>
+  state.resources.get(resourceType)?.get(resourceName) ?? noEntries
+
+/** The names of all cluster mirrors, sorted. */
+export const mirrorNames = (state: State): ReadonlyArray<string> =>
+  [...(state.resources.get(ResourceType.CLUSTER_MIRROR)?.keys() ?? [])].sort()
+
+/** A mirror exists while it has at least one config entry (KIP-1279 §3.3). */
+export const mirrorExists = (state: State, name: string): boolean =>
+  configsOf(state, ResourceType.CLUSTER_MIRROR, name).size > 0
+
+// ---------------------------------------------------------------------------------------------------
+// Decide
+
+export interface AlterContext {
+  /** Whether a topic of that name exists (replication owns topics). */
+  readonly topicExists: (name: string) => boolean
+}
+
+/** The outcome for one resource, as the AlterConfigs and IncrementalAlterConfigs responses carry it. */
+export interface ResourceResponse {
+  readonly resourceType: number
+  readonly resourceName: string
+  readonly errorCode: number
+  readonly errorMessage: string | null
+}
+
+type Failure = { readonly errorCode: number; readonly errorMessage: string }
+
+const failure = (errorCode: number, errorMessage: string): Failure => ({ errorCode, errorMessage })
+
+const checkResource = (state: State, resourceType: number, resourceName: string, ctx: AlterContext): Failure | null => {
+  switch (resourceType) {
+    case ResourceType.TOPIC: {
+      const why = validateTopicName(resourceName)
+      if (why !== null) return failure(Errors.ErrorCode.INVALID_TOPIC_EXCEPTION, why)
+      if (!ctx.topicExists(resourceName))
+        return failure(Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `The topic '${resourceName}' does not exist.`)
+      return null
+    }
+    case ResourceType.BROKER:
+      return resourceName === "" || /^\d+$/.test(resourceName)
+        ? null
+        : failure(Errors.ErrorCode.INVALID_REQUEST, `Illegal non-integral BROKER resource type name ${resourceName}`)
+    case ResourceType.CLUSTER_MIRROR:
+      if (resourceName === "")
+        return failure(Errors.ErrorCode.INVALID_REQUEST, "A cluster mirror name cannot be empty.")
+      if (!mirrorExists(state, resourceName))
+        return failure(Errors.ErrorCode.UNKNOWN_CLUSTER_MIRROR, `The cluster mirror '${resourceName}' does not exist.`)
+      return null
+    default:
+      return failure(Errors.ErrorCode.INVALID_REQUEST, `Unsupported config resource type ${resourceType}`)
+  }
+}
+
+const missingRequired = (resourceType: number, entries: Entries): Failure | null => {
+  if (resourceType !== ResourceType.CLUSTER_MIRROR) return null
+  const missing = MIRROR_REQUIRED_CONFIGS.find((k) => (entries.get(k) ?? "").trim() === "")
+  return missing === undefined
+    ? null
+    : failure(
+        Errors.ErrorCode.INVALID_REQUEST,
+        `Missing required configuration "${missing}" which has no default value.`
+      )
+}
+
+/**
+ * The ConfigRecords that take a resource from `current` to `next`: changed keys only, except that
+ * broker resources get a record for every touched key, so that brokers re-read them as Kafka's do.
+ */
+const diff = (
+  resourceType: number,
+  resourceName: string,
+  current: Entries,
+  next: Entries,
+  touched: ReadonlyArray<string>
+): ReadonlyArray<MetadataRecords.MetadataRecord> => {
+  const keys = [...new Set([...touched, ...[...current.keys()].filter((k) => !next.has(k))])]
+  return keys
+    .filter((k) => resourceType === ResourceType.BROKER || current.get(k) !== next.get(k))
+    .map((name) =>
+      MetadataRecords.make("ConfigRecord", { resourceType, resourceName, name, value: next.get(name) ?? null })
+    )
+}
+
+interface ResourceKey {
+  readonly resourceType: number
+  readonly resourceName: string
+}
+
+/** Runs `alter` for every resource named once; resources named twice fail with INVALID_REQUEST. */
+const alterEach = <Res extends ResourceKey>(
+  resources: ReadonlyArray<Res>,
+  validateOnly: boolean,
+  alter: (resource: Res) => Either.Either<ReadonlyArray<MetadataRecords.MetadataRecord>, Failure>
+): ControllerResult.ControllerResult<ReadonlyArray<ResourceResponse>> => {
+  const count = new Map<string, number>()
+  const keyOf = (r: ResourceKey) => `${r.resourceType}:${r.resourceName}`
+  for (const r of resources) count.set(keyOf(r), (count.get(keyOf(r)) ?? 0) + 1)
+  const records: Array<MetadataRecords.MetadataRecord> = []
+  const responses = resources.map((r): ResourceResponse => {
+    const head = { resourceType: r.resourceType, resourceName: r.resourceName }
+    if ((count.get(keyOf(r)) ?? 0) > 1)
+      return { ...head, errorCode: Errors.ErrorCode.INVALID_REQUEST, errorMessage: "Duplicate resource." }
+    const outcome = alter(r)
+    if (Either.isLeft(outcome)) return { ...head, ...outcome.left }
+    records.push(...outcome.right)
+    return { ...head, errorCode: Errors.ErrorCode.NONE, errorMessage: null }
+  })
+  return ControllerResult.of(validateOnly ? [] : records, responses)
+}
+
+const duplicateKey = (names: ReadonlyArray<string>): boolean => new Set(names).size !== names.length
+
+/**
+ * IncrementalAlterConfigs (44): per resource, SET / DELETE / APPEND / SUBTRACT on single keys, and
+ * a ConfigRecord for every key whose value changes. Each resource succeeds or fails on its own
+ * (partial success): INVALID_REQUEST for a duplicate resource or key, a null value outside DELETE, an
+ * unknown operation, an unsupported resource type or a mirror left without a required key;
+ * INVALID_CONFIG for unknown keys, bad values, APPEND/SUBTRACT on a non-list key;
+ * INVALID_TOPIC_EXCEPTION / UNKNOWN_TOPIC_OR_PARTITION for a bad or unknown topic;
+ * UNKNOWN_CLUSTER_MIRROR for a mirror that does not exist. `validateOnly` returns no records.
+ */
+export const incrementalAlterConfigs = (
+  state: State,
+  resources: IncrementalAlterConfigs.Request["resources"],
+  validateOnly: boolean,
+  ctx: AlterContext
+): ControllerResult.ControllerResult<ReadonlyArray<ResourceResponse>> =>
+  alterEach(resources, validateOnly, (r) => {
+    const bad = checkResource(state, r.resourceType, r.resourceName, ctx)
+    if (bad !== null) return Either.left(bad)
+    if (duplicateKey(r.configs.map((c) => c.name)))
+      return Either.left(failure(Errors.ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys"))
+    const defs = definitions(r.resourceType)!
+    const current = configsOf(state, r.resourceType, r.resourceName)
+    const next = new Map(current)
+    for (const c of r.configs) {
+      const d = defs.get(c.name)
+      if (d === undefined)
+        return Either.left(failure(Errors.ErrorCode.INVALID_CONFIG, unknownKey(r.resourceType, c.name)))
+      if (c.configOperation === OpType.DELETE) {
+        next.delete(c.name)
+        continue
+      }
+      if (c.configOperation < OpType.SET || c.configOperation > OpType.SUBTRACT)
+        return Either.left(failure(Errors.ErrorCode.INVALID_REQUEST, `Unknown operation type ${c.configOperation}`))
+      if (c.value === null)
+        return Either.left(failure(Errors.ErrorCode.INVALID_REQUEST, `Null value not supported for : ${c.name}`))
+      let value = c.value
+      if (c.configOperation !== OpType.SET) {
+        const op = c.configOperation === OpType.APPEND ? "APPEND" : "SUBTRACT"
+        if (d.type !== "list")
+          return Either.left(
+            failure(Errors.ErrorCode.INVALID_CONFIG, `Can't ${op} to key ${c.name} because its type is not LIST.`)
+          )
+        const old = splitList(next.get(c.name) ?? d.default ?? "")
+        const given = splitList(c.value)
+        value = (
+          op === "APPEND" ? [...old, ...given.filter((x) => !old.includes(x))] : old.filter((x) => !given.includes(x))
+        ).join(",")
+      }
+      const why = validateValue(d, value)
+      if (why !== null) return Either.left(failure(Errors.ErrorCode.INVALID_CONFIG, why))
+      next.set(c.name, value)
+    }
+    const missing = missingRequired(r.resourceType, next)
+    if (missing !== null) return Either.left(missing)
+    return Either.right(
+      diff(
+        r.resourceType,
+        r.resourceName,
+        current,
+        next,
+        r.configs.map((c) => c.name)
+      )
+    )
+  })
+
+/** A resource of AlterConfigs (33): its complete new set of entries. */
+export interface LegacyResource {
+  readonly resourceType: number
+  readonly resourceName: string
+  readonly configs: ReadonlyArray<{ readonly name: string; readonly value: string | null }>
+}
+
+/**
+ * AlterConfigs (33): per resource, the given entries replace the whole set: ConfigRecords for new
+ * or changed keys and deletions for keys not given (a null value also deletes). Errors per resource
+ * as `incrementalAlterConfigs`.
+ */
+export const legacyAlterConfigs = (
+  state: State,
+  resources: ReadonlyArray<LegacyResource>,
+  validateOnly: boolean,
+  ctx: AlterContext
+): ControllerResult.ControllerResult<ReadonlyArray<ResourceResponse>> =>
+  alterEach(resources, validateOnly, (r) => {
+    const bad = checkResource(state, r.resourceType, r.resourceName, ctx)
+    if (bad !== null) return Either.left(bad)
+    if (duplicateKey(r.configs.map((c) => c.name)))
+      return Either.left(failure(Errors.ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys"))
+    const defs = definitions(r.resourceType)!
+    const next = new Map<string, string>()
+    for (const c of r.configs) {
+      const d = defs.get(c.name)
+      if (d === undefined)
+        return Either.left(failure(Errors.ErrorCode.INVALID_CONFIG, unknownKey(r.resourceType, c.name)))
+      if (c.value === null) continue
+      const why = validateValue(d, c.value)
+      if (why !== null) return Either.left(failure(Errors.ErrorCode.INVALID_CONFIG, why))
+      next.set(c.name, c.value)
+    }
+    const missing = missingRequired(r.resourceType, next)
+    if (missing !== null) return Either.left(missing)
+    const current = configsOf(state, r.resourceType, r.resourceName)
+    return Either.right(diff(r.resourceType, r.resourceName, current, next, [...next.keys()]))
+  })
+
+export interface ConfigEntry {
+  readonly name: string
+  readonly value: string | null
+}
+
+const createRecords = (
+  resourceType: number,
+  resourceName: string,
+  configs: ReadonlyArray<ConfigEntry>
+): Either.Either<
+  ReadonlyArray<MetadataRecords.MetadataRecordOf<"ConfigRecord">>,
+  ControllerError.InvalidConfig | ControllerError.InvalidRequest
+> => {
+  if (duplicateKey(configs.map((c) => c.name)))
+    return Either.left(new ControllerError.InvalidRequest({ message: "Error due to duplicate config keys" }))
+  const defs = definitions(resourceType)!
+  const records: Array<MetadataRecords.MetadataRecordOf<"ConfigRecord">> = []
+  for (const c of configs) {
+    const d = defs.get(c.name)
+    if (d === undefined)
+      return Either.left(new ControllerError.InvalidConfig({ message: unknownKey(resourceType, c.name) }))
+    if (c.value === null)
+      return Either.left(
+        new ControllerError.InvalidConfig({
+          message:
+            resourceType === ResourceType.TOPIC
+              ? `Null value not supported for topic configs: ${c.name}`
+              : `Null value not supported for : ${c.name}`
+        })
+      )
+    const why = validateValue(d, c.value)
+    if (why !== null) return Either.left(new ControllerError.InvalidConfig({ message: why }))
+    records.push(MetadataRecords.make("ConfigRecord", { resourceType, resourceName, name: c.name, value: c.value }))
+  }
+  return Either.right(records)
+}
+
+/**
+ * The ConfigRecords of a topic being created (CreateTopics configs): INVALID_CONFIG for an unknown
+ * key, a bad or null value; INVALID_REQUEST for a key given twice. The caller checks the name.
+ */
+export const createTopicConfigRecords = (
+  name: string,
+  configs: ReadonlyArray<ConfigEntry>
+): Either.Either<
+  ReadonlyArray<MetadataRecords.MetadataRecordOf<"ConfigRecord">>,
+  ControllerError.InvalidConfig | ControllerError.InvalidRequest
+> => createRecords(ResourceType.TOPIC, name, configs)
+
+/**
+ * The ConfigRecords of a mirror being created (CreateClusterMirror): as `createTopicConfigRecords`,
+ * plus INVALID_REQUEST when `bootstrap.servers` or `mirror.source.cluster.id` is missing. The caller
+ * checks that no mirror of that name exists.
+ */
+export const createMirrorConfigRecords = (
+  name: string,
+  configs: ReadonlyArray<ConfigEntry>
+): Either.Either<
+  ReadonlyArray<MetadataRecords.MetadataRecordOf<"ConfigRecord">>,
+  ControllerError.InvalidConfig | ControllerError.InvalidRequest
+> => {
+  if (name === "")
+    return Either.left(new ControllerError.InvalidRequest({ message: "A cluster mirror name cannot be empty." }))
+  return Either.flatMap(createRecords(ResourceType.CLUSTER_MIRROR, name, configs), (records) => {
+    const missing = missingRequired(
+      ResourceType.CLUSTER_MIRROR,
+      new Map(records.map((r) => [r.data.name, r.data.value ?? ""]))
+    )
+    return missing === null
+      ? Either.right(records)
+      : Either.left(new ControllerError.InvalidRequest({ message: missing.errorMessage }))
+  })
+}
+
+/** Tombstones for every entry of a mirror (DeleteClusterMirror): the mirror stops existing. */
+export const deleteMirrorConfigRecords = (
+  state: State,
+  name: string
+): ReadonlyArray<MetadataRecords.MetadataRecordOf<"ConfigRecord">> =>
+  [...configsOf(state, ResourceType.CLUSTER_MIRROR, name).keys()].map((key) =>
+    MetadataRecords.make("ConfigRecord", {
+      resourceType: ResourceType.CLUSTER_MIRROR,
+      resourceName: name,
+      name: key,
+      value: null
+    })
+  )

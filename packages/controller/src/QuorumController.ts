@@ -1,0 +1,390 @@
+/**
+ * The controller runtime: the single writer of the metadata log.
+ *
+ * Every operation runs alone, in arrival order: decide against the committed state → replay the
+ * records into a candidate state (a replay defect aborts with nothing written) → append them to the
+ * metadata log (fsynced) → adopt the candidate → answer. Brokers learn every change by fetching the
+ * log. Soft state (broker heartbeat times) lives here, never in the records. A timer fences brokers
+ * whose session expired and elects new leaders for what they led.
+ */
+import {
+  type AlterPartition,
+  type BumpLeaderEpochs,
+  type CreatePartitions,
+  type CreateTopics,
+  type DeleteTopics,
+  type IncrementalAlterConfigs,
+  type MetadataRecords,
+  Uuid
+} from "@clustermirror/protocol"
+import type { BrokerHeartbeat, BrokerRegistration, ElectLeaders } from "@clustermirror/protocol"
+import { MetadataLog } from "@clustermirror/metadata-log"
+import { Effect, Either } from "effect"
+import * as BrokerHeartbeats from "./BrokerHeartbeats.js"
+import * as ClusterControl from "./ClusterControl.js"
+import * as ConfigurationControl from "./ConfigurationControl.js"
+import type * as ControllerError from "./ControllerError.js"
+import type { ControllerResult } from "./ControllerResult.js"
+import * as ControllerState from "./ControllerState.js"
+import * as FeatureControl from "./FeatureControl.js"
+import * as ProducerIdControl from "./ProducerIdControl.js"
+import * as ReplicationControl from "./ReplicationControl.js"
+
+export interface QuorumControllerOptions {
+  readonly nodeId: number
+  readonly clusterId: string
+  readonly log: MetadataLog.MetadataLogService
+  readonly now?: () => number
+  /** `broker.session.timeout.ms` */
+  readonly sessionTimeoutMs?: number
+  /** `num.partitions` */
+  readonly defaultPartitions?: number
+  /** `default.replication.factor` */
+  readonly defaultReplicationFactor?: number
+  /** `unclean.leader.election.enable` for topics that do not set it. */
+  readonly uncleanLeaderElectionEnable?: boolean
+  readonly log_?: (line: string) => void
+}
+
+/** The controller's leader epoch in its own log; one controller, one epoch. */
+const CONTROLLER_EPOCH = 1
+
+/** A whole-request failure: the Kafka error code and message. */
+export interface RequestError {
+  readonly errorCode: number
+  readonly errorMessage: string
+}
+
+const toRequestError = (e: ControllerError.ApiError | { errorCode: number; message: string }): RequestError => ({
+  errorCode: e.errorCode,
+  errorMessage: "errorMessage" in e && e.errorMessage !== null ? e.errorMessage : "message" in e ? e.message : ""
+})
+
+export interface RegisterBrokerResult {
+  readonly errorCode: number
+  readonly errorMessage: string | null
+  readonly brokerEpoch: bigint
+}
+
+export class QuorumController {
+  private state: ControllerState.ControllerState
+  private heartbeats: BrokerHeartbeats.BrokerHeartbeats
+  /** The offset the next record will be written at. */
+  private nextOffset: bigint
+  private queue: Promise<unknown> = Promise.resolve()
+  private readonly now: () => number
+  private readonly timer: ReturnType<typeof setInterval>
+  private closed = false
+  private readonly commitWaiters = new Set<() => void>()
+
+  private constructor(
+    private readonly options: QuorumControllerOptions,
+    state: ControllerState.ControllerState,
+    nextOffset: bigint
+  ) {
+    this.now = options.now ?? Date.now
+    this.state = state
+    this.nextOffset = nextOffset
+    // Brokers registered before this controller started get a full session to reach it.
+    this.heartbeats = BrokerHeartbeats.seed(state.cluster.brokers.keys(), this.now())
+    this.timer = setInterval(() => void this.fenceStaleBrokers(), 1000)
+    this.timer.unref()
+  }
+
+  /** Replays the whole metadata log; a new cluster is bootstrapped with its feature levels. */
+  static async open(options: QuorumControllerOptions): Promise<QuorumController> {
+    const log = options.log
+    let state = ControllerState.empty
+    let offset = 0
+    const end = await Effect.runPromise(log.logEndOffset)
+    while (offset < end) {
+      const read = await Effect.runPromise(log.readFrom(offset))
+      if (read.batches.length === 0) break
+      for (const bytes of read.batches) {
+        const batch = MetadataLog.decodeBatch(bytes)
+        if (Either.isLeft(batch)) throw new Error(`corrupt metadata log at ${offset}: ${String(batch.left)}`)
+        const first = batch.right.provenance.lastOffset - batch.right.records.length + 1
+        state = ControllerState.replayAll(state, batch.right.records, BigInt(first))
+        offset = batch.right.provenance.lastOffset + 1
+      }
+    }
+    const controller = new QuorumController(options, state, BigInt(offset))
+    if (offset === 0) {
+      const boot = FeatureControl.bootstrapRecords()
+      if (Either.isLeft(boot)) throw new Error(`cannot bootstrap the cluster: ${boot.left.message}`)
+      await controller.write(() => ({ records: boot.right, response: undefined }))
+    }
+    return controller
+  }
+
+  get clusterId(): string {
+    return this.options.clusterId
+  }
+
+  get nodeId(): number {
+    return this.options.nodeId
+  }
+
+  /** The committed state (for reads that need no serialization). */
+  get current(): ControllerState.ControllerState {
+    return this.state
+  }
+
+  /** The highest committed offset of the metadata log (-1 when empty). */
+  get committedOffset(): bigint {
+    return this.nextOffset - 1n
+  }
+
+  /** Runs one decision alone: decide, replay into a candidate, append, adopt, answer. */
+  private write<R>(decide: (state: ControllerState.ControllerState) => ControllerResult<R>): Promise<R> {
+    const run = async (): Promise<R> => {
+      if (this.closed) throw new Error("controller closed")
+      const result = decide(this.state)
+      if (result.records.length === 0) return result.response
+      const candidate = ControllerState.replayAll(this.state, result.records, this.nextOffset)
+      const appended = await Effect.runPromise(this.options.log.append(result.records, CONTROLLER_EPOCH))
+      this.state = candidate
+      this.nextOffset = BigInt(appended.lastOffset) + 1n
+      for (const w of [...this.commitWaiters]) w()
+      return result.response
+    }
+    const next = this.queue.then(run, run)
+    this.queue = next.catch(() => undefined)
+    return next
+  }
+
+  private clusterView(state: ControllerState.ControllerState): ReplicationControl.ClusterView {
+    const live = ClusterControl.liveBrokers(state.cluster)
+    const active = new Set(ClusterControl.usableBrokers(state.cluster).map((b) => b.id))
+    return {
+      liveBrokers: live,
+      isActive: (id) => active.has(id),
+      isRegistered: (id) => state.cluster.brokers.has(id)
+    }
+  }
+
+  private uncleanEnabled(state: ControllerState.ControllerState): ReplicationControl.UncleanElectionEnabled {
+    return (topic) => {
+      const v = ConfigurationControl.configsOf(state.configs, ConfigurationControl.ResourceType.TOPIC, topic).get(
+        "unclean.leader.election.enable"
+      )
+      return v === undefined ? (this.options.uncleanLeaderElectionEnable ?? false) : v === "true"
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Brokers
+
+  registerBroker(request: BrokerRegistration.Request): Promise<RegisterBrokerResult> {
+    return this.write<RegisterBrokerResult>((state) => {
+      const r = ClusterControl.registerBroker(state.cluster, request, {
+        nextBrokerEpoch: this.nextOffset,
+        clusterId: this.options.clusterId,
+        finalizedFeatures: FeatureControl.finalizedFeatures(state.features),
+        now: this.now(),
+        heartbeats: this.heartbeats,
+        ...(this.options.sessionTimeoutMs !== undefined ? { sessionTimeoutMs: this.options.sessionTimeoutMs } : {})
+      })
+      if (Either.isLeft(r)) return { records: [], response: { ...toRequestError(r.left), brokerEpoch: -1n } }
+      return {
+        records: r.right.records,
+        response: { errorCode: 0, errorMessage: null, brokerEpoch: r.right.response.brokerEpoch }
+      }
+    }).then((res) => {
+      if (res.errorCode === 0) this.heartbeats = BrokerHeartbeats.touch(this.heartbeats, request.brokerId, this.now())
+      return res
+    })
+  }
+
+  brokerHeartbeat(
+    request: BrokerHeartbeat.Request
+  ): Promise<{ errorCode: number; isCaughtUp: boolean; isFenced: boolean; shouldShutDown: boolean }> {
+    return this.write((state) => {
+      const leads = ReplicationControl.partitionsLedBy(state.replication, request.brokerId).length > 0
+      const r = ClusterControl.processHeartbeat(state.cluster, request, {
+        now: this.now(),
+        metadataOffsetCommitted: this.committedOffset,
+        hasLeaderships: leads
+      })
+      if (Either.isLeft(r))
+        return {
+          records: [],
+          response: { errorCode: r.left.errorCode, isCaughtUp: false, isFenced: true, shouldShutDown: false }
+        }
+      const records: MetadataRecords.MetadataRecord[] = [...r.right.records]
+      const wasFenced = state.cluster.brokers.get(request.brokerId)?.fenced ?? true
+      // An unfenced broker can lead again: partitions without a leader may elect it.
+      if (wasFenced && !r.right.response.isFenced) {
+        const after = ControllerState.replayAll(state, records, this.nextOffset)
+        const elected = ReplicationControl.handleBrokerUnfenced(
+          after.replication,
+          request.brokerId,
+          this.clusterView(after),
+          this.uncleanEnabled(after)
+        )
+        records.push(...elected.records)
+      }
+      // A broker going away moves its leaderships first.
+      if (!wasFenced && r.right.response.isFenced) {
+        const after = ControllerState.replayAll(state, records, this.nextOffset)
+        records.push(
+          ...ReplicationControl.handleBrokerFenced(
+            after.replication,
+            request.brokerId,
+            this.clusterView(after),
+            this.uncleanEnabled(after)
+          ).records
+        )
+      }
+      const { isCaughtUp, isFenced, shouldShutDown } = r.right.response
+      return { records, response: { errorCode: 0, isCaughtUp, isFenced, shouldShutDown } }
+    }).then((res) => {
+      if (res.errorCode === 0) this.heartbeats = BrokerHeartbeats.touch(this.heartbeats, request.brokerId, this.now())
+      return res
+    })
+  }
+
+  /** Fences brokers whose session expired and moves their leaderships (runs every second). */
+  fenceStaleBrokers(): Promise<ReadonlyArray<number>> {
+    return this.write((state) => {
+      const fenced = ClusterControl.fenceStaleBrokers(
+        state.cluster,
+        this.heartbeats,
+        this.now(),
+        this.options.sessionTimeoutMs ?? BrokerHeartbeats.DEFAULT_SESSION_TIMEOUT_MS
+      )
+      if (fenced.response.length === 0) return { records: [], response: [] }
+      const records: MetadataRecords.MetadataRecord[] = [...fenced.records]
+      let after = ControllerState.replayAll(state, records, this.nextOffset)
+      for (const id of fenced.response) {
+        const moved = ReplicationControl.handleBrokerFenced(
+          after.replication,
+          id,
+          this.clusterView(after),
+          this.uncleanEnabled(after)
+        )
+        records.push(...moved.records)
+        after = ControllerState.replayAll(state, records, this.nextOffset)
+      }
+      this.options.log_?.(`fenced brokers ${fenced.response.join(", ")} (session expired)`)
+      return { records, response: fenced.response }
+    }).catch(() => [])
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Topics and partitions
+
+  createTopics(request: CreateTopics.Request): Promise<ReadonlyArray<ReplicationControl.CreatableTopicResult>> {
+    return this.write((state) =>
+      ReplicationControl.createTopics(state.replication, request, this.clusterView(state), {
+        newTopicId: Uuid.random,
+        defaultPartitions: this.options.defaultPartitions ?? 1,
+        defaultReplicationFactor: this.options.defaultReplicationFactor ?? 1,
+        validateConfigs: (topic, configs) => {
+          const r = ConfigurationControl.createTopicConfigRecords(topic, configs)
+          return Either.isLeft(r) ? { errorCode: r.left.errorCode, errorMessage: r.left.message } : null
+        },
+        configRecords: (topic, configs) =>
+          Either.getOrElse(ConfigurationControl.createTopicConfigRecords(topic, configs), () => [])
+      })
+    )
+  }
+
+  createPartitions(
+    request: CreatePartitions.Request
+  ): Promise<ReadonlyArray<ReplicationControl.CreatePartitionsResult>> {
+    return this.write((state) =>
+      ReplicationControl.createPartitions(state.replication, request, this.clusterView(state))
+    )
+  }
+
+  deleteTopics(request: DeleteTopics.Request): Promise<ReadonlyArray<ReplicationControl.DeletableTopicResult>> {
+    return this.write((state) => ReplicationControl.deleteTopics(state.replication, request))
+  }
+
+  alterPartition(
+    request: AlterPartition.Request,
+    version: number
+  ): Promise<Either.Either<ReplicationControl.AlterPartitionResponse, RequestError>> {
+    return this.write<Either.Either<ReplicationControl.AlterPartitionResponse, RequestError>>((state) => {
+      const epochs = new Map([...state.cluster.brokers.values()].map((b) => [b.id, b.epoch]))
+      const r = ReplicationControl.alterPartition(state.replication, request, epochs, this.clusterView(state), version)
+      if (Either.isLeft(r)) return { records: [], response: Either.left(toRequestError(r.left)) }
+      return { records: r.right.records, response: Either.right(r.right.response) }
+    })
+  }
+
+  electLeaders(
+    request: ElectLeaders.Request
+  ): Promise<Either.Either<ReplicationControl.ElectLeadersResponse, RequestError>> {
+    return this.write<Either.Either<ReplicationControl.ElectLeadersResponse, RequestError>>((state) => {
+      const r = ReplicationControl.electLeaders(state.replication, request, this.clusterView(state))
+      if (Either.isLeft(r)) return { records: [], response: Either.left(toRequestError(r.left)) }
+      return { records: r.right.records, response: Either.right(r.right.response) }
+    })
+  }
+
+  bumpLeaderEpochs(request: BumpLeaderEpochs.Request): Promise<ReplicationControl.BumpLeaderEpochsResponse> {
+    return this.write((state) => ReplicationControl.bumpLeaderEpochs(state.replication, request))
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Configs and producer ids
+
+  incrementalAlterConfigs(
+    request: IncrementalAlterConfigs.Request
+  ): Promise<ReadonlyArray<ConfigurationControl.ResourceResponse>> {
+    return this.write((state) =>
+      ConfigurationControl.incrementalAlterConfigs(state.configs, request.resources, request.validateOnly, {
+        topicExists: (name) => ReplicationControl.topicByName(state.replication, name) !== undefined
+      })
+    )
+  }
+
+  legacyAlterConfigs(
+    resources: ReadonlyArray<ConfigurationControl.LegacyResource>,
+    validateOnly: boolean
+  ): Promise<ReadonlyArray<ConfigurationControl.ResourceResponse>> {
+    return this.write((state) =>
+      ConfigurationControl.legacyAlterConfigs(state.configs, resources, validateOnly, {
+        topicExists: (name) => ReplicationControl.topicByName(state.replication, name) !== undefined
+      })
+    )
+  }
+
+  allocateProducerIds(
+    brokerId: number,
+    brokerEpoch: bigint
+  ): Promise<Either.Either<ProducerIdControl.ProducerIdsBlock, RequestError>> {
+    return this.write<Either.Either<ProducerIdControl.ProducerIdsBlock, RequestError>>((state) => {
+      const r = ProducerIdControl.allocateProducerIds(state.producerIds, brokerId, brokerEpoch, state.cluster)
+      if (Either.isLeft(r)) return { records: [], response: Either.left(toRequestError(r.left)) }
+      return { records: r.right.records, response: Either.right(r.right.response) }
+    })
+  }
+
+  /** Resolves once the log end passes `offset` or `timeoutMs` elapsed (long-polling metadata fetches). */
+  waitForOffset(offset: bigint, timeoutMs: number): Promise<void> {
+    if (this.nextOffset > offset || timeoutMs <= 0) return Promise.resolve()
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer)
+        this.commitWaiters.delete(check)
+        resolve()
+      }
+      const check = () => {
+        if (this.nextOffset > offset) done()
+      }
+      const timer = setTimeout(done, timeoutMs)
+      this.commitWaiters.add(check)
+    })
+  }
+
+  /** Waits for queued operations, then stops the fencing timer. */
+  async close(): Promise<void> {
+    clearInterval(this.timer)
+    await this.queue
+    this.closed = true
+    for (const w of [...this.commitWaiters]) w()
+  }
+}

@@ -1,0 +1,479 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Errors, MetadataRecords } from "@clustermirror/protocol"
+import { Either } from "effect"
+import * as ConfigurationControl from "../src/ConfigurationControl.js"
+import type * as ControllerState from "../src/ControllerState.js"
+import { given } from "../src/ControllerTest.js"
+import { uuid } from "./clusterFixtures.js"
+
+const { TOPIC, BROKER, CLUSTER_MIRROR } = ConfigurationControl.ResourceType
+const { SET, DELETE, APPEND, SUBTRACT } = ConfigurationControl.OpType
+
+const config = (resourceType: number, resourceName: string, name: string, value: string | null) =>
+  MetadataRecords.make("ConfigRecord", { resourceType, resourceName, name, value })
+
+const ctx: ConfigurationControl.AlterContext = { topicExists: (name) => name === "orders" || name === "events" }
+
+const ok = (resourceType: number, resourceName: string) => ({
+  resourceType,
+  resourceName,
+  errorCode: 0,
+  errorMessage: null
+})
+const err = (resourceType: number, resourceName: string, errorCode: number, errorMessage: string) => ({
+  resourceType,
+  resourceName,
+  errorCode,
+  errorMessage
+})
+
+type Op = { readonly name: string; readonly configOperation: number; readonly value: string | null }
+const resource = (resourceType: number, resourceName: string, configs: ReadonlyArray<Op>) => ({
+  resourceType,
+  resourceName,
+  configs
+})
+const op = (name: string, configOperation: number, value: string | null = null): Op => ({
+  name,
+  configOperation,
+  value
+})
+
+const mirrorConfigs = [
+  config(CLUSTER_MIRROR, "m1", "bootstrap.servers", "src:9092"),
+  config(CLUSTER_MIRROR, "m1", "mirror.source.cluster.id", "abc")
+]
+const start = given([
+  MetadataRecords.make("TopicRecord", { name: "orders", topicId: uuid(1) }),
+  config(TOPIC, "orders", "retention.ms", "1000"),
+  config(TOPIC, "orders", "cleanup.policy", "delete"),
+  ...mirrorConfigs
+])
+
+const incremental =
+  (resources: ReadonlyArray<ReturnType<typeof resource>>, validateOnly = false) =>
+  (s: ControllerState.ControllerState) =>
+    ConfigurationControl.incrementalAlterConfigs(s.configs, resources, validateOnly, ctx)
+
+describe("ConfigurationControl.incrementalAlterConfigs", () => {
+  it("SET and DELETE write a ConfigRecord per changed key", () => {
+    const after = start
+      .when(
+        incremental([
+          resource(TOPIC, "orders", [
+            op("retention.ms", SET, "2000"),
+            op("cleanup.policy", DELETE),
+            op("segment.ms", DELETE)
+          ])
+        ])
+      )
+      .then(
+        [config(TOPIC, "orders", "retention.ms", "2000"), config(TOPIC, "orders", "cleanup.policy", null)],
+        [ok(TOPIC, "orders")]
+      )
+    expect([...ConfigurationControl.configsOf(after.state.configs, TOPIC, "orders")]).toEqual([
+      ["retention.ms", "2000"]
+    ])
+  })
+
+  it("writes nothing for a value that does not change", () => {
+    start
+      .when(incremental([resource(TOPIC, "orders", [op("retention.ms", SET, "1000")])]))
+      .then([], [ok(TOPIC, "orders")])
+  })
+
+  it("APPEND and SUBTRACT work on list values, starting from the default", () => {
+    start
+      .when(
+        incremental([
+          resource(TOPIC, "orders", [op("cleanup.policy", APPEND, "compact,delete")]),
+          resource(TOPIC, "events", [op("cleanup.policy", SUBTRACT, "delete")])
+        ])
+      )
+      .then(
+        [config(TOPIC, "orders", "cleanup.policy", "delete,compact"), config(TOPIC, "events", "cleanup.policy", "")],
+        [ok(TOPIC, "orders"), ok(TOPIC, "events")]
+      )
+  })
+
+  it("fails APPEND on a non-list key with INVALID_CONFIG", () => {
+    start
+      .when(incremental([resource(TOPIC, "orders", [op("retention.ms", APPEND, "5")])]))
+      .then(
+        [],
+        [
+          err(
+            TOPIC,
+            "orders",
+            Errors.ErrorCode.INVALID_CONFIG,
+            "Can't APPEND to key retention.ms because its type is not LIST."
+          )
+        ]
+      )
+  })
+
+  it("reports each resource on its own (partial success)", () => {
+    start
+      .when(
+        incremental([
+          resource(TOPIC, "orders", [op("retention.ms", SET, "x")]),
+          resource(TOPIC, "events", [op("retention.ms", SET, "5")]),
+          resource(TOPIC, "nope", [op("retention.ms", SET, "5")]),
+          resource(TOPIC, "bad name", [op("retention.ms", SET, "5")]),
+          resource(TOPIC, "events", [op("bogus", SET, "5")])
+        ])
+      )
+      .then(
+        [],
+        [
+          err(
+            TOPIC,
+            "orders",
+            Errors.ErrorCode.INVALID_CONFIG,
+            "Invalid value x for configuration retention.ms: Not a number of type LONG"
+          ),
+          err(TOPIC, "events", Errors.ErrorCode.INVALID_REQUEST, "Duplicate resource."),
+          err(TOPIC, "nope", Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic 'nope' does not exist."),
+          err(
+            TOPIC,
+            "bad name",
+            Errors.ErrorCode.INVALID_TOPIC_EXCEPTION,
+            `Topic name "bad name" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'`
+          ),
+          err(TOPIC, "events", Errors.ErrorCode.INVALID_REQUEST, "Duplicate resource.")
+        ]
+      )
+    start
+      .when(
+        incremental([
+          resource(TOPIC, "orders", [op("retention.ms", SET, "x")]),
+          resource(TOPIC, "events", [op("retention.ms", SET, "5")])
+        ])
+      )
+      .then(
+        [config(TOPIC, "events", "retention.ms", "5")],
+        [
+          err(
+            TOPIC,
+            "orders",
+            Errors.ErrorCode.INVALID_CONFIG,
+            "Invalid value x for configuration retention.ms: Not a number of type LONG"
+          ),
+          ok(TOPIC, "events")
+        ]
+      )
+  })
+
+  it("fails unknown keys, null SET values, unknown operations, duplicate keys", () => {
+    start
+      .when(
+        incremental([
+          resource(TOPIC, "orders", [op("bogus", SET, "1")]),
+          resource(BROKER, "1", [op("bogus", SET, "1")]),
+          resource(CLUSTER_MIRROR, "m1", [op("bogus", SET, "1")]),
+          resource(BROKER, "", [op("num.io.threads", SET, null)]),
+          resource(BROKER, "2", [op("num.io.threads", 7, "1")]),
+          resource(TOPIC, "events", [op("retention.ms", SET, "1"), op("retention.ms", DELETE)])
+        ])
+      )
+      .then(
+        [],
+        [
+          err(TOPIC, "orders", Errors.ErrorCode.INVALID_CONFIG, "Unknown topic config name: bogus"),
+          err(BROKER, "1", Errors.ErrorCode.INVALID_CONFIG, "Unknown broker config name: bogus"),
+          err(CLUSTER_MIRROR, "m1", Errors.ErrorCode.INVALID_CONFIG, "Unknown mirror configuration: bogus"),
+          err(BROKER, "", Errors.ErrorCode.INVALID_REQUEST, "Null value not supported for : num.io.threads"),
+          err(BROKER, "2", Errors.ErrorCode.INVALID_REQUEST, "Unknown operation type 7"),
+          err(TOPIC, "events", Errors.ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+        ]
+      )
+  })
+
+  it("validates value constraints", () => {
+    start
+      .when(
+        incremental([
+          resource(TOPIC, "orders", [op("min.insync.replicas", SET, "0")]),
+          resource(TOPIC, "events", [op("cleanup.policy", SET, "compact,forever")]),
+          resource(BROKER, "1", [op("unclean.leader.election.enable", SET, "yes")]),
+          resource(BROKER, "2", [op("num.io.threads", SET, "99999999999")]),
+          resource(CLUSTER_MIRROR, "m1", [op("security.protocol", SET, "TLS")])
+        ])
+      )
+      .then(
+        [],
+        [
+          err(TOPIC, "orders", 40, "Invalid value 0 for configuration min.insync.replicas: Value must be at least 1"),
+          err(
+            TOPIC,
+            "events",
+            40,
+            "Invalid value compact,forever for configuration cleanup.policy: String must be one of: compact, delete"
+          ),
+          err(
+            BROKER,
+            "1",
+            40,
+            "Invalid value yes for configuration unclean.leader.election.enable: Expected value to be either true or false"
+          ),
+          err(BROKER, "2", 40, "Invalid value 99999999999 for configuration num.io.threads: Not a number of type INT"),
+          err(
+            CLUSTER_MIRROR,
+            "m1",
+            40,
+            "Invalid value TLS for configuration security.protocol: String must be one of: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"
+          )
+        ]
+      )
+  })
+
+  it("broker resources: '' is the cluster default, ids only, a record for every touched key", () => {
+    start
+      .when(
+        incremental([
+          resource(BROKER, "", [op("min.insync.replicas", SET, "2")]),
+          resource(BROKER, "broker-1", [op("min.insync.replicas", SET, "2")])
+        ])
+      )
+      .then(
+        [config(BROKER, "", "min.insync.replicas", "2")],
+        [
+          ok(BROKER, ""),
+          err(
+            BROKER,
+            "broker-1",
+            Errors.ErrorCode.INVALID_REQUEST,
+            "Illegal non-integral BROKER resource type name broker-1"
+          )
+        ]
+      )
+      .when(incremental([resource(BROKER, "", [op("min.insync.replicas", SET, "2")])]))
+      .then([config(BROKER, "", "min.insync.replicas", "2")], [ok(BROKER, "")])
+  })
+
+  it("mirror configs: only existing mirrors, required keys stay", () => {
+    start
+      .when(
+        incremental([
+          resource(CLUSTER_MIRROR, "m1", [
+            op("mirror.topics.include", SET, "orders.*"),
+            op("mirror.groups.exclude", APPEND, "tmp.*")
+          ]),
+          resource(CLUSTER_MIRROR, "m2", [op("mirror.topics.include", SET, ".*")]),
+          resource(CLUSTER_MIRROR, "", [op("mirror.topics.include", SET, ".*")])
+        ])
+      )
+      .then(
+        [
+          config(CLUSTER_MIRROR, "m1", "mirror.topics.include", "orders.*"),
+          config(CLUSTER_MIRROR, "m1", "mirror.groups.exclude", "tmp.*")
+        ],
+        [
+          ok(CLUSTER_MIRROR, "m1"),
+          err(CLUSTER_MIRROR, "m2", Errors.ErrorCode.UNKNOWN_CLUSTER_MIRROR, "The cluster mirror 'm2' does not exist."),
+          err(CLUSTER_MIRROR, "", Errors.ErrorCode.INVALID_REQUEST, "A cluster mirror name cannot be empty.")
+        ]
+      )
+    start
+      .when(incremental([resource(CLUSTER_MIRROR, "m1", [op("bootstrap.servers", DELETE)])]))
+      .then(
+        [],
+        [
+          err(
+            CLUSTER_MIRROR,
+            "m1",
+            Errors.ErrorCode.INVALID_REQUEST,
+            'Missing required configuration "bootstrap.servers" which has no default value.'
+          )
+        ]
+      )
+  })
+
+  it("rejects resource types the controller does not store", () => {
+    start
+      .when(incremental([resource(8, "x", [op("a", SET, "b")]), resource(16, "x", [])]))
+      .then(
+        [],
+        [
+          err(8, "x", Errors.ErrorCode.INVALID_REQUEST, "Unsupported config resource type 8"),
+          err(16, "x", Errors.ErrorCode.INVALID_REQUEST, "Unsupported config resource type 16")
+        ]
+      )
+  })
+
+  it("validateOnly answers the same and writes nothing", () => {
+    start
+      .when(
+        incremental(
+          [
+            resource(TOPIC, "orders", [op("retention.ms", SET, "2000")]),
+            resource(TOPIC, "nope", [op("retention.ms", SET, "1")])
+          ],
+          true
+        )
+      )
+      .then([], [ok(TOPIC, "orders"), err(TOPIC, "nope", 3, "The topic 'nope' does not exist.")])
+  })
+})
+
+describe("ConfigurationControl.legacyAlterConfigs", () => {
+  const legacy =
+    (resources: ReadonlyArray<ConfigurationControl.LegacyResource>, validateOnly = false) =>
+    (s: ControllerState.ControllerState) =>
+      ConfigurationControl.legacyAlterConfigs(s.configs, resources, validateOnly, ctx)
+
+  it("replaces the whole set: keys not given are deleted", () => {
+    const after = start
+      .when(
+        legacy([
+          {
+            resourceType: TOPIC,
+            resourceName: "orders",
+            configs: [
+              { name: "retention.ms", value: "1000" },
+              { name: "segment.ms", value: "60000" },
+              { name: "preallocate", value: null }
+            ]
+          }
+        ])
+      )
+      .then(
+        [config(TOPIC, "orders", "segment.ms", "60000"), config(TOPIC, "orders", "cleanup.policy", null)],
+        [ok(TOPIC, "orders")]
+      )
+    expect(Object.fromEntries(ConfigurationControl.configsOf(after.state.configs, TOPIC, "orders"))).toEqual({
+      "retention.ms": "1000",
+      "segment.ms": "60000"
+    })
+  })
+
+  it("fails per resource: unknown keys, bad values, unknown topics, mirrors losing required keys", () => {
+    start
+      .when(
+        legacy([
+          { resourceType: TOPIC, resourceName: "orders", configs: [{ name: "nope", value: "1" }] },
+          { resourceType: TOPIC, resourceName: "events", configs: [{ name: "segment.ms", value: "0" }] },
+          { resourceType: TOPIC, resourceName: "gone", configs: [] },
+          { resourceType: CLUSTER_MIRROR, resourceName: "m1", configs: [{ name: "bootstrap.servers", value: "x:1" }] },
+          { resourceType: BROKER, resourceName: "1", configs: [{ name: "num.io.threads", value: "4" }] }
+        ])
+      )
+      .then(
+        [config(BROKER, "1", "num.io.threads", "4")],
+        [
+          err(TOPIC, "orders", 40, "Unknown topic config name: nope"),
+          err(TOPIC, "events", 40, "Invalid value 0 for configuration segment.ms: Value must be at least 1"),
+          err(TOPIC, "gone", 3, "The topic 'gone' does not exist."),
+          err(
+            CLUSTER_MIRROR,
+            "m1",
+            42,
+            'Missing required configuration "mirror.source.cluster.id" which has no default value.'
+          ),
+          ok(BROKER, "1")
+        ]
+      )
+  })
+})
+
+describe("ConfigurationControl.createTopicConfigRecords / createMirrorConfigRecords", () => {
+  it("validates and builds ConfigRecords", () => {
+    expect(
+      ConfigurationControl.createTopicConfigRecords("t", [
+        { name: "retention.ms", value: "5" },
+        { name: "cleanup.policy", value: "compact" }
+      ])
+    ).toEqual(Either.right([config(TOPIC, "t", "retention.ms", "5"), config(TOPIC, "t", "cleanup.policy", "compact")]))
+  })
+
+  it("fails with INVALID_CONFIG or INVALID_REQUEST", () => {
+    const tags = (e: Either.Either<unknown, { _tag: string; message: string }>) =>
+      Either.isLeft(e) ? [e.left._tag, e.left.message] : ["right"]
+    expect(tags(ConfigurationControl.createTopicConfigRecords("t", [{ name: "x", value: "1" }]))).toEqual([
+      "InvalidConfig",
+      "Unknown topic config name: x"
+    ])
+    expect(tags(ConfigurationControl.createTopicConfigRecords("t", [{ name: "retention.ms", value: null }]))).toEqual([
+      "InvalidConfig",
+      "Null value not supported for topic configs: retention.ms"
+    ])
+    expect(
+      tags(
+        ConfigurationControl.createTopicConfigRecords("t", [
+          { name: "retention.ms", value: "1" },
+          { name: "retention.ms", value: "2" }
+        ])
+      )
+    ).toEqual(["InvalidRequest", "Error due to duplicate config keys"])
+    expect(
+      tags(ConfigurationControl.createMirrorConfigRecords("m", [{ name: "bootstrap.servers", value: "a:1" }]))
+    ).toEqual([
+      "InvalidRequest",
+      'Missing required configuration "mirror.source.cluster.id" which has no default value.'
+    ])
+    expect(tags(ConfigurationControl.createMirrorConfigRecords("m", [{ name: "topics", value: "a" }]))).toEqual([
+      "InvalidConfig",
+      "Unknown mirror configuration: topics"
+    ])
+  })
+
+  it("a created mirror exists until its configs are tombstoned", () => {
+    const records = Either.getOrThrow(
+      ConfigurationControl.createMirrorConfigRecords("m2", [
+        { name: "bootstrap.servers", value: "a:1" },
+        { name: "mirror.source.cluster.id", value: "c" }
+      ])
+    )
+    const s = start.and(records).state.configs
+    expect(ConfigurationControl.mirrorNames(s)).toEqual(["m1", "m2"])
+    const gone = start.and(records).and(ConfigurationControl.deleteMirrorConfigRecords(s, "m2")).state.configs
+    expect(ConfigurationControl.mirrorExists(gone, "m2")).toBe(false)
+    expect(ConfigurationControl.mirrorNames(gone)).toEqual(["m1"])
+  })
+})
+
+describe("ConfigurationControl.replay", () => {
+  it("drops a topic's configs with its RemoveTopicRecord", () => {
+    const s = start.and([MetadataRecords.make("RemoveTopicRecord", { topicId: uuid(1) })]).state.configs
+    expect(ConfigurationControl.configsOf(s, TOPIC, "orders").size).toBe(0)
+    expect(s.topicNames.size).toBe(0)
+  })
+
+  it("dies on a RemoveTopicRecord for an unknown topic", () => {
+    expect(() =>
+      ConfigurationControl.replay(
+        ConfigurationControl.empty,
+        MetadataRecords.make("RemoveTopicRecord", { topicId: uuid(9) })
+      )
+    ).toThrow(/unknown topic id/)
+  })
+})
+
+describe("ConfigurationControl tables", () => {
+  it("every default is a valid value of its own definition", () => {
+    for (const defs of [
+      ConfigurationControl.TOPIC_CONFIG_DEFS,
+      ConfigurationControl.BROKER_CONFIG_DEFS,
+      ConfigurationControl.MIRROR_CONFIG_DEFS
+    ])
+      for (const d of defs.values())
+        if (d.default !== null && d.default !== "") expect(ConfigurationControl.validateValue(d, d.default)).toBeNull()
+  })
+
+  it("TOPIC_CONFIGS lists every topic key with its default", () => {
+    expect(ConfigurationControl.TOPIC_CONFIGS.get("retention.ms")).toBe("604800000")
+    expect(ConfigurationControl.TOPIC_CONFIGS.get("unclean.leader.election.enable")).toBe("false")
+    expect(ConfigurationControl.TOPIC_CONFIGS.get("mirror.support.unclean.leader.election")).toBe("false")
+    expect(ConfigurationControl.validateTopicConfig("retention.ms", null)).toBeNull()
+    expect(ConfigurationControl.validateTopicConfig("nope", "1")).toBe("Unknown topic config name: nope")
+  })
+
+  it("mirror configs are KIP-1279's keys with their defaults", () => {
+    const m = ConfigurationControl.MIRROR_CONFIG_DEFS
+    expect(m.get("mirror.topics.exclude")!.default).toBe("__.*")
+    expect(m.get("sasl.mechanism")!.default).toBe("PLAIN")
+    expect(m.get("mirror.fetch.response.max.bytes")!.default).toBe("10485760")
+    expect(m.get("sasl.jaas.config")!.type).toBe("password")
+    expect(ConfigurationControl.MIRROR_FILTER_CONFIGS.has("mirror.acls.include")).toBe(true)
+  })
+})

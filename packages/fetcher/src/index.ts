@@ -1,0 +1,11 @@
+/**
+ * @clustermirror/fetcher: fetchers that copy record batches from partition leaders into local logs
+ * (the replica fetcher of followers now; mirror fetchers later), reporting outcomes as events.
+ */
+export * as FetcherConfig from "./FetcherConfig.js"
+export * as FetcherError from "./FetcherError.js"
+export * as FetcherEvents from "./FetcherEvents.js"
+export * as LeaderEndpoint from "./LeaderEndpoint.js"
+export * as MemoryLeaderEndpoint from "./MemoryLeaderEndpoint.js"
+export * as NetworkLeaderEndpoint from "./NetworkLeaderEndpoint.js"
+export * as ReplicaFetcher from "./ReplicaFetcher.js"

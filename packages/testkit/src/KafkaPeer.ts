@@ -1,0 +1,66 @@
+/**
+ * Where Apache Kafka's jars come from: `scripts/kafka-peer.sh` resolves `kafka_2.13` and `kafka-tools`
+ * (plus a log4j2 binding) from Maven Central into a cached folder, and this module finds that folder and
+ * our own log4j2 configuration for the JVMs it is used with.
+ *
+ * It never builds or patches Kafka; the jars are used exactly as published.
+ */
+import { execFile } from "node:child_process"
+import { existsSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+import { KafkaLibsError } from "./TestkitError.js"
+
+/** The Kafka release the testkit runs unless `KAFKA_VERSION` or an option says otherwise. */
+export const DEFAULT_VERSION = "4.4.0"
+
+/** The resolver script (idempotent; prints the libs folder). */
+export const resolverScript: string = fileURLToPath(new URL("../scripts/kafka-peer.sh", import.meta.url))
+
+/** Our log4j2 configuration for Kafka JVMs: WARN and above, on stderr. */
+export const log4jConfig: string = fileURLToPath(new URL("../resources/log4j2.properties", import.meta.url))
+
+/** The version to use: the option, else `KAFKA_VERSION`, else `DEFAULT_VERSION`. */
+export const version = (requested?: string): string => requested ?? process.env["KAFKA_VERSION"] ?? DEFAULT_VERSION
+
+const resolved = new Map<string, Promise<string>>()
+
+/** Resolving takes about ten seconds on first use, when Maven downloads the jars. */
+const RESOLVE_TIMEOUT_MS = 600_000
+
+/**
+ * The folder holding every jar of Apache Kafka `requested` (default: `version()`), resolving it on first
+ * use. `CLUSTERMIRROR_KAFKA_LIBS` names a ready folder and skips the resolver.
+ */
+export const libs = (requested?: string): Promise<string> => {
+  const override = process.env["CLUSTERMIRROR_KAFKA_LIBS"]
+  if (override !== undefined && override !== "") return Promise.resolve(override)
+  const v = version(requested)
+  let p = resolved.get(v)
+  if (p === undefined) {
+    p = new Promise<string>((resolve, reject) => {
+      execFile(
+        "bash",
+        [resolverScript, v],
+        { timeout: RESOLVE_TIMEOUT_MS, maxBuffer: 4 * 1024 * 1024 },
+        (error, stdout, stderr) => {
+          const dir = stdout.trim().split("\n").pop() ?? ""
+          if (error !== null || dir === "" || !existsSync(dir))
+            reject(
+              new KafkaLibsError({
+                version: v,
+                message: `resolving Apache Kafka ${v} failed: ${error?.message ?? "no folder printed"}\n${stderr}`
+              })
+            )
+          else resolve(dir)
+        }
+      )
+    })
+    // A failure is not cached, so that a later test may retry (for example after the network is back).
+    p.catch(() => resolved.delete(v))
+    resolved.set(v, p)
+  }
+  return p
+}
+
+/** The `-cp` argument for a libs folder: the JVM expands `dir/*` to every jar in it. */
+export const classpath = (libsDir: string): string => `${libsDir}/*`

@@ -1,0 +1,14 @@
+/**
+ * @clustermirror/testkit: real peers for integration tests and benchmarks (Apache Kafka from Maven
+ * Central, Kafka's Java tools, kcat, our own server as a process). Test support only; never imported by
+ * production code.
+ */
+export * as ApacheKafka from "./ApacheKafka.js"
+export * as JavaTools from "./JavaTools.js"
+export * as KafkaPeer from "./KafkaPeer.js"
+export * as Kcat from "./Kcat.js"
+export * as Ports from "./Ports.js"
+export * as Properties from "./Properties.js"
+export * as ServerProcess from "./ServerProcess.js"
+export * as TestkitError from "./TestkitError.js"
+export * as Wait from "./Wait.js"

@@ -1,0 +1,225 @@
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import * as ApacheKafka from "../src/ApacheKafka.js"
+import * as JavaTools from "../src/JavaTools.js"
+import * as KafkaPeer from "../src/KafkaPeer.js"
+import * as Kcat from "../src/Kcat.js"
+import { PeerStartError } from "../src/TestkitError.js"
+
+const COUNT = 1_000
+const messages = Array.from({ length: COUNT }, (_, i) => `message-${String(i).padStart(4, "0")}`)
+const sorted = (xs: ReadonlyArray<string>): ReadonlyArray<string> => [...xs].sort()
+
+describe("Apache Kafka single node", () => {
+  let kafka: ApacheKafka.KafkaNode | undefined
+  const node = (): ApacheKafka.KafkaNode => {
+    if (kafka === undefined) throw new Error("kafka did not start")
+    return kafka
+  }
+
+  beforeAll(async () => {
+    // The first run resolves the jars from Maven Central; later runs find them in the cache.
+    await KafkaPeer.libs()
+    kafka = await ApacheKafka.startKafka()
+  }, 300_000)
+
+  afterAll(async () => {
+    await kafka?.stop()
+  })
+
+  it("Kafka's tools create a topic, write 1,000 records and read them back; kcat reads the same records", async () => {
+    const b = node().bootstrap
+    const topic = "testkit-roundtrip"
+    JavaTools.expectSuccess(
+      "kafka-topics --create",
+      await JavaTools.kafkaTopics([
+        "--bootstrap-server",
+        b,
+        "--create",
+        "--topic",
+        topic,
+        "--partitions",
+        "3",
+        "--replication-factor",
+        "1"
+      ])
+    )
+    const described = JavaTools.expectSuccess(
+      "kafka-topics --describe",
+      await JavaTools.kafkaTopics(["--bootstrap-server", b, "--describe", "--topic", topic])
+    )
+    expect(described.stdout).toMatch(/PartitionCount:\s*3/)
+    expect(described.stdout).toMatch(/Leader:\s*1\s+Replicas:\s*1\s+Isr:\s*1/)
+
+    JavaTools.expectSuccess(
+      "console-producer",
+      await JavaTools.consoleProducer(
+        ["--bootstrap-server", b, "--topic", topic, "--producer-property", "acks=all"],
+        messages.join("\n") + "\n"
+      )
+    )
+
+    const consumed = JavaTools.expectSuccess(
+      "console-consumer",
+      await JavaTools.consoleConsumer([
+        "--bootstrap-server",
+        b,
+        "--topic",
+        topic,
+        "--group",
+        "testkit-group",
+        "--from-beginning",
+        "--max-messages",
+        String(COUNT),
+        "--timeout-ms",
+        "30000"
+      ])
+    )
+    expect(sorted(JavaTools.lines(consumed.stdout))).toEqual(messages)
+
+    const viaKcat = await Kcat.kcat(["-b", b, "-C", "-t", topic, "-e", "-q", "-f", "%s\\n"])
+    expect(sorted(JavaTools.lines(viaKcat.stdout))).toEqual(messages)
+
+    const groups = JavaTools.expectSuccess(
+      "consumer-groups --describe",
+      await JavaTools.consumerGroups(["--bootstrap-server", b, "--describe", "--group", "testkit-group"])
+    )
+    // Every partition's committed offset is at its end: the LAG column reads 0 on each of the three rows.
+    const table = JavaTools.lines(groups.stdout).map((l) => l.trim().split(/\s+/))
+    const lagColumn = table.find((row) => row.includes("LAG"))?.indexOf("LAG") ?? -1
+    const rows = table.filter((row) => row[1] === topic)
+    expect(rows).toHaveLength(3)
+    expect(rows.map((row) => row[lagColumn])).toEqual(["0", "0", "0"])
+
+    JavaTools.expectSuccess(
+      "kafka-configs --alter",
+      await JavaTools.configs([
+        "--bootstrap-server",
+        b,
+        "--alter",
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        topic,
+        "--add-config",
+        "retention.ms=86400000"
+      ])
+    )
+    const configs = JavaTools.expectSuccess(
+      "kafka-configs --describe",
+      await JavaTools.configs(["--bootstrap-server", b, "--describe", "--entity-type", "topics", "--entity-name", topic])
+    )
+    expect(configs.stdout).toContain("retention.ms=86400000")
+  })
+
+  it("a tool's failure is a result with its exit code and stderr", async () => {
+    const result = await JavaTools.kafkaTopics([
+      "--bootstrap-server",
+      node().bootstrap,
+      "--describe",
+      "--topic",
+      "no-such-topic"
+    ])
+    expect(result.code).not.toBe(0)
+    expect(result.stderr).toMatch(/no-such-topic/)
+  })
+
+  it("kill and restart keep the data; stop() then ends the JVM and removes its data dir", async () => {
+    const k = node()
+    const topic = "testkit-restart"
+    await Kcat.kcat(["-b", k.bootstrap, "-P", "-t", topic], { input: "a\nb\nc\n" })
+    const pidBefore = k.pid
+    const exit = await k.kill("SIGKILL")
+    expect(exit.signal).toBe("SIGKILL")
+    expect(k.isAlive()).toBe(false)
+    await k.restart()
+    expect(k.pid).not.toBe(pidBefore)
+    const read = await Kcat.kcat(["-b", k.bootstrap, "-C", "-t", topic, "-e", "-q", "-f", "%s\\n"])
+    expect(JavaTools.lines(read.stdout)).toEqual(["a", "b", "c"])
+    expect(existsSync(k.dataDir)).toBe(true)
+    await k.stop()
+    expect(k.isAlive()).toBe(false)
+    expect(existsSync(k.dataDir)).toBe(false)
+  })
+})
+
+describe("Apache Kafka lifecycle", () => {
+  it("a node that cannot start fails with its output and leaves no process or temp dir behind", async () => {
+    const scratch = mkdtempSync(join(tmpdir(), "testkit-failstart-"))
+    const before = process.env["TMPDIR"]
+    process.env["TMPDIR"] = scratch
+    try {
+      const error = await ApacheKafka.startKafka({ properties: { "num.network.threads": "not-a-number" } }).then(
+        () => undefined,
+        (e: unknown) => e
+      )
+      expect(error).toBeInstanceOf(PeerStartError)
+      expect(String((error as PeerStartError).output)).toMatch(/num\.network\.threads/)
+      expect(readdirSync(scratch)).toEqual([])
+
+      // Formatted and launched, but not answering in time: the JVM is killed and its dir removed.
+      const slow = await ApacheKafka.startKafka({ readyTimeoutMs: 1 }).then(
+        () => undefined,
+        (e: unknown) => e
+      )
+      expect(slow).toBeInstanceOf(PeerStartError)
+      expect(String(slow)).toMatch(/not ready within 1 ms/)
+      expect(readdirSync(scratch)).toEqual([])
+    } finally {
+      if (before === undefined) delete process.env["TMPDIR"]
+      else process.env["TMPDIR"] = before
+      rmSync(scratch, { recursive: true, force: true })
+    }
+  })
+})
+
+describe("Apache Kafka 3-broker cluster", () => {
+  let cluster: ApacheKafka.KafkaCluster | undefined
+  beforeAll(async () => {
+    cluster = await ApacheKafka.startKafkaCluster({ brokers: 3 })
+  }, 300_000)
+  afterAll(async () => {
+    await cluster?.stop()
+  })
+
+  it("serves an RF=3 topic with every broker in the ISR, and acks=all writes are read back", async () => {
+    if (cluster === undefined) throw new Error("cluster did not start")
+    const b = cluster.bootstrap
+    const topic = "testkit-rf3"
+    JavaTools.expectSuccess(
+      "kafka-topics --create",
+      await JavaTools.kafkaTopics([
+        "--bootstrap-server",
+        b,
+        "--create",
+        "--topic",
+        topic,
+        "--partitions",
+        "2",
+        "--replication-factor",
+        "3"
+      ])
+    )
+    const described = JavaTools.expectSuccess(
+      "kafka-topics --describe",
+      await JavaTools.kafkaTopics(["--bootstrap-server", b, "--describe", "--topic", topic])
+    )
+    const rows = described.stdout.split("\n").filter((l) => /Partition:\s*\d/.test(l))
+    expect(rows).toHaveLength(2)
+    for (const row of rows) {
+      const isr = /Isr:\s*([\d,]+)/.exec(row)?.[1]?.split(",").sort()
+      expect(isr).toEqual(["1", "2", "3"])
+    }
+    JavaTools.expectSuccess(
+      "console-producer",
+      await JavaTools.consoleProducer(
+        ["--bootstrap-server", b, "--topic", topic, "--producer-property", "acks=all"],
+        messages.join("\n") + "\n"
+      )
+    )
+    const read = await Kcat.kcat(["-b", b, "-C", "-t", topic, "-e", "-q", "-f", "%s\\n"])
+    expect(sorted(JavaTools.lines(read.stdout))).toEqual(messages)
+  })
+})
