@@ -29,6 +29,19 @@ export interface BrokerConfig {
   readonly groupInitialRebalanceDelayMs: number
   readonly groupMinSessionTimeoutMs: number
   readonly groupMaxSessionTimeoutMs: number
+  /** `process.roles`: empty for a single node that keeps its own metadata. */
+  readonly processRoles: ReadonlyArray<"broker" | "controller">
+  /** The controller listener (`listeners` entry named CONTROLLER): where a controller role listens. */
+  readonly controllerHost: string
+  readonly controllerPort: number
+  /** `controller.quorum.bootstrap.servers` (or `controller.quorum.voters`): where brokers find the controller. */
+  readonly controllerBootstrap: { readonly host: string; readonly port: number } | null
+  readonly brokerHeartbeatIntervalMs: number
+  readonly brokerSessionTimeoutMs: number
+  readonly offsetsTopicReplicationFactor: number
+  readonly replicaLagTimeMaxMs: number
+  readonly uncleanLeaderElectionEnable: boolean
+  readonly minInsyncReplicas: number
 }
 
 export const BrokerConfig = Context.GenericTag<BrokerConfig>("@clustermirror/broker/BrokerConfig")
@@ -56,7 +69,17 @@ export const defaults: BrokerConfig = {
   offsetsTopicNumPartitions: 1,
   groupInitialRebalanceDelayMs: 3000,
   groupMinSessionTimeoutMs: 6000,
-  groupMaxSessionTimeoutMs: 1800000
+  groupMaxSessionTimeoutMs: 1800000,
+  processRoles: [],
+  controllerHost: "127.0.0.1",
+  controllerPort: -1,
+  controllerBootstrap: null,
+  brokerHeartbeatIntervalMs: 2000,
+  brokerSessionTimeoutMs: 9000,
+  offsetsTopicReplicationFactor: 3,
+  replicaLagTimeMaxMs: 30000,
+  uncleanLeaderElectionEnable: false,
+  minInsyncReplicas: 1
 }
 
 type Parser = (value: string, key: string) => Partial<BrokerConfig>
@@ -87,13 +110,42 @@ const str =
   (v) =>
     ({ [field]: v.trim() }) as Partial<BrokerConfig>
 
+/** `NAME://host:port[,NAME://host:port]`: the CONTROLLER entry is the controller listener, the other the client one. */
 const listener: Parser = (v, key) => {
-  // PLAINTEXT://host:port (first listener)
-  const m = /^(?:[A-Z_]+:\/\/)?([^:,]*):(\d+)/.exec(v.trim())
-  if (!m) throw new Error(`${key}=${v}: expected NAME://host:port`)
-  return key === "advertised.listeners"
-    ? { advertisedHost: m[1] || "127.0.0.1" }
-    : { host: m[1] || "0.0.0.0", port: Number(m[2]) }
+  const out: { -readonly [K in keyof BrokerConfig]?: BrokerConfig[K] } = {}
+  for (const entry of v.split(",")) {
+    const m = /^(?:([A-Z_]+):\/\/)?([^:,]*):(\d+)$/.exec(entry.trim())
+    if (!m) throw new Error(`${key}=${v}: expected NAME://host:port`)
+    const [, name, host, port] = m
+    if (name === "CONTROLLER") {
+      if (key === "listeners") {
+        out.controllerHost = host || "0.0.0.0"
+        out.controllerPort = Number(port)
+      }
+    } else if (key === "advertised.listeners") out.advertisedHost = host || "127.0.0.1"
+    else {
+      out.host = host || "0.0.0.0"
+      out.port = Number(port)
+    }
+  }
+  return out
+}
+
+/** `host:port[,...]` or Kafka's voters form `id@host:port[,...]`: the first entry. */
+const controllerBootstrap: Parser = (v, key) => {
+  const m = /^(?:\d+@)?([^:,]+):(\d+)/.exec(v.trim())
+  if (!m) throw new Error(`${key}=${v}: expected host:port`)
+  return { controllerBootstrap: { host: m[1]!, port: Number(m[2]) } }
+}
+
+const roles: Parser = (v, key) => {
+  const rs = v
+    .split(",")
+    .map((r) => r.trim())
+    .filter((r) => r !== "")
+  for (const r of rs)
+    if (r !== "broker" && r !== "controller") throw new Error(`${key}=${v}: roles are broker and controller`)
+  return { processRoles: rs as Array<"broker" | "controller"> }
 }
 
 const parsers: Record<string, Parser> = {
@@ -123,18 +175,23 @@ const parsers: Record<string, Parser> = {
   "offsets.topic.num.partitions": int("offsetsTopicNumPartitions", 1),
   "group.initial.rebalance.delay.ms": int("groupInitialRebalanceDelayMs", 0),
   "group.min.session.timeout.ms": int("groupMinSessionTimeoutMs", 0),
-  "group.max.session.timeout.ms": int("groupMaxSessionTimeoutMs", 0)
+  "group.max.session.timeout.ms": int("groupMaxSessionTimeoutMs", 0),
+  "process.roles": roles,
+  "controller.quorum.bootstrap.servers": controllerBootstrap,
+  "controller.quorum.voters": controllerBootstrap,
+  "broker.heartbeat.interval.ms": int("brokerHeartbeatIntervalMs", 1),
+  "broker.session.timeout.ms": int("brokerSessionTimeoutMs", 1),
+  "offsets.topic.replication.factor": int("offsetsTopicReplicationFactor", 1),
+  "replica.lag.time.max.ms": int("replicaLagTimeMaxMs", 1),
+  "unclean.leader.election.enable": bool("uncleanLeaderElectionEnable"),
+  "min.insync.replicas": int("minInsyncReplicas", 1)
 }
 
 /** Keys accepted for compatibility with Kafka config files but without effect on a single node. */
 const ignored = new Set([
-  "process.roles",
-  "controller.quorum.voters",
-  "controller.quorum.bootstrap.servers",
   "controller.listener.names",
   "inter.broker.listener.name",
   "listener.security.protocol.map",
-  "offsets.topic.replication.factor",
   "transaction.state.log.replication.factor",
   "transaction.state.log.min.isr",
   "num.network.threads",

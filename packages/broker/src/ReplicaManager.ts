@@ -10,6 +10,7 @@
  * decode wire requests (handlers translate) nor decide leadership (the controller does).
  */
 import { Errors } from "@clustermirror/protocol"
+import { MemoryLeaderEndpoint } from "@clustermirror/fetcher"
 import type { PartitionLog, PartitionLogStore } from "@clustermirror/storage"
 
 /** A partition's registration in the metadata: who leads, who replicates, with which epochs. */
@@ -451,18 +452,21 @@ export class ReplicaManager {
         logStartOffset: BigInt(log.logStartOffset)
       })
       // The fetcher's last epoch must match ours at its fetch offset, else it holds a divergent suffix.
-      if (rp.lastFetchedEpoch >= 0) {
-        const end = log.endOffsetForEpoch(rp.lastFetchedEpoch)
-        if (end.epoch !== rp.lastFetchedEpoch || end.endOffset < rp.fetchOffset) {
-          anyError = true
-          results.push({
-            ...base,
-            ...positions(),
-            errorCode: 0,
-            divergingEpoch: { epoch: end.epoch, endOffset: BigInt(end.endOffset) }
-          })
-          continue
-        }
+      const check = MemoryLeaderEndpoint.checkLastFetchedEpoch(log, p.leaderEpoch, rp.fetchOffset, rp.lastFetchedEpoch)
+      if (check._tag === "Diverging") {
+        anyError = true
+        results.push({
+          ...base,
+          ...positions(),
+          errorCode: 0,
+          divergingEpoch: { epoch: check.epoch, endOffset: BigInt(check.endOffset) }
+        })
+        continue
+      }
+      if (check._tag === "OffsetOutOfRange") {
+        anyError = true
+        results.push({ ...base, ...positions(), errorCode: E.OFFSET_OUT_OF_RANGE, currentLeader: leader })
+        continue
       }
       if (follower) this.updateFollower(p, params.replicaId, rp.fetchOffset)
       const maxOffset = follower

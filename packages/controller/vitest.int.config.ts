@@ -1,2 +1,0 @@
-import { integration } from "../../vitest.shared.js"
-export default integration
