@@ -4,10 +4,10 @@
  * The only entrypoint of the server app: builds the broker from its config and runs it until SIGTERM
  * or SIGINT, then shuts down cleanly (sockets closed, logs flushed and closed).
  */
-import { Broker, BrokerConfig } from "@clustermirror/broker"
+import { BrokerConfig, Node } from "@clustermirror/broker"
 import { Effect, Exit, Fiber } from "effect"
 
-const usage = `usage: clustermirror server [--port <port>] [--data-dir <dir>] [--config <file>] [--host <host>] [--node-id <id>]`
+const usage = `usage: clustermirror server [--port <port>] [--data-dir <dir>] [--config <file>] [--host <host>] [--node-id <id>] [--embedded <brokers>]`
 
 const parseArgs = (argv: ReadonlyArray<string>): Map<string, string> => {
   const out = new Map<string, string>()
@@ -32,7 +32,7 @@ const buildConfig = (args: Map<string, string>): BrokerConfig.BrokerConfig => {
   if (file !== undefined) config = BrokerConfig.fromFile(file, config)
   const overrides = new Map<string, string>()
   for (const [k, v] of args) {
-    if (k === "config") continue
+    if (k === "config" || k === "embedded") continue
     if (k === "port") overrides.set("listeners", `PLAINTEXT://${args.get("host") ?? config.host}:${v}`)
     else if (k === "host") overrides.set("listeners", `PLAINTEXT://${v}:${args.get("port") ?? config.port}`)
     else if (k === "data-dir") overrides.set("log.dirs", v)
@@ -51,13 +51,32 @@ const main = async () => {
     process.exit(command === undefined || command === "--help" ? 0 : 2)
   }
   let config: BrokerConfig.BrokerConfig
+  let args: Map<string, string>
   try {
-    config = buildConfig(parseArgs(rest))
+    args = parseArgs(rest)
+    config = buildConfig(args)
   } catch (e) {
     process.stderr.write(`${e instanceof Error ? e.message : String(e)}\n`)
     process.exit(2)
   }
-  const program = Effect.scoped(Effect.flatMap(Broker.scoped(config, log), () => Effect.never))
+  const embedded = args.get("embedded")
+  const brokers = embedded === undefined ? 0 : Number(embedded)
+  if (embedded !== undefined && (!Number.isInteger(brokers) || brokers < 1)) {
+    process.stderr.write(`--embedded takes a number of brokers\n${usage}\n`)
+    process.exit(2)
+  }
+  const node = Effect.acquireRelease(
+    Effect.promise(async () => {
+      if (embedded === undefined) return Node.start(config, log)
+      const cluster = await Node.embedded(brokers, config, log)
+      log(
+        `embedded cluster ${cluster.clusterId}: controller on 127.0.0.1:${cluster.controllerPort}, brokers ${cluster.bootstrap}`
+      )
+      return cluster
+    }),
+    (n) => Effect.promise(() => n.close())
+  )
+  const program = Effect.scoped(Effect.flatMap(node, () => Effect.never))
   const fiber = Effect.runFork(program)
   const shutdown = (signal: string) => {
     log(`${signal} received, shutting down`)

@@ -171,7 +171,17 @@ const notCoordinator: GroupHandlers = {
   fetchOffsets: async () => ({ errorCode: E.NOT_COORDINATOR, topics: [] })
 }
 
-export const register = (handlers: Handlers, ctx: BrokerContext, shards: GroupShards): Handlers => {
+/**
+ * `ensureOffsetsTopic` is called when a client looks for a coordinator before `__consumer_offsets`
+ * exists (a cluster creates it lazily, as Kafka does); meanwhile the answer is COORDINATOR_NOT_AVAILABLE.
+ */
+export const register = (
+  handlers: Handlers,
+  ctx: BrokerContext,
+  shards: GroupShards,
+  ensureOffsetsTopic?: () => Promise<void>
+): Handlers => {
+  let creating: Promise<void> | undefined
   const topicName = (name: string, topicId: string) => (name !== "" ? name : (ctx.view.topicById(topicId)?.name ?? ""))
   const topicIdOf = (name: string) => ctx.view.topicByName(name)?.topicId ?? Uuid.ZERO
   const NOT_COORDINATOR = E.NOT_COORDINATOR
@@ -186,6 +196,12 @@ export const register = (handlers: Handlers, ctx: BrokerContext, shards: GroupSh
       const answer = (key: string, keyType: number) => {
         if (keyType === 0) {
           const topic = ctx.view.topicByName(OFFSETS_TOPIC)
+          if (topic === undefined && ensureOffsetsTopic !== undefined && creating === undefined)
+            creating = ensureOffsetsTopic()
+              .catch(() => {})
+              .finally(() => {
+                creating = undefined
+              })
           const leader = topic?.partitions[shards.partitionFor(key)]?.leader ?? -1
           const node = leader >= 0 ? ctx.view.broker(leader) : undefined
           if (node !== undefined)

@@ -2,6 +2,9 @@
  * @clustermirror/broker: a Kafka broker node (socket server, handlers, partitions, groups).
  */
 export * as Broker from "./Broker.js"
+export * as ClusterBroker from "./ClusterBroker.js"
+export * as ControllerServer from "./ControllerServer.js"
+export * as Node from "./Node.js"
 export * as BrokerConfig from "./BrokerConfig.js"
 export * as GroupApis from "./GroupApis.js"
 export * as KafkaApis from "./KafkaApis.js"

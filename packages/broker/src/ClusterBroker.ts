@@ -1,0 +1,533 @@
+/**
+ * A broker in a cluster: registers with the controller and heartbeats, follows the metadata log by
+ * fetching `__cluster_metadata` from the controller, and publishes every metadata delta to its
+ * components — partitions become leader or follower (followers fetch from their leader through the
+ * replica fetcher), group coordinators load and unload with `__consumer_offsets` leadership. Requests
+ * that change metadata are forwarded to the controller. Decisions live in the controller; this module
+ * only wires.
+ */
+import { Connection } from "@clustermirror/client"
+import { FeatureControl } from "@clustermirror/controller"
+import { NetworkLeaderEndpoint, ReplicaFetcher } from "@clustermirror/fetcher"
+import { MetadataImage, MetadataLog, MetadataPublisher } from "@clustermirror/metadata-log"
+import type { MetadataDelta } from "@clustermirror/metadata-log"
+import {
+  AllocateProducerIds,
+  AlterConfigs,
+  AlterPartition,
+  BrokerHeartbeat,
+  BrokerRegistration,
+  BumpLeaderEpochs,
+  CreatePartitions,
+  CreateTopics,
+  DeleteTopics,
+  ElectLeaders,
+  Errors,
+  Fetch,
+  IncrementalAlterConfigs,
+  type Api,
+  type Spec,
+  Uuid
+} from "@clustermirror/protocol"
+import { PartitionLogStore } from "@clustermirror/storage"
+import { Effect, Either } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { logConfigFor } from "./Broker.js"
+import type { BrokerConfig } from "./BrokerConfig.js"
+import * as GroupApis from "./GroupApis.js"
+import { type BrokerContext, INTERNAL_TOPICS, ProducerIdManager, register } from "./KafkaApis.js"
+import type * as MetadataView from "./MetadataView.js"
+import { ReplicaManager } from "./ReplicaManager.js"
+import { Handlers } from "./RequestChannel.js"
+import * as SocketServer from "./SocketServer.js"
+
+export interface ClusterBroker {
+  readonly port: number
+  readonly nodeId: number
+  readonly replicas: ReplicaManager
+  /** The metadata image this broker has loaded. */
+  readonly image: () => MetadataImage.MetadataImage
+  readonly close: () => Promise<void>
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
+
+/** One lazily (re)opened connection to a node; a failed request drops it so the next one reconnects. */
+class Channel {
+  private conn: Promise<Connection.Connection> | undefined
+  constructor(
+    private readonly host: string,
+    private readonly port: number,
+    private readonly clientId: string
+  ) {}
+  private get(): Promise<Connection.Connection> {
+    this.conn ??= Connection.open({
+      host: this.host,
+      port: this.port,
+      clientId: this.clientId,
+      requestTimeoutMs: 30_000
+    })
+    return this.conn
+  }
+  async request<Req extends Spec.Fields, Res extends Spec.Fields>(
+    api: Api.ApiDef<Req, Res>,
+    body: Spec.StructInput<Req>,
+    timeoutMs?: number
+  ): Promise<Spec.StructType<Res>> {
+    const attempt = this.get()
+    try {
+      const c = await attempt
+      const v = Either.getOrThrow(c.versionFor(api))
+      return await c.request(api, v, body, timeoutMs === undefined ? undefined : { timeoutMs })
+    } catch (e) {
+      if (this.conn === attempt) this.conn = undefined
+      void attempt.then((c) => c.close()).catch(() => {})
+      throw e
+    }
+  }
+  async connection(): Promise<Connection.Connection> {
+    return this.get()
+  }
+  close(): void {
+    const c = this.conn
+    this.conn = undefined
+    void c?.then((x) => x.close()).catch(() => {})
+  }
+}
+
+const viewOf = (current: () => MetadataImage.MetadataImage, clusterId: string): MetadataView.MetadataView => {
+  const topic = (t: MetadataImage.TopicImage, image: MetadataImage.MetadataImage): MetadataView.TopicView => ({
+    name: t.name,
+    topicId: t.id,
+    partitions: [...t.partitions.entries()]
+      .sort((a, b) => a[0] - b[0])
+      .map(([partitionId, p]) => ({
+        partitionId,
+        leader: p.leader,
+        leaderEpoch: p.leaderEpoch,
+        partitionEpoch: p.partitionEpoch,
+        replicas: p.replicas,
+        isr: p.isr
+      })),
+    configs: MetadataImage.configsOf(image, MetadataImage.ConfigResourceType.TOPIC, t.name)
+  })
+  const endpoint = (b: MetadataImage.BrokerRegistration): MetadataView.BrokerEndpoint | undefined => {
+    const l = b.listeners.find((x) => x.name !== "CONTROLLER") ?? b.listeners[0]
+    return l === undefined ? undefined : { nodeId: b.id, host: l.host, port: l.port, rack: b.rack }
+  }
+  return {
+    clusterId,
+    controllerId: () => {
+      const live = MetadataImage.activeBrokers(current())
+      return live.length === 0 ? -1 : Math.min(...live.map((b) => b.id))
+    },
+    topicByName: (name) => {
+      const image = current()
+      const t = MetadataImage.topicByName(image, name)
+      return t === undefined ? undefined : topic(t, image)
+    },
+    topicById: (id) => {
+      const image = current()
+      const t = MetadataImage.topicById(image, id)
+      return t === undefined ? undefined : topic(t, image)
+    },
+    topics: function* () {
+      const image = current()
+      for (const t of image.topics.byId.values()) yield topic(t, image)
+    },
+    brokers: () =>
+      MetadataImage.activeBrokers(current())
+        .map(endpoint)
+        .filter((e): e is MetadataView.BrokerEndpoint => e !== undefined),
+    broker: (id) => {
+      const b = current().cluster.brokers.get(id)
+      return b === undefined || b.fenced ? undefined : endpoint(b)
+    }
+  }
+}
+
+export const start = async (
+  requested: BrokerConfig,
+  log: (line: string) => void = () => {}
+): Promise<ClusterBroker> => {
+  const bootstrap = requested.controllerBootstrap
+  if (bootstrap === null) throw new Error("a broker in a cluster needs controller.quorum.bootstrap.servers")
+  fs.mkdirSync(requested.dataDir, { recursive: true })
+  const handlers = new Handlers()
+  const server = await SocketServer.start({
+    host: requested.host,
+    port: requested.port,
+    maxFrameBytes: requested.socketRequestMaxBytes,
+    handle: handlers.frameHandler(log),
+    log
+  })
+  const config: BrokerConfig = { ...requested, port: server.port }
+  const nodeId = config.nodeId
+  const clusterId = config.clusterId ?? clusterIdFrom(config.dataDir)
+  const store = PartitionLogStore.makeFileStore(config.dataDir)
+  const metadataLog = await Effect.runPromise(MetadataLog.makeFile(path.join(config.dataDir, "metadata")))
+  const loader = await Effect.runPromise(MetadataPublisher.make())
+  let image = await Effect.runPromise(metadataLog.loadInto(loader))
+  const controller = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-controller`)
+  let brokerEpoch = -1n
+  let stopped = false
+
+  const replicas = new ReplicaManager({
+    store,
+    nodeId,
+    replicaLagTimeMaxMs: config.replicaLagTimeMaxMs,
+    isrChannel: {
+      alterPartition: async (p, newIsr) => {
+        const res = await controller.request(AlterPartition.api, {
+          brokerId: nodeId,
+          brokerEpoch,
+          topics: [
+            {
+              topicId: p.topicId,
+              topicName: p.topic,
+              partitions: [
+                {
+                  partitionIndex: p.partition,
+                  leaderEpoch: p.leaderEpoch,
+                  newIsr: newIsr,
+                  newIsrWithEpochs: newIsr.map((id) => ({ brokerId: id, brokerEpoch: -1n })),
+                  leaderRecoveryState: 0,
+                  partitionEpoch: p.partitionEpoch
+                }
+              ]
+            }
+          ]
+        })
+        if (res.errorCode !== 0) return { errorCode: res.errorCode, registration: null }
+        const r = res.topics[0]?.partitions[0]
+        if (r === undefined || r.errorCode !== 0)
+          return { errorCode: r?.errorCode ?? Errors.ErrorCode.UNKNOWN_SERVER_ERROR, registration: null }
+        return {
+          errorCode: 0,
+          registration: {
+            replicas: [],
+            isr: r.isr,
+            leader: r.leaderId,
+            leaderEpoch: r.leaderEpoch,
+            partitionEpoch: r.partitionEpoch
+          }
+        }
+      }
+    }
+  })
+
+  // -------------------------------------------------------------------------------------------------
+  // Replica fetchers, one per leader broker
+
+  const fetchers = new Map<number, { fetcher: ReplicaFetcher.ReplicaFetcher; channel: Channel }>()
+  const fetcherFor = async (leaderId: number): Promise<ReplicaFetcher.ReplicaFetcher | undefined> => {
+    const existing = fetchers.get(leaderId)
+    if (existing !== undefined) return existing.fetcher
+    const b = image.cluster.brokers.get(leaderId)
+    const l = b?.listeners.find((x) => x.name !== "CONTROLLER") ?? b?.listeners[0]
+    if (l === undefined) return undefined
+    const channel = new Channel(l.host, l.port, `broker-${nodeId}-fetcher-${leaderId}`)
+    let conn: Connection.Connection
+    try {
+      conn = await channel.connection()
+    } catch {
+      return undefined
+    }
+    const fetchVersion = Either.getOrElse(conn.versionFor(Fetch.api), () => 12)
+    const fetcher = new ReplicaFetcher.ReplicaFetcher({
+      brokerId: nodeId,
+      brokerEpoch,
+      endpoint: NetworkLeaderEndpoint.make({
+        leaderId,
+        brokerId: nodeId,
+        fetchVersion,
+        connection: {
+          request: async (api, _version, body) => {
+            const c = await channel.connection()
+            return c.request(
+              api,
+              Either.getOrElse(c.versionFor(api), () => api.maxVersion),
+              body
+            )
+          }
+        }
+      }),
+      events: {
+        fetched: (tp) => replicas.notifyChanged(tp.topic, tp.partition),
+        truncated: (tp, offset) => log(`truncated ${tp.topic}-${tp.partition} to ${offset}`),
+        failed: () => {}
+      }
+    })
+    fetcher.start()
+    fetchers.set(leaderId, { fetcher, channel })
+    return fetcher
+  }
+  const stopFetching = (topic: string, partition: number) => {
+    for (const f of fetchers.values()) f.fetcher.removePartitions([{ topic, partition }])
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Metadata publishing
+
+  const handlersCtx: BrokerContext = {
+    config,
+    view: viewOf(() => image, clusterId),
+    admin: {
+      createTopics: async (topics, validateOnly) => {
+        const res = await controller.request(CreateTopics.api, {
+          topics: topics.map((t) => ({
+            name: t.name,
+            numPartitions: t.numPartitions,
+            replicationFactor: t.replicationFactor,
+            assignments: t.assignments,
+            configs: t.configs,
+            mirrorInfo: t.topicId === null ? null : { topicId: t.topicId }
+          })),
+          timeoutMs: 30_000,
+          validateOnly
+        })
+        await waitForTopics(res.topics.filter((t) => t.errorCode === 0).map((t) => t.name))
+        return res.topics.map((t) => ({
+          name: t.name,
+          topicId: t.topicId,
+          errorCode: t.errorCode,
+          errorMessage: t.errorMessage,
+          numPartitions: t.numPartitions,
+          replicationFactor: t.replicationFactor,
+          configs: (t.configs ?? []).flatMap((c) => (c.value === null ? [] : [{ name: c.name, value: c.value }]))
+        }))
+      },
+      allocateProducerIds: async () => {
+        const res = await controller.request(AllocateProducerIds.api, { brokerId: nodeId, brokerEpoch })
+        if (res.errorCode !== 0) throw new Error(`AllocateProducerIds failed: ${Errors.message(res.errorCode)}`)
+        return { firstProducerId: res.producerIdStart, size: BigInt(res.producerIdLen) }
+      }
+    },
+    replicas,
+    producerIds: undefined as never
+  }
+  const ctx: BrokerContext = { ...handlersCtx, producerIds: new ProducerIdManager(handlersCtx.admin) }
+  const groups = new GroupApis.GroupShards(ctx)
+
+  /** Resolves once every named topic is in this broker's image (or after a few seconds). */
+  const waitForTopics = async (names: ReadonlyArray<string>) => {
+    for (let i = 0; i < 100 && names.some((n) => MetadataImage.topicByName(image, n) === undefined); i++)
+      await sleep(50)
+  }
+
+  const applyPartition = (t: MetadataImage.TopicImage, partitionId: number, p: MetadataImage.PartitionRegistration) => {
+    if (!p.replicas.includes(nodeId)) return
+    const minIsr = Number(
+      MetadataImage.configsOf(image, MetadataImage.ConfigResourceType.TOPIC, t.name).get("min.insync.replicas") ??
+        config.minInsyncReplicas
+    )
+    const topicView = viewOf(() => image, "").topicByName(t.name)
+    const role = replicas.applyRegistration(
+      t.name,
+      partitionId,
+      t.id,
+      p,
+      logConfigFor(config, topicView === undefined ? undefined : { ...topicView, partitions: [] }),
+      INTERNAL_TOPICS.has(t.name),
+      minIsr
+    )
+    if (t.name === GroupApis.OFFSETS_TOPIC) groups.onLeadership(partitionId, p.leader === nodeId)
+    if (p.leader === nodeId) stopFetching(t.name, partitionId)
+    else if (p.leader >= 0) {
+      const state = role.state
+      void fetcherFor(p.leader).then((f) => {
+        if (f === undefined) return
+        // A new leader (or epoch) restarts fetching from our log end; the fetcher truncates on divergence.
+        for (const other of fetchers.values())
+          if (other.fetcher !== f) other.fetcher.removePartitions([{ topic: t.name, partition: partitionId }])
+        f.addPartitions([
+          { topic: t.name, topicId: t.id, partition: partitionId, log: state.log, currentLeaderEpoch: p.leaderEpoch }
+        ])
+      })
+    } else stopFetching(t.name, partitionId)
+  }
+
+  const publisher: MetadataPublisher.MetadataPublisher = {
+    name: `broker-${nodeId}`,
+    onMetadataUpdate: (delta: MetadataDelta.MetadataDelta, next, manifest) =>
+      Effect.sync(() => {
+        const before = image
+        image = next
+        if (manifest._tag === "Snapshot") {
+          for (const t of next.topics.byId.values()) for (const [i, p] of t.partitions) applyPartition(t, i, p)
+          return
+        }
+        const changes = delta.localChanges(nodeId)
+        for (const tp of changes.deletes) {
+          stopFetching(tp.topicName, tp.partitionId)
+          if (tp.topicName === GroupApis.OFFSETS_TOPIC) groups.onLeadership(tp.partitionId, false)
+          replicas.deletePartition(tp.topicName, tp.partitionId)
+        }
+        for (const c of [...changes.leaders, ...changes.followers]) {
+          const t = MetadataImage.topicById(next, c.topicId)
+          if (t !== undefined) applyPartition(t, c.partitionId, c.partition)
+        }
+        void before
+      })
+  }
+  await Effect.runPromise(loader.installPublishers([publisher]))
+
+  // -------------------------------------------------------------------------------------------------
+  // Handlers: local ones, and the ones the controller decides
+
+  const forward = <Req extends Spec.Fields, Res extends Spec.Fields>(api: Api.ApiDef<Req, Res>) =>
+    handlers.register(
+      api,
+      (_req, request) => controller.request(api, request as Spec.StructInput<Req>) as Promise<Spec.StructInput<Res>>
+    )
+  register(handlers, ctx)
+  forward(CreateTopics.api)
+  forward(DeleteTopics.api)
+  forward(CreatePartitions.api)
+  forward(IncrementalAlterConfigs.api)
+  forward(AlterConfigs.api)
+  forward(ElectLeaders.api)
+  forward(BumpLeaderEpochs.api)
+  GroupApis.register(handlers, ctx, groups, () =>
+    GroupApis.ensureOffsetsTopic(
+      ctx,
+      Math.min(config.offsetsTopicReplicationFactor, Math.max(1, ctx.view.brokers().length))
+    )
+  )
+
+  // -------------------------------------------------------------------------------------------------
+  // Lifecycle: register, follow the metadata log, heartbeat
+
+  const incarnationId = Uuid.random()
+  const registerOnce = async () => {
+    const res = await controller.request(BrokerRegistration.api, {
+      brokerId: nodeId,
+      clusterId,
+      incarnationId,
+      listeners: [{ name: "PLAINTEXT", host: config.advertisedHost, port: config.port, securityProtocol: 0 }],
+      features: [...FeatureControl.SUPPORTED].map(([name, r]) => ({
+        name,
+        minSupportedVersion: r.min,
+        maxSupportedVersion: r.max
+      })),
+      rack: null,
+      isMigratingZkBroker: false,
+      logDirs: [],
+      previousBrokerEpoch: brokerEpoch
+    })
+    if (res.errorCode !== 0) throw new Error(`registration refused: ${Errors.message(res.errorCode)}`)
+    brokerEpoch = res.brokerEpoch
+  }
+
+  const metadataLoop = async () => {
+    while (!stopped) {
+      try {
+        const offset = await Effect.runPromise(metadataLog.logEndOffset)
+        const epoch = await Effect.runPromise(metadataLog.latestEpoch)
+        const res = await controller.request(
+          Fetch.api,
+          {
+            replicaId: nodeId,
+            replicaState: { replicaId: nodeId, replicaEpoch: brokerEpoch },
+            maxWaitMs: 500,
+            minBytes: 1,
+            maxBytes: 8 * 1024 * 1024,
+            topics: [
+              {
+                topic: MetadataLog.METADATA_TOPIC,
+                topicId: MetadataLog.METADATA_TOPIC_ID,
+                partitions: [
+                  {
+                    partition: 0,
+                    fetchOffset: BigInt(offset),
+                    lastFetchedEpoch: epoch,
+                    partitionMaxBytes: 8 * 1024 * 1024
+                  }
+                ]
+              }
+            ]
+          },
+          5_000
+        )
+        const p = res.responses[0]?.partitions[0]
+        if (p === undefined || p.errorCode !== 0 || p.records === null || p.records.length === 0) {
+          if (p !== undefined && p.errorCode !== 0) await sleep(200)
+          continue
+        }
+        const batches = await Effect.runPromise(metadataLog.appendFetched(Buffer.from(p.records)))
+        if (batches.length > 0) await Effect.runPromise(loader.handleCommit(batches))
+      } catch (e) {
+        if (!stopped) {
+          log(`metadata fetch failed: ${e instanceof Error ? e.message : String(e)}`)
+          await sleep(500)
+        }
+      }
+    }
+  }
+
+  const heartbeatLoop = async () => {
+    while (!stopped) {
+      try {
+        if (brokerEpoch < 0n) await registerOnce()
+        const res = await controller.request(BrokerHeartbeat.api, {
+          brokerId: nodeId,
+          brokerEpoch,
+          currentMetadataOffset: BigInt(image.provenance.lastOffset),
+          wantFence: false,
+          wantShutDown: false
+        })
+        if (res.errorCode === Errors.ErrorCode.STALE_BROKER_EPOCH) brokerEpoch = -1n
+      } catch (e) {
+        if (!stopped) log(`heartbeat failed: ${e instanceof Error ? e.message : String(e)}`)
+      }
+      await sleep(config.brokerHeartbeatIntervalMs)
+    }
+  }
+
+  for (;;) {
+    try {
+      await registerOnce()
+      break
+    } catch (e) {
+      log(`waiting for the controller: ${e instanceof Error ? e.message : String(e)}`)
+      await sleep(500)
+    }
+  }
+  void heartbeatLoop()
+  void metadataLoop()
+  const isr = setInterval(() => replicas.shrinkIsrs(), Math.max(500, Math.floor(config.replicaLagTimeMaxMs / 2)))
+  isr.unref()
+  log(
+    `clustermirror broker ${nodeId} listening on ${config.host}:${server.port} (controller ${bootstrap.host}:${bootstrap.port})`
+  )
+
+  return {
+    port: server.port,
+    nodeId,
+    replicas,
+    image: () => image,
+    close: async () => {
+      if (stopped) return
+      stopped = true
+      clearInterval(isr)
+      await server.close()
+      for (const f of fetchers.values()) {
+        f.fetcher.stop()
+        f.channel.close()
+      }
+      await groups.close()
+      controller.close()
+      replicas.close()
+      await Effect.runPromise(metadataLog.close)
+    }
+  }
+}
+
+/** The cluster id a broker registers with: from `meta.properties` in its data dir. */
+const clusterIdFrom = (dataDir: string): string => {
+  const file = path.join(dataDir, "meta.properties")
+  const m = fs.existsSync(file) ? /^cluster\.id=(.+)$/m.exec(fs.readFileSync(file, "utf8")) : null
+  if (m === null) throw new Error(`no cluster.id in ${file}`)
+  return m[1]!.trim()
+}

@@ -1,0 +1,163 @@
+/**
+ * A clustermirror node: the roles of `process.roles` over one data directory.
+ * - no roles: a single node that keeps its own metadata (`Broker`);
+ * - `controller`: the controller on the CONTROLLER listener (`ControllerServer`);
+ * - `broker`: a broker following that controller (`ClusterBroker`);
+ * - both: a combined node, its broker talking to its own controller.
+ * `embedded` runs a controller and N brokers in one process, each on its own loopback port and data dir.
+ */
+import { Uuid } from "@clustermirror/protocol"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as path from "node:path"
+import * as Broker from "./Broker.js"
+import type { BrokerConfig } from "./BrokerConfig.js"
+import * as ClusterBroker from "./ClusterBroker.js"
+import * as ControllerServer from "./ControllerServer.js"
+
+export interface Node {
+  /** The client listener (-1 for a controller-only node). */
+  readonly port: number
+  readonly controllerPort: number
+  readonly clusterId: string
+  readonly close: () => Promise<void>
+}
+
+/** The node's cluster id: `meta.properties` in its data dir, else `cluster.id`, else (when allowed) a new one. */
+export const formatClusterId = (
+  dataDir: string,
+  configured: string | null,
+  nodeId: number,
+  allowNew: boolean
+): string => {
+  const file = path.join(dataDir, "meta.properties")
+  if (fs.existsSync(file)) {
+    const m = /^cluster\.id=(.+)$/m.exec(fs.readFileSync(file, "utf8"))
+    if (m) {
+      const stored = m[1]!.trim()
+      if (configured !== null && configured !== stored)
+        throw new Error(`${file} has cluster.id ${stored}, the config says ${configured}`)
+      return stored
+    }
+  }
+  if (configured === null && !allowNew)
+    throw new Error(`no cluster id: set cluster.id (the same on every node of the cluster) for ${dataDir}`)
+  const clusterId = configured ?? Uuid.random()
+  fs.mkdirSync(dataDir, { recursive: true })
+  const tmp = `${file}.tmp`
+  fs.writeFileSync(tmp, `version=1\ncluster.id=${clusterId}\nnode.id=${nodeId}\n`)
+  fs.renameSync(tmp, file)
+  return clusterId
+}
+
+export const start = async (config: BrokerConfig, log: (line: string) => void = () => {}): Promise<Node> => {
+  const roles = config.processRoles
+  if (roles.length === 0) {
+    const b = await Broker.start(config, log)
+    return { port: b.port, controllerPort: -1, clusterId: b.clusterId, close: b.close }
+  }
+  const clusterId = formatClusterId(config.dataDir, config.clusterId, config.nodeId, roles.includes("controller"))
+  let controller: ControllerServer.ControllerServer | undefined
+  if (roles.includes("controller")) {
+    if (config.controllerPort < 0) throw new Error("a controller needs a CONTROLLER listener in listeners")
+    controller = await ControllerServer.start({
+      nodeId: config.nodeId,
+      clusterId,
+      host: config.controllerHost,
+      port: config.controllerPort,
+      dataDir: path.join(config.dataDir, "controller"),
+      maxFrameBytes: config.socketRequestMaxBytes,
+      defaultPartitions: config.numPartitions,
+      defaultReplicationFactor: config.defaultReplicationFactor,
+      sessionTimeoutMs: config.brokerSessionTimeoutMs,
+      uncleanLeaderElectionEnable: config.uncleanLeaderElectionEnable,
+      log
+    })
+  }
+  let broker: ClusterBroker.ClusterBroker | undefined
+  if (roles.includes("broker")) {
+    const bootstrap =
+      config.controllerBootstrap ??
+      (controller !== undefined ? { host: config.controllerHost, port: controller.port } : null)
+    broker = await ClusterBroker.start({ ...config, controllerBootstrap: bootstrap, clusterId }, log)
+  }
+  return {
+    port: broker?.port ?? -1,
+    controllerPort: controller?.port ?? -1,
+    clusterId,
+    close: async () => {
+      await broker?.close()
+      await controller?.close()
+    }
+  }
+}
+
+const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const s = net.createServer()
+    s.once("error", reject)
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port
+      s.close(() => resolve(port))
+    })
+  })
+
+export interface Embedded {
+  readonly clusterId: string
+  readonly controllerPort: number
+  readonly brokers: ReadonlyArray<{ readonly nodeId: number; readonly port: number }>
+  readonly bootstrap: string
+  readonly close: () => Promise<void>
+}
+
+/** A controller (node id 1000) and brokers 1..n in this process, real TCP on loopback. */
+export const embedded = async (
+  n: number,
+  base: BrokerConfig,
+  log: (line: string) => void = () => {}
+): Promise<Embedded> => {
+  const clusterId = formatClusterId(path.join(base.dataDir, "controller-1000"), base.clusterId, 1000, true)
+  const controllerPort = base.controllerPort > 0 ? base.controllerPort : await freePort()
+  const controller = await start(
+    {
+      ...base,
+      nodeId: 1000,
+      processRoles: ["controller"],
+      clusterId,
+      controllerHost: "127.0.0.1",
+      controllerPort,
+      dataDir: path.join(base.dataDir, "controller-1000")
+    },
+    log
+  )
+  const brokers: Node[] = []
+  for (let i = 1; i <= n; i++) {
+    const port = base.port > 0 ? base.port + i - 1 : await freePort()
+    brokers.push(
+      await start(
+        {
+          ...base,
+          nodeId: i,
+          processRoles: ["broker"],
+          clusterId,
+          host: "127.0.0.1",
+          advertisedHost: "127.0.0.1",
+          port,
+          controllerBootstrap: { host: "127.0.0.1", port: controllerPort },
+          dataDir: path.join(base.dataDir, `broker-${i}`)
+        },
+        log
+      )
+    )
+  }
+  return {
+    clusterId,
+    controllerPort,
+    brokers: brokers.map((b, i) => ({ nodeId: i + 1, port: b.port })),
+    bootstrap: brokers.map((b) => `127.0.0.1:${b.port}`).join(","),
+    close: async () => {
+      for (const b of brokers) await b.close()
+      await controller.close()
+    }
+  }
+}
