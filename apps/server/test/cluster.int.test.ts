@@ -1,0 +1,131 @@
+/**
+ * A cluster of separate processes: one controller and three brokers. An RF=3 topic takes 100,000
+ * acknowledged (acks=all) messages; the leader's broker is SIGKILLed; a new leader from the ISR serves;
+ * kcat reads exactly the acknowledged messages; the restarted broker catches up and rejoins the ISR.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { randomBytes } from "node:crypto"
+import { type ServerHandle, eventually, freePort, startServer } from "./harness.js"
+
+const CLUSTER_ID = randomBytes(16).toString("base64url").slice(0, 22)
+const TOPIC = "replicated"
+const MESSAGES = 100_000
+
+describe("a 3-broker cluster (separate processes)", () => {
+  let controller: ServerHandle
+  const brokers: ServerHandle[] = []
+  let controllerPort: number
+
+  beforeAll(async () => {
+    controllerPort = await freePort()
+    controller = await startServer({
+      config: {
+        "process.roles": "controller",
+        "node.id": 1000,
+        "cluster.id": CLUSTER_ID,
+        listeners: `CONTROLLER://127.0.0.1:${controllerPort}`,
+        "broker.session.timeout.ms": 2000
+      }
+    })
+    for (let id = 1; id <= 3; id++)
+      brokers.push(
+        await startServer({
+          config: {
+            "process.roles": "broker",
+            "node.id": id,
+            "cluster.id": CLUSTER_ID,
+            "controller.quorum.bootstrap.servers": `127.0.0.1:${controllerPort}`,
+            "broker.heartbeat.interval.ms": 300,
+            "replica.lag.time.max.ms": 5000,
+            "offsets.topic.replication.factor": 3
+          }
+        })
+      )
+  })
+
+  afterAll(async () => {
+    for (const b of brokers) await b.stop()
+    await controller?.stop()
+  })
+
+  const metadata = async (via: ServerHandle) => {
+    const admin = via.kafka("cluster-test").admin()
+    await admin.connect()
+    try {
+      return (await admin.fetchTopicMetadata({ topics: [TOPIC] })).topics[0]!.partitions
+    } finally {
+      await admin.disconnect()
+    }
+  }
+
+  it("replicates an RF=3 topic, fails over on SIGKILL and lets the broker rejoin", async () => {
+    const first = brokers[0]!
+    const admin = first.kafka("cluster-test").admin()
+    await admin.connect()
+    await eventually("3 live brokers", async () =>
+      (await admin.describeCluster()).brokers.length === 3 ? true : undefined
+    )
+    await admin.createTopics({
+      topics: [{ topic: TOPIC, numPartitions: 1, replicationFactor: 3 }],
+      waitForLeaders: true
+    })
+    await admin.disconnect()
+    const before = await eventually("ISR of 3", async () => {
+      const ps = await metadata(first)
+      return ps[0]!.isr.length === 3 ? ps : undefined
+    })
+    expect(before[0]!.replicas.sort()).toEqual([1, 2, 3])
+
+    const lines = Array.from({ length: MESSAGES }, (_, i) => `m-${i}`).join("\n") + "\n"
+    await first.kcat(["-P", "-t", TOPIC, "-p", "0", "-z", "lz4", "-X", "acks=all", "-X", "linger.ms=5"], {
+      input: lines,
+      timeoutMs: 120_000
+    })
+
+    const leaderId = before[0]!.leader
+    const leader = brokers[leaderId - 1]!
+    const survivor = brokers.find((b) => b !== leader)!
+    const killedAt = Date.now()
+    await leader.kill("SIGKILL")
+
+    // The failover is over when an acks=all produce on the new leader succeeds.
+    const producer = survivor.kafka("failover").producer({ retry: { retries: 0 } })
+    await producer.connect()
+    const newLeader = await eventually(
+      "a new leader serving produce",
+      async () => {
+        const ps = await metadata(survivor)
+        const p = ps[0]!
+        if (p.leader === leaderId || p.leader < 0) return undefined
+        await producer.send({ topic: TOPIC, acks: -1, messages: [{ value: "after-failover", partition: 0 }] })
+        return p.leader
+      },
+      60_000,
+      100
+    )
+    const failoverMs = Date.now() - killedAt
+    await producer.disconnect()
+    console.log(`failover: broker ${newLeader} leads after ${failoverMs} ms (broker ${leaderId} killed)`)
+    expect(before[0]!.isr).toContain(newLeader)
+
+    const consumed = await survivor.kcat(["-C", "-t", TOPIC, "-o", "beginning", "-e", "-q", "-f", "%s\n"], {
+      timeoutMs: 120_000
+    })
+    const values = consumed.stdout.split("\n").filter((l) => l !== "")
+    expect(values.length).toBe(MESSAGES + 1)
+    expect(values.slice(0, MESSAGES)).toEqual(lines.split("\n").slice(0, MESSAGES))
+    expect(values[MESSAGES]).toBe("after-failover")
+
+    await leader.restart()
+    const rejoined = await eventually(
+      "the restarted broker back in the ISR",
+      async () => {
+        const ps = await metadata(survivor)
+        return ps[0]!.isr.includes(leaderId) ? ps[0]! : undefined
+      },
+      60_000,
+      200
+    )
+    expect(rejoined.isr.sort()).toEqual([1, 2, 3])
+  })
+})
