@@ -155,7 +155,7 @@ export class QuorumController {
 
   private clusterView(state: ControllerState.ControllerState): ReplicationControl.ClusterView {
     const live = ClusterControl.liveBrokers(state.cluster)
-    const active = new Set(ClusterControl.usableBrokers(state.cluster).map((b) => b.id))
+    const active = new Set(live)
     return {
       liveBrokers: live,
       isActive: (id) => active.has(id),

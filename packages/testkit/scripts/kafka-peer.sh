@@ -16,6 +16,7 @@ default_version="4.4.0"
 version="${1:-${KAFKA_VERSION:-$default_version}}"
 log4j_version="2.24.3"
 slf4j_version="2.0.17"
+dependency_plugin_version="2.8"
 cache_root="${CLUSTERMIRROR_KAFKA_CACHE:-${HOME}/.cache/clustermirror}"
 dest="${cache_root}/kafka-${version}"
 libs="${dest}/libs"
@@ -77,7 +78,8 @@ cat >"${work}/pom.xml" <<POM
 </project>
 POM
 
-if ! mvn -q -B -f "${work}/pom.xml" dependency:copy-dependencies \
+# The plugin version is pinned so that every Maven resolves the same way.
+if ! mvn -q -B -f "${work}/pom.xml" "org.apache.maven.plugins:maven-dependency-plugin:${dependency_plugin_version}:copy-dependencies" \
   -DincludeScope=runtime -DoutputDirectory="${work}/libs" >"${work}/mvn.log" 2>&1; then
   echo "kafka-peer: resolving Apache Kafka ${version} failed:" >&2
   tail -n 40 "${work}/mvn.log" >&2

@@ -11,13 +11,14 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Uuid } from "@clustermirror/protocol"
+import { Effect, type Scope } from "effect"
 import * as JavaTools from "./JavaTools.js"
 import * as KafkaPeer from "./KafkaPeer.js"
 import * as Ports from "./Ports.js"
 import * as Properties from "./Properties.js"
 import { awaitListener } from "./internal/ApiVersionsProbe.js"
 import * as Process from "./internal/Process.js"
-import { PeerStartError, PeerStopError } from "./TestkitError.js"
+import { KafkaLibsError, PeerStartError, PeerStopError } from "./TestkitError.js"
 
 export type ExitInfo = Process.ExitInfo
 
@@ -38,6 +39,22 @@ export const TEST_DEFAULTS: Properties.Properties = {
   "share.coordinator.state.topic.num.partitions": 1,
   "auto.create.topics.enable": true
 }
+
+/**
+ * For functional tests, not benchmarks: after a SIGKILL the controller refuses the broker's new
+ * registration until the old session times out (9 s by default), so a shorter session makes kill+restart
+ * scenarios quick. Benchmarks that measure failover keep Kafka's defaults.
+ */
+export const QUICK_SESSION_PROPERTIES: Properties.Properties = {
+  "broker.session.timeout.ms": 3_000,
+  "broker.heartbeat.interval.ms": 1_000
+}
+
+/**
+ * For functional tests, not benchmarks: the client JIT only, which roughly halves a node's start time on a
+ * busy machine and costs peak throughput.
+ */
+export const FAST_START_JVM_FLAGS: ReadonlyArray<string> = ["-XX:TieredStopAtLevel=1", "-Xshare:auto"]
 
 export interface NodeOptions {
   /** Kafka version (default `KafkaPeer.version()`). */
@@ -205,11 +222,9 @@ const launchNode = async (l: Launch): Promise<KafkaNode> => {
 
   const spawnAndWait = async (): Promise<void> => {
     output = new Process.OutputTail(OUTPUT_TAIL_CHARS)
-    const proc = spawn(
-      "java",
-      [...l.jvmFlags, "-cp", KafkaPeer.classpath(l.libs), "kafka.Kafka", l.propertiesFile],
-      { stdio: ["ignore", "pipe", "pipe"] }
-    )
+    const proc = spawn("java", [...l.jvmFlags, "-cp", KafkaPeer.classpath(l.libs), "kafka.Kafka", l.propertiesFile], {
+      stdio: ["ignore", "pipe", "pipe"]
+    })
     child = proc
     Process.track(proc)
     output.attach(proc)
@@ -282,11 +297,15 @@ const prepare = (
   extra: Properties.Properties | undefined
 ): Launch => {
   const scratch = mkdtempSync(join(tmpdir(), `clustermirror-kafka-${spec.nodeId}-`))
+  Process.trackDir(scratch)
   const logDir = join(scratch, "data")
   mkdirSync(logDir)
   const full: NodeSpec = { ...spec, logDir }
   const propertiesFile = join(scratch, "server.properties")
-  writeFileSync(propertiesFile, Properties.render(nodeProperties(full, replicationFactor, Properties.merge(opts.properties, extra))))
+  writeFileSync(
+    propertiesFile,
+    Properties.render(nodeProperties(full, replicationFactor, Properties.merge(opts.properties, extra)))
+  )
   return {
     spec: full,
     libs,
@@ -391,3 +410,27 @@ export const startKafkaCluster = async (opts: KafkaClusterOptions = {}): Promise
     throw e
   }
 }
+
+const startError =
+  (peer: string) =>
+  (e: unknown): KafkaLibsError | PeerStartError =>
+    e instanceof KafkaLibsError || e instanceof PeerStartError
+      ? e
+      : new PeerStartError({ peer, output: "", message: `${peer} failed to start: ${String(e)}` })
+
+/** `startKafka` as a scoped resource (for `@effect/vitest`'s `layer` or `it.scoped`): stopped when the scope closes. */
+export const scoped = (
+  opts: KafkaOptions = {}
+): Effect.Effect<KafkaNode, KafkaLibsError | PeerStartError, Scope.Scope> =>
+  Effect.acquireRelease(Effect.tryPromise({ try: () => startKafka(opts), catch: startError("kafka node") }), (node) =>
+    Effect.promise(() => node.stop())
+  )
+
+/** `startKafkaCluster` as a scoped resource: stopped when the scope closes. */
+export const scopedCluster = (
+  opts: KafkaClusterOptions = {}
+): Effect.Effect<KafkaCluster, KafkaLibsError | PeerStartError, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.tryPromise({ try: () => startKafkaCluster(opts), catch: startError("kafka cluster") }),
+    (cluster) => Effect.promise(() => cluster.stop())
+  )

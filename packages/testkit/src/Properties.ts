@@ -8,7 +8,7 @@
 /** A configuration as the tests write it: values are rendered with `String(value)`. */
 export type Properties = Readonly<Record<string, string | number | boolean | bigint>>
 
-const escape = (s: string, isKey: boolean): string => {
+const escapeText = (s: string, isKey: boolean): string => {
   let out = ""
   for (let i = 0; i < s.length; i++) {
     const c = s[i]!
@@ -32,7 +32,7 @@ const escape = (s: string, isKey: boolean): string => {
 /** Renders `key=value` lines in insertion order, ending with a newline. */
 export const render = (props: Properties): string =>
   Object.entries(props)
-    .map(([k, v]) => `${escape(k, true)}=${escape(String(v), false)}\n`)
+    .map(([k, v]) => `${escapeText(k, true)}=${escapeText(String(v), false)}\n`)
     .join("")
 
 /** Merges layers left to right; later layers win, `undefined` values are dropped. */

@@ -13,6 +13,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { Effect, type Scope } from "effect"
 import * as Kcat from "./Kcat.js"
 import * as Ports from "./Ports.js"
 import * as Properties from "./Properties.js"
@@ -131,6 +132,7 @@ export const commandLine = (opts: {
 /** Starts the server and resolves once it printed `readyLines` listening lines. */
 export const start = async (opts: ServerOptions = {}): Promise<ServerHandle> => {
   const scratch = mkdtempSync(join(tmpdir(), opts.tempPrefix ?? "clustermirror-server-"))
+  Process.trackDir(scratch)
   const readyLines = opts.readyLines ?? 1
   const readyTimeoutMs = opts.readyTimeoutMs ?? READY_TIMEOUT_MS
   const stopTimeoutMs = opts.stopTimeoutMs ?? STOP_TIMEOUT_MS
@@ -295,3 +297,16 @@ export const start = async (opts: ServerOptions = {}): Promise<ServerHandle> => 
     kcat: Kcat.forBootstrap(bootstrap)
   }
 }
+
+/** `start` as a scoped resource (for `@effect/vitest`'s `layer` or `it.scoped`): stopped when the scope closes. */
+export const scoped = (opts: ServerOptions = {}): Effect.Effect<ServerHandle, PeerStartError, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.tryPromise({
+      try: () => start(opts),
+      catch: (e) =>
+        e instanceof PeerStartError
+          ? e
+          : new PeerStartError({ peer: "server", output: "", message: `server failed to start: ${String(e)}` })
+    }),
+    (server) => Effect.promise(() => server.stop())
+  )

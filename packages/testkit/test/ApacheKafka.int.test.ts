@@ -10,6 +10,12 @@ import { PeerStartError } from "../src/TestkitError.js"
 
 const COUNT = 1_000
 const messages = Array.from({ length: COUNT }, (_, i) => `message-${String(i).padStart(4, "0")}`)
+/** Functional tests start quickly and restart quickly; neither matters to what they check. */
+const quick = {
+  jvmFlags: ApacheKafka.FAST_START_JVM_FLAGS,
+  properties: ApacheKafka.QUICK_SESSION_PROPERTIES
+} as const
+
 const sorted = (xs: ReadonlyArray<string>): ReadonlyArray<string> => [...xs].sort()
 
 describe("Apache Kafka single node", () => {
@@ -22,7 +28,7 @@ describe("Apache Kafka single node", () => {
   beforeAll(async () => {
     // The first run resolves the jars from Maven Central; later runs find them in the cache.
     await KafkaPeer.libs()
-    kafka = await ApacheKafka.startKafka()
+    kafka = await ApacheKafka.startKafka(quick)
   }, 300_000)
 
   afterAll(async () => {
@@ -109,9 +115,45 @@ describe("Apache Kafka single node", () => {
     )
     const configs = JavaTools.expectSuccess(
       "kafka-configs --describe",
-      await JavaTools.configs(["--bootstrap-server", b, "--describe", "--entity-type", "topics", "--entity-name", topic])
+      await JavaTools.configs([
+        "--bootstrap-server",
+        b,
+        "--describe",
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        topic
+      ])
     )
     expect(configs.stdout).toContain("retention.ms=86400000")
+  })
+
+  it("the performance tools run against the node", async () => {
+    const b = node().bootstrap
+    const produced = JavaTools.expectSuccess(
+      "producer-perf",
+      await JavaTools.producerPerf([
+        "--topic",
+        "testkit-perf",
+        "--num-records",
+        "2000",
+        "--record-size",
+        "100",
+        "--throughput",
+        "-1",
+        "--producer-props",
+        `bootstrap.servers=${b}`,
+        "acks=all"
+      ])
+    )
+    expect(produced.stdout).toMatch(/2000 records sent/)
+    const consumed = JavaTools.expectSuccess(
+      "consumer-perf",
+      await JavaTools.consumerPerf(["--bootstrap-server", b, "--topic", "testkit-perf", "--messages", "2000"])
+    )
+    // One CSV data row after the header: start, end, MB, MB/s, nMsg, ...
+    const row = JavaTools.lines(consumed.stdout).at(-1)?.split(",")
+    expect(Number(row?.[4])).toBe(2000)
   })
 
   it("a tool's failure is a result with its exit code and stderr", async () => {
@@ -160,7 +202,7 @@ describe("Apache Kafka lifecycle", () => {
       expect(readdirSync(scratch)).toEqual([])
 
       // Formatted and launched, but not answering in time: the JVM is killed and its dir removed.
-      const slow = await ApacheKafka.startKafka({ readyTimeoutMs: 1 }).then(
+      const slow = await ApacheKafka.startKafka({ ...quick, readyTimeoutMs: 1 }).then(
         () => undefined,
         (e: unknown) => e
       )
@@ -178,7 +220,7 @@ describe("Apache Kafka lifecycle", () => {
 describe("Apache Kafka 3-broker cluster", () => {
   let cluster: ApacheKafka.KafkaCluster | undefined
   beforeAll(async () => {
-    cluster = await ApacheKafka.startKafkaCluster({ brokers: 3 })
+    cluster = await ApacheKafka.startKafkaCluster({ ...quick, brokers: 3 })
   }, 300_000)
   afterAll(async () => {
     await cluster?.stop()

@@ -29,10 +29,7 @@ describe("ApacheKafka.nodeProperties", () => {
   })
 
   it("given a controller-only node, then it has no client listener and no broker settings", () => {
-    const props = ApacheKafka.nodeProperties(
-      { ...combined, nodeId: 0, roles: "controller", port: undefined },
-      3
-    )
+    const props = ApacheKafka.nodeProperties({ ...combined, nodeId: 0, roles: "controller", port: undefined }, 3)
     expect(props["listeners"]).toBe("CONTROLLER://127.0.0.1:9093")
     expect(props["inter.broker.listener.name"]).toBeUndefined()
     expect(props["offsets.topic.replication.factor"]).toBeUndefined()

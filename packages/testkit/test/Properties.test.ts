@@ -49,13 +49,19 @@ describe("Properties", () => {
     expect(Properties.render({ "k=x": " v\\n\n" })).toBe("k\\=x=\\ v\\\\n\\n\n")
   })
 
-  it.prop("rendered text parses back to the same strings", [fc.dictionary(fc.string({ minLength: 1, unit: "binary" }), fc.string({ unit: "binary" }))], ([dict]) => {
-    // Keys starting with a comment marker or containing whitespace are not configuration keys Kafka has.
-    const props = Object.fromEntries(
-      Object.entries(dict).filter(([k]) => !/^[#!]/.test(k) && !/\s/.test(k) && !k.includes("\\") && k !== "__proto__")
-    )
-    expect(parse(Properties.render(props))).toEqual(props)
-  })
+  it.prop(
+    "rendered text parses back to the same strings",
+    [fc.dictionary(fc.string({ minLength: 1, unit: "binary" }), fc.string({ unit: "binary" }))],
+    ([dict]) => {
+      // Keys starting with a comment marker or containing whitespace are not configuration keys Kafka has.
+      const props = Object.fromEntries(
+        Object.entries(dict).filter(
+          ([k]) => !/^[#!]/.test(k) && !/\s/.test(k) && !k.includes("\\") && k !== "__proto__"
+        )
+      )
+      expect(parse(Properties.render(props))).toEqual(props)
+    }
+  )
 
   it("merges layers with later ones winning and undefined removing", () => {
     expect(Properties.merge({ a: 1, b: 2 }, undefined, { b: 3, c: 4 }, { a: undefined })).toEqual({ b: 3, c: 4 })

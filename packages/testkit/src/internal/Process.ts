@@ -6,21 +6,33 @@
  * It only ever signals processes it spawned itself.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { readFileSync, rmSync } from "node:fs"
 
 const live = new Set<ChildProcess>()
+const scratchDirs = new Set<string>()
 let exitHookInstalled = false
+
+const installExitHook = (): void => {
+  if (exitHookInstalled) return
+  exitHookInstalled = true
+  // Runs on a normal exit (including a test worker ending after a timed-out hook), not on a fatal signal.
+  process.once("exit", () => {
+    for (const c of live) c.kill("SIGKILL")
+    for (const dir of scratchDirs) rmSync(dir, { recursive: true, force: true })
+  })
+}
 
 /** Tracks `child` until it exits; it is SIGKILLed if the test process exits first. */
 export const track = (child: ChildProcess): void => {
-  if (!exitHookInstalled) {
-    exitHookInstalled = true
-    process.once("exit", () => {
-      for (const c of live) c.kill("SIGKILL")
-    })
-  }
+  installExitHook()
   live.add(child)
   child.once("exit", () => live.delete(child))
+}
+
+/** Removes the temp dir `dir` when the test process exits (a no-op if it was already removed). */
+export const trackDir = (dir: string): void => {
+  installExitHook()
+  scratchDirs.add(dir)
 }
 
 export interface ExitInfo {

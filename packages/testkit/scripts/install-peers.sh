@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the peers the testkit's integration tests use, and is safe to run again:
+#   - kcat (librdkafka's CLI) from the distribution's packages, if missing;
+#   - Apache Kafka's jars (broker + Java tools) from Maven Central via kafka-peer.sh, cached.
+# Java 17+ and Maven must be on the machine; they are installed from the distribution if missing.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+
+as_root() {
+  if [ "$(id -u)" = "0" ]; then "$@"; else sudo "$@"; fi
+}
+
+missing=()
+command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
+if [ "${#missing[@]}" -gt 0 ]; then
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+kcat -V | head -n 1
+java -version 2>&1 | head -n 1
+libs="$(bash "${here}/kafka-peer.sh")"
+echo "Apache Kafka jars: ${libs}"
