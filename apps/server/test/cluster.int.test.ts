@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { randomBytes } from "node:crypto"
+import { JavaTools } from "@clustermirror/testkit"
 import { type ServerHandle, eventually, freePort, startServer } from "./harness.js"
 
 const CLUSTER_ID = randomBytes(16).toString("base64url").slice(0, 22)
@@ -65,22 +66,32 @@ describe("a 3-broker cluster (separate processes)", () => {
     await eventually("3 live brokers", async () =>
       (await admin.describeCluster()).brokers.length === 3 ? true : undefined
     )
-    await admin.createTopics({
-      topics: [{ topic: TOPIC, numPartitions: 1, replicationFactor: 3 }],
-      waitForLeaders: true
-    })
     await admin.disconnect()
+    const bootstrap = `127.0.0.1:${first.port}`
+    const create = ["--create", "--topic", TOPIC, "--partitions", "1", "--replication-factor", "3"]
+    JavaTools.expectSuccess(
+      "kafka-topics --create",
+      await JavaTools.kafkaTopics(["--bootstrap-server", bootstrap, ...create])
+    )
     const before = await eventually("ISR of 3", async () => {
       const ps = await metadata(first)
       return ps[0]!.isr.length === 3 ? ps : undefined
     })
-    expect(before[0]!.replicas.sort()).toEqual([1, 2, 3])
+    expect([...before[0]!.replicas].sort()).toEqual([1, 2, 3])
+    const described = JavaTools.expectSuccess(
+      "kafka-topics --describe",
+      await JavaTools.kafkaTopics(["--bootstrap-server", bootstrap, "--describe", "--topic", TOPIC])
+    ).stdout
+    expect(described).toMatch(new RegExp(`Leader: ${before[0]!.leader}\\s+Replicas: \\d,\\d,\\d\\s+Isr: \\d,\\d,\\d`))
 
     const lines = Array.from({ length: MESSAGES }, (_, i) => `m-${i}`).join("\n") + "\n"
-    await first.kcat(["-P", "-t", TOPIC, "-p", "0", "-z", "lz4", "-X", "acks=all", "-X", "linger.ms=5"], {
-      input: lines,
-      timeoutMs: 120_000
-    })
+    const producerProps = ["--producer-property", "acks=all", "--producer-property", "linger.ms=5"]
+    JavaTools.expectSuccess(
+      "kafka-console-producer",
+      await JavaTools.consoleProducer(["--bootstrap-server", bootstrap, "--topic", TOPIC, ...producerProps], lines, {
+        timeoutMs: 180_000
+      })
+    )
 
     const leaderId = before[0]!.leader
     const leader = brokers[leaderId - 1]!
@@ -115,6 +126,14 @@ describe("a 3-broker cluster (separate processes)", () => {
     expect(values.length).toBe(MESSAGES + 1)
     expect(values.slice(0, MESSAGES)).toEqual(lines.split("\n").slice(0, MESSAGES))
     expect(values[MESSAGES]).toBe("after-failover")
+    const consumerArgs = ["--topic", TOPIC, "--from-beginning", "--max-messages", String(MESSAGES + 1)]
+    const javaConsumed = JavaTools.expectSuccess(
+      "kafka-console-consumer",
+      await JavaTools.consoleConsumer(["--bootstrap-server", `127.0.0.1:${survivor.port}`, ...consumerArgs], {
+        timeoutMs: 180_000
+      })
+    )
+    expect(JavaTools.lines(javaConsumed.stdout)).toEqual(values)
 
     await leader.restart()
     const rejoined = await eventually(
