@@ -5,6 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { randomBytes } from "node:crypto"
+import { Connection } from "@clustermirror/client"
+import { BrokerHeartbeat, CreateTopics, Errors, IncrementalAlterConfigs } from "@clustermirror/protocol"
 import { JavaTools } from "@clustermirror/testkit"
 import { type ServerHandle, eventually, freePort, startServer } from "./harness.js"
 
@@ -146,5 +148,120 @@ describe("a 3-broker cluster (separate processes)", () => {
       200
     )
     expect(rejoined.isr.sort()).toEqual([1, 2, 3])
+  })
+
+  it("answers invalid topic requests with Kafka's error codes, forwarded to the controller", async () => {
+    const conn = await Connection.open({ host: "127.0.0.1", port: brokers[1]!.port })
+    try {
+      const topic = (
+        name: string,
+        numPartitions: number,
+        replicationFactor: number,
+        configs: Array<{ name: string; value: string }> = []
+      ) => ({
+        name,
+        numPartitions,
+        replicationFactor,
+        assignments: [],
+        configs
+      })
+      const res = await conn.call(CreateTopics.api, {
+        topics: [
+          topic("bad name!", 1, 1),
+          topic("x".repeat(250), 1, 1),
+          topic("too-many-replicas", 1, 4),
+          topic("no-partitions", 0, 1),
+          topic("unknown-config", 1, 1, [{ name: "no.such.config", value: "1" }]),
+          topic("fine", 2, 3)
+        ],
+        timeoutMs: 10_000,
+        validateOnly: false
+      })
+      expect(res.topics.map((t) => [t.name.slice(0, 20), t.errorCode])).toEqual([
+        ["bad name!", Errors.ErrorCode.INVALID_TOPIC_EXCEPTION],
+        ["x".repeat(20), Errors.ErrorCode.INVALID_TOPIC_EXCEPTION],
+        ["too-many-replicas", Errors.ErrorCode.INVALID_REPLICATION_FACTOR],
+        ["no-partitions", Errors.ErrorCode.INVALID_PARTITIONS],
+        ["unknown-config", Errors.ErrorCode.INVALID_CONFIG],
+        ["fine", 0]
+      ])
+      const alter = await conn.call(IncrementalAlterConfigs.api, {
+        resources: [
+          {
+            resourceType: 2,
+            resourceName: "fine",
+            configs: [{ name: "retention.ms", configOperation: 0, value: "soon" }]
+          }
+        ],
+        validateOnly: false
+      })
+      expect(alter.responses[0]!.errorCode).toBe(Errors.ErrorCode.INVALID_CONFIG)
+    } finally {
+      await conn.close()
+    }
+    // A controller-only API sent to a broker: the broker does not serve it and closes the connection.
+    const raw = await Connection.open({ host: "127.0.0.1", port: brokers[1]!.port })
+    await expect(
+      raw.request(BrokerHeartbeat.api, 0, {
+        brokerId: 9,
+        brokerEpoch: 1n,
+        currentMetadataOffset: 0n,
+        wantFence: false,
+        wantShutDown: false
+      })
+    ).rejects.toThrow()
+    await raw.close().catch(() => {})
+  })
+
+  it("keeps topics, configs, ISR and leader epochs across a controller restart; brokers carry on", async () => {
+    const survivor = brokers[1]!
+    const conn = await Connection.open({ host: "127.0.0.1", port: survivor.port })
+    await conn.call(IncrementalAlterConfigs.api, {
+      resources: [
+        {
+          resourceType: 2,
+          resourceName: TOPIC,
+          configs: [{ name: "retention.ms", configOperation: 0, value: "86400000" }]
+        }
+      ],
+      validateOnly: false
+    })
+    await conn.close()
+    const describe = async () =>
+      (
+        await JavaTools.kafkaTopics([
+          "--bootstrap-server",
+          `127.0.0.1:${survivor.port}`,
+          "--describe",
+          "--topic",
+          TOPIC
+        ])
+      ).stdout
+    const before = await metadata(survivor)
+    const configsBefore = await describe()
+    expect(configsBefore).toContain("retention.ms=86400000")
+    await controller.kill("SIGKILL")
+    // Without a controller the data path goes on.
+    await survivor.kcat(["-P", "-t", TOPIC, "-p", "0", "-X", "acks=all"], { input: "while-controller-down\n" })
+    await controller.restart()
+    const after = await eventually("brokers back with the restarted controller", async () => {
+      const c = survivor.kafka("after-restart").admin()
+      await c.connect()
+      try {
+        return (await c.describeCluster()).brokers.length === 3 ? await metadata(survivor) : undefined
+      } finally {
+        await c.disconnect()
+      }
+    })
+    expect(after[0]!.leader).toBe(before[0]!.leader)
+    expect([...after[0]!.isr].sort()).toEqual([...before[0]!.isr].sort())
+    expect(await describe()).toContain("retention.ms=86400000")
+    const created = await survivor.kafka("after-restart").admin()
+    await created.connect()
+    await created.createTopics({
+      topics: [{ topic: "after-restart", numPartitions: 1, replicationFactor: 3 }],
+      waitForLeaders: true
+    })
+    await created.disconnect()
   })
 })
