@@ -13,6 +13,7 @@ pnpm check
 pnpm test 2>&1 | tee -a "$log"
 pnpm test:int 2>&1 | tee -a "$log"
 # vitest prints "Tests  N passed | M failed (T)" per package run
-passed=$(sed -E 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^\S*\s+Tests\s+' | grep -oE '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
-failed=$(sed -E 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^\S*\s+Tests\s+' | grep -oE '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
+summary=$(sed -E 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^\S*\s+Tests\s+' || true)
+passed=$(printf '%s\n' "$summary" | { grep -oE '[0-9]+ passed' || true; } | awk '{s+=$1} END {print s+0}')
+failed=$(printf '%s\n' "$summary" | { grep -oE '[0-9]+ failed' || true; } | awk '{s+=$1} END {print s+0}')
 echo "Tests: ${passed} passed, ${failed} failed"
