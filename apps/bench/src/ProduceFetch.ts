@@ -13,11 +13,11 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Api, ApiVersions, CreateTopics, Fetch, Metadata, Produce, RecordBatch } from "@clustermirror/protocol"
+import { ServerProcess } from "@clustermirror/testkit"
 import * as Baseline from "./Baseline.js"
 import { decode, KafkaConnection } from "./KafkaConnection.js"
 import * as Profile from "./Profile.js"
 import * as Report from "./Report.js"
-import * as ServerProcess from "./ServerProcess.js"
 
 export interface Options {
   /** Record value bytes to produce per acks setting (and to fetch back). */
@@ -324,6 +324,7 @@ export const run = async (o: Options): Promise<Report.Result> => {
         "auto.create.topics.enable": false,
         "group.initial.rebalance.delay.ms": 0
       },
+      tempPrefix: "clustermirror-bench-",
       ...(o.cpuProfileDir === undefined ? {} : { cpuProfileDir: o.cpuProfileDir })
     })
     let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined

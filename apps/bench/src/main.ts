@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url"
 import * as Baseline from "./Baseline.js"
 import * as ProduceFetch from "./ProduceFetch.js"
 import * as Profile from "./Profile.js"
+import * as Replication from "./Replication.js"
 import * as Report from "./Report.js"
 
 const resultsDir = join(dirname(fileURLToPath(import.meta.url)), "..", "bench-results")
@@ -21,10 +22,14 @@ interface SuiteArgs {
   readonly profileDir: string | undefined
 }
 
-interface Suite {
-  readonly description: string
-  readonly run: (args: SuiteArgs) => Promise<Report.Result>
-}
+type Suite =
+  | { readonly description: string; readonly run: (args: SuiteArgs) => Promise<Report.Result> }
+  | {
+      readonly description: string
+      readonly defaultMb: number
+      /** A suite that prints and saves its own report. */
+      readonly runAndReport: (args: SuiteArgs) => Promise<unknown>
+    }
 
 const DEFAULT_MB = 512
 
@@ -33,6 +38,16 @@ const suites: Readonly<Record<string, Suite>> = {
     description: "Produce (acks=1, acks=-1) and Fetch throughput vs a raw loopback file baseline",
     run: (a) =>
       ProduceFetch.run({ ...ProduceFetch.defaults, totalBytes: a.mb * 1024 * 1024, cpuProfileDir: a.profileDir })
+  },
+  replication: {
+    description: "acks=all produce to an RF=2 topic on a 2-broker cluster vs Apache Kafka, same client",
+    defaultMb: Replication.DEFAULT_MB,
+    runAndReport: (a) =>
+      Replication.run(
+        { ...Replication.defaults, totalBytes: a.mb * 1024 * 1024, cpuProfileDir: a.profileDir },
+        resultsDir,
+        repoRoot
+      )
   }
 }
 
@@ -50,21 +65,26 @@ const main = async (): Promise<void> => {
   const argv = process.argv.slice(2)
   if (argv[0] === Baseline.CHILD_COMMAND) return Baseline.runChild(argv[1] ?? fail("missing baseline file"))
   let suiteName = "produce-fetch"
-  let mb = Number(process.env["BENCH_MB"] ?? DEFAULT_MB)
+  let mbArg = process.env["BENCH_MB"]
   let profile = false
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!
     if (a === "--profile") profile = true
-    else if (a === "--mb") mb = Number(argv[++i])
-    else if (a.startsWith("--mb=")) mb = Number(a.slice(5))
+    else if (a === "--mb") mbArg = argv[++i] ?? fail("--mb needs a number")
+    else if (a.startsWith("--mb=")) mbArg = a.slice(5)
     else if (a === "--help" || a === "-h") {
       process.stdout.write(`${usage}\n`)
       return
     } else if (!a.startsWith("-") && a in suites) suiteName = a
     else fail(`unknown argument "${a}"`)
   }
-  if (!Number.isFinite(mb) || mb <= 0) fail("--mb must be a positive number")
   const suite = suites[suiteName]!
+  const mb = mbArg === undefined ? ("defaultMb" in suite ? suite.defaultMb : DEFAULT_MB) : Number(mbArg)
+  if (!Number.isFinite(mb) || mb <= 0) fail("--mb must be a positive number")
+  if ("runAndReport" in suite) {
+    await suite.runAndReport({ mb, profileDir: profile ? resultsDir : undefined })
+    return
+  }
   const started = Date.now()
   const result = await suite.run({ mb, profileDir: profile ? resultsDir : undefined })
   process.stdout.write(`\n${suiteName} (${mb} MB of record values per produce phase)\n`)

@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { randomBytes } from "node:crypto"
 import { Connection } from "@clustermirror/client"
 import { BrokerHeartbeat, CreateTopics, Errors, IncrementalAlterConfigs } from "@clustermirror/protocol"
-import { JavaTools } from "@clustermirror/testkit"
-import { type ServerHandle, eventually, freePort, startServer } from "./harness.js"
+import { JavaTools, Ports, Wait } from "@clustermirror/testkit"
+import { type ServerHandle, startServer } from "./harness.js"
 
 const CLUSTER_ID = randomBytes(16).toString("base64url").slice(0, 22)
 const TOPIC = "replicated"
@@ -20,7 +20,7 @@ describe("a 3-broker cluster (separate processes)", () => {
   let controllerPort: number
 
   beforeAll(async () => {
-    controllerPort = await freePort()
+    controllerPort = await Ports.freePort()
     controller = await startServer({
       config: {
         "process.roles": "controller",
@@ -65,7 +65,7 @@ describe("a 3-broker cluster (separate processes)", () => {
     const first = brokers[0]!
     const admin = first.kafka("cluster-test").admin()
     await admin.connect()
-    await eventually("3 live brokers", async () =>
+    await Wait.eventually("3 live brokers", async () =>
       (await admin.describeCluster()).brokers.length === 3 ? true : undefined
     )
     await admin.disconnect()
@@ -75,7 +75,7 @@ describe("a 3-broker cluster (separate processes)", () => {
       "kafka-topics --create",
       await JavaTools.kafkaTopics(["--bootstrap-server", bootstrap, ...create])
     )
-    const before = await eventually("ISR of 3", async () => {
+    const before = await Wait.eventually("ISR of 3", async () => {
       const ps = await metadata(first)
       return ps[0]!.isr.length === 3 ? ps : undefined
     })
@@ -104,7 +104,7 @@ describe("a 3-broker cluster (separate processes)", () => {
     // The failover is over when an acks=all produce on the new leader succeeds.
     const producer = survivor.kafka("failover").producer({ retry: { retries: 0 } })
     await producer.connect()
-    const newLeader = await eventually(
+    const newLeader = await Wait.eventually(
       "a new leader serving produce",
       async () => {
         const ps = await metadata(survivor)
@@ -138,7 +138,7 @@ describe("a 3-broker cluster (separate processes)", () => {
     expect(JavaTools.lines(javaConsumed.stdout)).toEqual(values)
 
     await leader.restart()
-    const rejoined = await eventually(
+    const rejoined = await Wait.eventually(
       "the restarted broker back in the ISR",
       async () => {
         const ps = await metadata(survivor)
@@ -244,7 +244,7 @@ describe("a 3-broker cluster (separate processes)", () => {
     // Without a controller the data path goes on.
     await survivor.kcat(["-P", "-t", TOPIC, "-p", "0", "-X", "acks=all"], { input: "while-controller-down\n" })
     await controller.restart()
-    const after = await eventually("brokers back with the restarted controller", async () => {
+    const after = await Wait.eventually("brokers back with the restarted controller", async () => {
       const c = survivor.kafka("after-restart").admin()
       await c.connect()
       try {

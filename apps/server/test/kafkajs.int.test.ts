@@ -5,7 +5,8 @@
  */
 import type { Admin, Consumer, Kafka } from "kafkajs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { eventually, PEAK_RSS_LIMIT_MB, type ServerHandle, startServer } from "./harness.js"
+import { Wait } from "@clustermirror/testkit"
+import { PEAK_RSS_LIMIT_MB, type ServerHandle, startServer } from "./harness.js"
 
 const TOPIC = "kafkajs-idempotent"
 const GROUP = "kafkajs-int-group"
@@ -54,7 +55,7 @@ const consumeUntil = async (
       await heartbeat()
     }
   })
-  await eventually(
+  await Wait.eventually(
     `${expected} messages (have ${received.length})`,
     () => (received.length >= expected ? true : undefined),
     240_000
@@ -133,7 +134,7 @@ describe("kafkajs against the server", () => {
     const t2 = Date.now()
     console.log(`kafkajs: produced ${FIRST} in ${t1 - t0} ms, consumed in ${t2 - t1} ms`)
     try {
-      await eventually("committed offsets to reach the high watermarks", async () =>
+      await Wait.eventually("committed offsets to reach the high watermarks", async () =>
         sameOffsets(await committed(admin), hw) ? true : undefined
       )
     } finally {
@@ -158,7 +159,7 @@ describe("kafkajs against the server", () => {
     try {
       // Give a wrongly rewound consumer time to show the old messages too.
       await new Promise((r) => setTimeout(r, 3_000))
-      await eventually("committed offsets to reach the new high watermarks", async () =>
+      await Wait.eventually("committed offsets to reach the new high watermarks", async () =>
         sameOffsets(await committed(admin), hw) ? true : undefined
       )
     } finally {

@@ -33,7 +33,7 @@ import { PartitionLogStore } from "@clustermirror/storage"
 import { Effect, Either } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { logConfigFor } from "./Broker.js"
+import { logConfigFor } from "./LogConfigs.js"
 import type { BrokerConfig } from "./BrokerConfig.js"
 import * as GroupApis from "./GroupApis.js"
 import { type BrokerContext, INTERNAL_TOPICS, ProducerIdManager, register } from "./KafkaApis.js"
@@ -96,7 +96,11 @@ class Channel {
   }
 }
 
-const viewOf = (current: () => MetadataImage.MetadataImage, clusterId: string): MetadataView.MetadataView => {
+const viewOf = (
+  current: () => MetadataImage.MetadataImage,
+  clusterId: string,
+  selfId: number
+): MetadataView.MetadataView => {
   const topic = (t: MetadataImage.TopicImage, image: MetadataImage.MetadataImage): MetadataView.TopicView => ({
     name: t.name,
     topicId: t.id,
@@ -120,7 +124,7 @@ const viewOf = (current: () => MetadataImage.MetadataImage, clusterId: string): 
     clusterId,
     controllerId: () => {
       const live = MetadataImage.activeBrokers(current())
-      return live.length === 0 ? -1 : Math.min(...live.map((b) => b.id))
+      return live.length === 0 ? selfId : Math.min(...live.map((b) => b.id))
     },
     topicByName: (name) => {
       const image = current()
@@ -272,7 +276,7 @@ export const start = async (
 
   const handlersCtx: BrokerContext = {
     config,
-    view: viewOf(() => image, clusterId),
+    view: viewOf(() => image, clusterId, nodeId),
     admin: {
       createTopics: async (topics, validateOnly) => {
         const res = await controller.request(CreateTopics.api, {
@@ -322,13 +326,13 @@ export const start = async (
       MetadataImage.configsOf(image, MetadataImage.ConfigResourceType.TOPIC, t.name).get("min.insync.replicas") ??
         config.minInsyncReplicas
     )
-    const topicView = viewOf(() => image, "").topicByName(t.name)
+    const topicView = viewOf(() => image, clusterId, nodeId).topicByName(t.name)
     const role = replicas.applyRegistration(
       t.name,
       partitionId,
       t.id,
       p,
-      logConfigFor(config, topicView === undefined ? undefined : { ...topicView, partitions: [] }),
+      logConfigFor(config, topicView),
       INTERNAL_TOPICS.has(t.name),
       minIsr
     )
@@ -382,7 +386,12 @@ export const start = async (
       (_req, request) => controller.request(api, request as Spec.StructInput<Req>) as Promise<Spec.StructInput<Res>>
     )
   register(handlers, ctx)
-  forward(CreateTopics.api)
+  handlers.register(CreateTopics.api, async (_req, request) => {
+    const res = await controller.request(CreateTopics.api, request)
+    // Answer once this broker serves what it created, so a client's next request here finds it.
+    if (!request.validateOnly) await waitForTopics(res.topics.filter((t) => t.errorCode === 0).map((t) => t.name))
+    return res
+  })
   forward(DeleteTopics.api)
   forward(CreatePartitions.api)
   forward(IncrementalAlterConfigs.api)
@@ -496,11 +505,16 @@ export const start = async (
   }
   void heartbeatLoop()
   void metadataLoop()
+  // Like Kafka, serve clients once this broker is unfenced in the metadata it has caught up with.
+  const unfencedBy = Date.now() + 60_000
+  const serving = () => {
+    const self = image.cluster.brokers.get(nodeId)
+    return self !== undefined && self.epoch === brokerEpoch && !self.fenced
+  }
+  while (Date.now() < unfencedBy && !serving()) await sleep(20)
   const isr = setInterval(() => replicas.shrinkIsrs(), Math.max(500, Math.floor(config.replicaLagTimeMaxMs / 2)))
   isr.unref()
-  log(
-    `clustermirror broker ${nodeId} listening on ${config.host}:${server.port} (controller ${bootstrap.host}:${bootstrap.port})`
-  )
+  log(`broker ${nodeId} serving on ${config.host}:${server.port} (controller ${bootstrap.host}:${bootstrap.port})`)
 
   return {
     port: server.port,

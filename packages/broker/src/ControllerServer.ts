@@ -182,9 +182,7 @@ export const start = async (options: ControllerServerOptions): Promise<Controlle
     handle: handlers.frameHandler(log),
     log
   })
-  log(
-    `clustermirror controller ${options.nodeId} (cluster ${options.clusterId}) listening on ${options.host}:${server.port}`
-  )
+  log(`controller ${options.nodeId} of cluster ${options.clusterId} serving on ${options.host}:${server.port}`)
   return {
     port: server.port,
     controller,

@@ -1,6 +1,6 @@
 /**
  * Request handlers: translate each Kafka API's wire request into calls on the broker's components
- * (LocalMetadata, ReplicaManager, GroupCoordinator, ProducerIdManager) and their results back into the
+ * (the metadata view, ReplicaManager, GroupCoordinator, ProducerIdManager) and their results back into the
  * wire response. Domain decisions live in those components, not here.
  */
 import {
@@ -19,7 +19,7 @@ import type { BrokerConfig } from "./BrokerConfig.js"
 import type * as MetadataView from "./MetadataView.js"
 import type * as ReplicaManager from "./ReplicaManager.js"
 import { type Handlers, NoResponse } from "./RequestChannel.js"
-import * as TopicControl from "./TopicControl.js"
+import { ConfigurationControl } from "@clustermirror/controller"
 
 const ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 const UNSET_OPS = -2147483648
@@ -341,7 +341,7 @@ const describeConfigs = (
 ) => {
   const base = { resourceType, resourceName, errorMessage: null }
   const pick = <T extends { name: string }>(xs: T[]) => (keys === null ? xs : xs.filter((x) => keys.includes(x.name)))
-  if (resourceType === TopicControl.TOPIC_RESOURCE) {
+  if (resourceType === ConfigurationControl.ResourceType.TOPIC) {
     const topic = ctx.view.topicByName(resourceName)
     if (topic === undefined)
       return {
@@ -350,7 +350,7 @@ const describeConfigs = (
         errorMessage: `Topic ${resourceName} does not exist`,
         configs: []
       }
-    const configs = [...TopicControl.TOPIC_CONFIGS].map(([name, def]) => {
+    const configs = [...ConfigurationControl.TOPIC_CONFIGS].map(([name, def]) => {
       const set = topic.configs.get(name)
       return {
         name,

@@ -10,7 +10,6 @@ import { Uuid } from "@clustermirror/protocol"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
-import * as Broker from "./Broker.js"
 import type { BrokerConfig } from "./BrokerConfig.js"
 import * as ClusterBroker from "./ClusterBroker.js"
 import * as ControllerServer from "./ControllerServer.js"
@@ -51,20 +50,19 @@ export const formatClusterId = (
 }
 
 export const start = async (config: BrokerConfig, log: (line: string) => void = () => {}): Promise<Node> => {
-  const roles = config.processRoles
-  if (roles.length === 0) {
-    const b = await Broker.start(config, log)
-    return { port: b.port, controllerPort: -1, clusterId: b.clusterId, close: b.close }
-  }
+  // Without roles, a node is a whole cluster of one: both roles, the controller on a loopback port.
+  const combinedDefault = config.processRoles.length === 0
+  const roles: ReadonlyArray<"broker" | "controller"> = combinedDefault ? ["broker", "controller"] : config.processRoles
   const clusterId = formatClusterId(config.dataDir, config.clusterId, config.nodeId, roles.includes("controller"))
   let controller: ControllerServer.ControllerServer | undefined
   if (roles.includes("controller")) {
-    if (config.controllerPort < 0) throw new Error("a controller needs a CONTROLLER listener in listeners")
+    if (config.controllerPort < 0 && !combinedDefault)
+      throw new Error("a controller needs a CONTROLLER listener in listeners")
     controller = await ControllerServer.start({
       nodeId: config.nodeId,
       clusterId,
-      host: config.controllerHost,
-      port: config.controllerPort,
+      host: config.controllerPort < 0 ? "127.0.0.1" : config.controllerHost,
+      port: Math.max(0, config.controllerPort),
       dataDir: path.join(config.dataDir, "controller"),
       maxFrameBytes: config.socketRequestMaxBytes,
       defaultPartitions: config.numPartitions,
@@ -81,6 +79,9 @@ export const start = async (config: BrokerConfig, log: (line: string) => void = 
       (controller !== undefined ? { host: config.controllerHost, port: controller.port } : null)
     broker = await ClusterBroker.start({ ...config, controllerBootstrap: bootstrap, clusterId }, log)
   }
+  const listening =
+    broker !== undefined ? `${config.host}:${broker.port}` : `${config.controllerHost}:${controller?.port ?? -1}`
+  log(`clustermirror node ${config.nodeId} (${roles.join(",")}, cluster ${clusterId}) listening on ${listening}`)
   return {
     port: broker?.port ?? -1,
     controllerPort: controller?.port ?? -1,

@@ -5,7 +5,7 @@ import * as fs from "node:fs"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as Broker from "../src/Broker.js"
+import * as Node from "../src/Node.js"
 import * as BrokerConfig from "../src/BrokerConfig.js"
 
 /** A minimal pipelined connection: responses resolved by correlation id. */
@@ -39,9 +39,9 @@ const connect = (port: number) =>
 const batch = (value: string) =>
   RecordBatch.build({ records: [{ value: Buffer.from(value) }], timestamp: Date.now(), compression: 3 })
 
-describe("Broker (in process)", () => {
+describe("a single node (in process)", () => {
   let dir: string
-  let broker: Broker.Broker
+  let broker: Node.Node
   let conn: Awaited<ReturnType<typeof connect>>
   let correlation = 1
 
@@ -56,7 +56,7 @@ describe("Broker (in process)", () => {
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "cm-broker-"))
-    broker = await Broker.start({ ...BrokerConfig.defaults, port: 0, dataDir: dir, groupInitialRebalanceDelayMs: 0 })
+    broker = await Node.start({ ...BrokerConfig.defaults, port: 0, dataDir: dir, groupInitialRebalanceDelayMs: 0 })
     conn = await connect(broker.port)
     const created = await request(CreateTopics.api, 7, {
       topics: [{ name: "t", numPartitions: 1, replicationFactor: 1, assignments: [], configs: [] }],
@@ -133,7 +133,7 @@ describe("Broker (in process)", () => {
   it("keeps topics and data across a restart (metadata journal replay)", async () => {
     conn.close()
     await broker.close()
-    broker = await Broker.start({ ...BrokerConfig.defaults, port: 0, dataDir: dir, groupInitialRebalanceDelayMs: 0 })
+    broker = await Node.start({ ...BrokerConfig.defaults, port: 0, dataDir: dir, groupInitialRebalanceDelayMs: 0 })
     conn = await connect(broker.port)
     const p = await fetchAt(0n, 0)
     const values = Either.getOrThrow(RecordBatch.records(Buffer.from(p.records!))).map((r) =>

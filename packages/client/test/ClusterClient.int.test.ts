@@ -1,24 +1,22 @@
-import { Broker, BrokerConfig } from "@clustermirror/broker"
 import { ApiVersions, CreateTopics, Errors, Fetch, Metadata, Produce, RecordBatch } from "@clustermirror/protocol"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { ServerProcess } from "@clustermirror/testkit"
 import { Effect, Either } from "effect"
 import * as fs from "node:fs"
-import * as net from "node:net"
-import * as os from "node:os"
 import * as path from "node:path"
 import { ClientClosed, KafkaError, type RequestTimeout } from "../src/ClientError.js"
 import * as ClusterClient from "../src/ClusterClient.js"
 import * as Fake from "./FakeBroker.js"
 
-/** A free loopback port: the broker advertises its configured port, so it cannot be 0. */
-const freePort = (): Promise<number> =>
-  new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const a = s.address()
-      const port = a !== null && typeof a !== "string" ? a.port : 0
-      s.close(() => resolve(port))
-    })
-  })
+const NODE_ID = 3
+
+/** The cluster id a node recorded in its data dir's `meta.properties` (Kafka's format) when it started. */
+const storedClusterId = (dataDir: string | undefined): string => {
+  if (dataDir === undefined) throw new Error("the server has no known data dir")
+  const m = /^cluster\.id=(.+)$/m.exec(fs.readFileSync(path.join(dataDir, "meta.properties"), "utf8"))
+  if (m === null) throw new Error(`no cluster.id in ${dataDir}/meta.properties`)
+  return m[1]!.trim()
+}
 
 const fastRetry = { attempts: 4, baseMs: 10, maxMs: 50, jitter: 0 }
 
@@ -40,26 +38,26 @@ const produceBody = (topic: string, partition: number, values: ReadonlyArray<str
 })
 
 describe("ClusterClient against our broker", () => {
-  let dir: string
-  let broker: Broker.Broker
+  let broker: ServerProcess.ServerHandle
+  let clusterId: string
   let client: ClusterClient.Client
 
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), "cm-cluster-client-"))
-    broker = await Broker.start({ ...BrokerConfig.defaults, nodeId: 3, port: await freePort(), dataDir: dir })
-    client = new ClusterClient.Client({ bootstrapServers: [`127.0.0.1:${broker.port}`], retry: fastRetry })
+    // The server's own defaults (no config file), as in production, on a free port and a temp data dir.
+    broker = await ServerProcess.start({ args: ["--node-id", String(NODE_ID)], tempPrefix: "cm-cluster-client-" })
+    clusterId = storedClusterId(broker.dataDir)
+    client = new ClusterClient.Client({ bootstrapServers: [broker.bootstrap], retry: fastRetry })
   })
   afterAll(async () => {
-    await client.close()
-    await broker.close()
-    fs.rmSync(dir, { recursive: true, force: true })
+    await client?.close()
+    await broker?.stop()
   })
 
   it("bootstraps: brokers, cluster id and controller from Metadata", async () => {
     const snap = await client.metadata([])
-    expect(snap.clusterId).toBe(broker.clusterId)
-    expect([...snap.brokers.keys()]).toEqual([3])
-    expect(snap.brokers.get(3)!.port).toBe(broker.port)
+    expect(snap.clusterId).toBe(clusterId)
+    expect([...snap.brokers.keys()]).toEqual([NODE_ID])
+    expect(snap.brokers.get(NODE_ID)!.port).toBe(broker.port)
   })
 
   it("creates a topic through any broker, caches its leaders and routes to them", async () => {
@@ -69,13 +67,13 @@ describe("ClusterClient against our broker", () => {
     })
     expect(created.topics[0]!.errorCode).toBe(0)
     const leader = await client.leaderFor("routed", 2)
-    expect(leader.nodeId).toBe(3)
+    expect(leader.nodeId).toBe(NODE_ID)
     expect(leader.leaderEpoch).toBeGreaterThanOrEqual(0)
     const cached = client.snapshot.topics.get("routed")!
     expect([...cached.partitions.keys()].sort()).toEqual([0, 1, 2])
     const grouped = await client.leadersFor([0, 1, 2].map((partition) => ({ topic: "routed", partition })))
-    expect([...grouped.keys()]).toEqual([3])
-    expect(grouped.get(3)!.length).toBe(3)
+    expect([...grouped.keys()]).toEqual([NODE_ID])
+    expect(grouped.get(NODE_ID)!.length).toBe(3)
   })
 
   it("produces then fetches through the leader", async () => {

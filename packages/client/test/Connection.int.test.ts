@@ -1,4 +1,3 @@
-import { Broker, BrokerConfig } from "@clustermirror/broker"
 import {
   type Api,
   ApiVersions,
@@ -9,12 +8,9 @@ import {
   Produce,
   RecordBatch
 } from "@clustermirror/protocol"
+import { Ports, ServerProcess } from "@clustermirror/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Either } from "effect"
-import * as fs from "node:fs"
-import * as net from "node:net"
-import * as os from "node:os"
-import * as path from "node:path"
 import { ConnectionError, RequestTimeout, UnsupportedVersion } from "../src/ClientError.js"
 import * as Connection from "../src/Connection.js"
 import * as Fake from "./FakeBroker.js"
@@ -33,23 +29,15 @@ const produceBody = (topic: string, value: string, acks = 1) => ({
   ]
 })
 
-const freePort = (): Promise<number> =>
-  new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const a = s.address()
-      const port = a !== null && typeof a !== "string" ? a.port : 0
-      s.close(() => resolve(port))
-    })
-  })
+const NODE_ID = 0
 
 describe("Connection against our broker", () => {
-  let dir: string
-  let broker: Broker.Broker
+  let broker: ServerProcess.ServerHandle
   let conn: Connection.Connection
 
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), "cm-client-"))
-    broker = await Broker.start({ ...BrokerConfig.defaults, port: 0, dataDir: dir })
+    // The server's own defaults (no config file), as in production, on a free port and a temp data dir.
+    broker = await ServerProcess.start({ args: ["--node-id", String(NODE_ID)], tempPrefix: "cm-client-" })
     conn = await Connection.open({ host: "127.0.0.1", port: broker.port, clientId: "client-test" })
     const created = await conn.call(CreateTopics.api, {
       topics: [{ name: "pipe", numPartitions: 1, replicationFactor: 1 }],
@@ -58,9 +46,8 @@ describe("Connection against our broker", () => {
     expect(created.topics[0]!.errorCode).toBe(0)
   })
   afterAll(async () => {
-    await conn.close()
-    await broker.close()
-    fs.rmSync(dir, { recursive: true, force: true })
+    await conn?.close()
+    await broker?.stop()
   })
 
   it("negotiates versions: the highest both speak, UnsupportedVersion for an API the broker lacks", () => {
@@ -143,11 +130,11 @@ describe("Connection against our broker", () => {
     expect(conn.isOpen).toBe(true)
     // The late fetch answer arrives first and is dropped; the next answer is ours.
     const md = await conn.call(Metadata.api, { topics: [], allowAutoTopicCreation: false })
-    expect(md.brokers.map((b) => b.nodeId)).toEqual([broker.nodeId])
+    expect(md.brokers.map((b) => b.nodeId)).toEqual([NODE_ID])
   })
 
   it("fails to connect with a ConnectionError", async () => {
-    const port = await freePort()
+    const port = await Ports.freePort()
     const error = await Connection.open({ host: "127.0.0.1", port }).then(
       () => null,
       (e: unknown) => e

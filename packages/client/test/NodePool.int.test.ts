@@ -1,18 +1,9 @@
 import { ApiVersions, Metadata } from "@clustermirror/protocol"
+import { Ports } from "@clustermirror/testkit"
 import { describe, expect, it } from "@effect/vitest"
-import * as net from "node:net"
 import { ConnectionError } from "../src/ClientError.js"
 import { NodePool } from "../src/NodePool.js"
 import * as Fake from "./FakeBroker.js"
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const a = s.address()
-      const port = a !== null && typeof a !== "string" ? a.port : 0
-      s.close(() => resolve(port))
-    })
-  })
 
 describe("NodePool", () => {
   it("opens lazily, shares one connection per address, and reopens after a disconnect", async () => {
@@ -43,7 +34,7 @@ describe("NodePool", () => {
   })
 
   it("backs off exponentially between failed connects", async () => {
-    const port = await freePort()
+    const port = await Ports.freePort()
     const pool = new NodePool({ reconnectBackoffMs: 200, reconnectBackoffMaxMs: 1000 })
     try {
       const address = { host: "127.0.0.1", port }

@@ -69,6 +69,8 @@ export interface RegisterBrokerResult {
 export class QuorumController {
   private state: ControllerState.ControllerState
   private heartbeats: BrokerHeartbeats.BrokerHeartbeats
+  /** Brokers heard from since this controller started (seeded sessions only delay fencing). */
+  private readonly contacted = new Set<number>()
   /** The offset the next record will be written at. */
   private nextOffset: bigint
   private queue: Promise<unknown> = Promise.resolve()
@@ -182,7 +184,10 @@ export class QuorumController {
         clusterId: this.options.clusterId,
         finalizedFeatures: FeatureControl.finalizedFeatures(state.features),
         now: this.now(),
-        heartbeats: this.heartbeats,
+        // A new incarnation may replace one this controller never heard from (a restart of both).
+        heartbeats: {
+          lastContactMs: new Map([...this.heartbeats.lastContactMs].filter(([id]) => this.contacted.has(id)))
+        },
         ...(this.options.sessionTimeoutMs !== undefined ? { sessionTimeoutMs: this.options.sessionTimeoutMs } : {})
       })
       if (Either.isLeft(r)) return { records: [], response: { ...toRequestError(r.left), brokerEpoch: -1n } }
@@ -191,7 +196,10 @@ export class QuorumController {
         response: { errorCode: 0, errorMessage: null, brokerEpoch: r.right.response.brokerEpoch }
       }
     }).then((res) => {
-      if (res.errorCode === 0) this.heartbeats = BrokerHeartbeats.touch(this.heartbeats, request.brokerId, this.now())
+      if (res.errorCode === 0) {
+        this.heartbeats = BrokerHeartbeats.touch(this.heartbeats, request.brokerId, this.now())
+        this.contacted.add(request.brokerId)
+      }
       return res
     })
   }
@@ -239,7 +247,10 @@ export class QuorumController {
       const { isCaughtUp, isFenced, shouldShutDown } = r.right.response
       return { records, response: { errorCode: 0, isCaughtUp, isFenced, shouldShutDown } }
     }).then((res) => {
-      if (res.errorCode === 0) this.heartbeats = BrokerHeartbeats.touch(this.heartbeats, request.brokerId, this.now())
+      if (res.errorCode === 0) {
+        this.heartbeats = BrokerHeartbeats.touch(this.heartbeats, request.brokerId, this.now())
+        this.contacted.add(request.brokerId)
+      }
       return res
     })
   }
