@@ -18,7 +18,7 @@ import {
   Uuid
 } from "@clustermirror/protocol"
 import type { BrokerHeartbeat, BrokerRegistration, ElectLeaders } from "@clustermirror/protocol"
-import { MetadataLog } from "@clustermirror/metadata-log"
+import { MetadataDelta, MetadataImage, MetadataLog } from "@clustermirror/metadata-log"
 import { Effect, Either } from "effect"
 import * as BrokerHeartbeats from "./BrokerHeartbeats.js"
 import * as ClusterControl from "./ClusterControl.js"
@@ -44,6 +44,8 @@ export interface QuorumControllerOptions {
   /** `unclean.leader.election.enable` for topics that do not set it. */
   readonly uncleanLeaderElectionEnable?: boolean
   readonly log_?: (line: string) => void
+  /** Committed records between two snapshots of the metadata image (default 10,000). */
+  readonly snapshotEveryRecords?: number
 }
 
 /** The controller's leader epoch in its own log; one controller, one epoch. */
@@ -78,26 +80,42 @@ export class QuorumController {
   private readonly timer: ReturnType<typeof setInterval>
   private closed = false
   private readonly commitWaiters = new Set<() => void>()
+  /** The metadata image as of the last commit: what a snapshot writes. */
+  private image: MetadataImage.MetadataImage
+  private recordsSinceSnapshot = 0
 
   private constructor(
     private readonly options: QuorumControllerOptions,
     state: ControllerState.ControllerState,
-    nextOffset: bigint
+    nextOffset: bigint,
+    image: MetadataImage.MetadataImage
   ) {
     this.now = options.now ?? Date.now
     this.state = state
     this.nextOffset = nextOffset
+    this.image = image
     // Brokers registered before this controller started get a full session to reach it.
     this.heartbeats = BrokerHeartbeats.seed(state.cluster.brokers.keys(), this.now())
     this.timer = setInterval(() => void this.fenceStaleBrokers(), 1000)
     this.timer.unref()
   }
 
-  /** Replays the whole metadata log; a new cluster is bootstrapped with its feature levels. */
+  /**
+   * Restart = the latest snapshot + the log after it; a new cluster is bootstrapped with its feature
+   * levels. Records restored from a snapshot count as written at the snapshot's last offset.
+   */
   static async open(options: QuorumControllerOptions): Promise<QuorumController> {
     const log = options.log
     let state = ControllerState.empty
+    let image = MetadataImage.empty
     let offset = 0
+    const snapshot = await Effect.runPromise(log.latestSnapshot)
+    if (snapshot._tag === "Some") {
+      const s = snapshot.value
+      state = ControllerState.replayAll(ControllerState.empty, s.records, BigInt(s.provenance.lastOffset))
+      image = MetadataDelta.make(MetadataImage.empty, s.records).apply(s.provenance)
+      offset = s.endOffset
+    }
     const end = await Effect.runPromise(log.logEndOffset)
     while (offset < end) {
       const read = await Effect.runPromise(log.readFrom(offset))
@@ -105,18 +123,33 @@ export class QuorumController {
       for (const bytes of read.batches) {
         const batch = MetadataLog.decodeBatch(bytes)
         if (Either.isLeft(batch)) throw new Error(`corrupt metadata log at ${offset}: ${String(batch.left)}`)
-        const first = batch.right.provenance.lastOffset - batch.right.records.length + 1
-        state = ControllerState.replayAll(state, batch.right.records, BigInt(first))
-        offset = batch.right.provenance.lastOffset + 1
+        const { records, provenance } = batch.right
+        if (provenance.lastOffset < offset) continue
+        const first = provenance.lastOffset - records.length + 1
+        state = ControllerState.replayAll(state, records, BigInt(first))
+        image = MetadataDelta.make(image, records).apply(provenance)
+        offset = provenance.lastOffset + 1
       }
     }
-    const controller = new QuorumController(options, state, BigInt(offset))
+    const controller = new QuorumController(options, state, BigInt(offset), image)
     if (offset === 0) {
       const boot = FeatureControl.bootstrapRecords()
       if (Either.isLeft(boot)) throw new Error(`cannot bootstrap the cluster: ${boot.left.message}`)
       await controller.write(() => ({ records: boot.right, response: undefined }))
     }
     return controller
+  }
+
+  /** Writes the current image as a snapshot, so that a restart replays only what follows it. */
+  snapshot(): Promise<void> {
+    const run = async () => {
+      if (this.nextOffset === 0n) return
+      await Effect.runPromise(this.options.log.writeSnapshot(this.image, Number(this.nextOffset)))
+      this.recordsSinceSnapshot = 0
+    }
+    const next = this.queue.then(run, run)
+    this.queue = next.catch(() => undefined)
+    return next
   }
 
   get clusterId(): string {
@@ -147,6 +180,12 @@ export class QuorumController {
       const appended = await Effect.runPromise(this.options.log.append(result.records, CONTROLLER_EPOCH))
       this.state = candidate
       this.nextOffset = BigInt(appended.lastOffset) + 1n
+      this.image = MetadataDelta.make(this.image, result.records).apply(appended.provenance)
+      this.recordsSinceSnapshot += result.records.length
+      if (this.recordsSinceSnapshot >= (this.options.snapshotEveryRecords ?? 10_000)) {
+        await Effect.runPromise(this.options.log.writeSnapshot(this.image, Number(this.nextOffset)))
+        this.recordsSinceSnapshot = 0
+      }
       for (const w of [...this.commitWaiters]) w()
       return result.response
     }
@@ -391,9 +430,10 @@ export class QuorumController {
     })
   }
 
-  /** Waits for queued operations, then stops the fencing timer. */
+  /** Waits for queued operations, writes a snapshot, then stops. */
   async close(): Promise<void> {
     clearInterval(this.timer)
+    if (this.recordsSinceSnapshot > 0) await this.snapshot().catch(() => undefined)
     await this.queue
     this.closed = true
     for (const w of [...this.commitWaiters]) w()

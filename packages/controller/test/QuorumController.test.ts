@@ -1,0 +1,121 @@
+import { describe, expect, it } from "@effect/vitest"
+import { MetadataLog } from "@clustermirror/metadata-log"
+import { Errors } from "@clustermirror/protocol"
+import { Effect } from "effect"
+import * as ReplicationControl from "../src/ReplicationControl.js"
+import { QuorumController } from "../src/QuorumController.js"
+
+const CLUSTER = "AAAAAAAAAAAAAAAAAAAAAB"
+
+const register = (c: QuorumController, brokerId: number) =>
+  c.registerBroker({
+    brokerId,
+    clusterId: CLUSTER,
+    incarnationId: `AAAAAAAAAAAAAAAAAAAA${String.fromCharCode(65 + brokerId)}A`,
+    listeners: [{ name: "PLAINTEXT", host: "127.0.0.1", port: 9000 + brokerId, securityProtocol: 0 }],
+    features: [
+      { name: "metadata.version", minSupportedVersion: 7, maxSupportedVersion: 30 },
+      { name: "mirror.version", minSupportedVersion: 0, maxSupportedVersion: 1 }
+    ],
+    rack: null,
+    isMigratingZkBroker: false,
+    logDirs: [],
+    previousBrokerEpoch: -1n
+  })
+
+const heartbeat = (c: QuorumController, brokerId: number, brokerEpoch: bigint) =>
+  c.brokerHeartbeat({
+    brokerId,
+    brokerEpoch,
+    currentMetadataOffset: c.committedOffset,
+    wantFence: false,
+    wantShutDown: false,
+    offlineLogDirs: [],
+    cordonedLogDirs: null
+  })
+
+/** Three registered, unfenced brokers and one RF=3 topic with a config. */
+const populate = async (c: QuorumController) => {
+  for (const id of [1, 2, 3]) {
+    const r = await register(c, id)
+    expect(r.errorCode).toBe(0)
+    const h = await heartbeat(c, id, r.brokerEpoch)
+    expect(h.isFenced).toBe(false)
+  }
+  const [t] = await c.createTopics({
+    topics: [
+      {
+        name: "orders",
+        numPartitions: 3,
+        replicationFactor: 3,
+        assignments: [],
+        configs: [{ name: "retention.ms", value: "1000" }],
+        mirrorInfo: null
+      }
+    ],
+    timeoutMs: 1000,
+    validateOnly: false
+  })
+  expect(t!.errorCode).toBe(0)
+}
+
+describe("QuorumController", () => {
+  it("answers after the records are committed, and refuses what the control modules refuse", async () => {
+    const log = MetadataLog.makeMemory()
+    const c = await QuorumController.open({ nodeId: 1000, clusterId: CLUSTER, log })
+    await populate(c)
+    const end = await Effect.runPromise(log.logEndOffset)
+    expect(BigInt(end - 1)).toBe(c.committedOffset)
+    const [dup] = await c.createTopics({
+      topics: [
+        { name: "orders", numPartitions: 1, replicationFactor: 1, assignments: [], configs: [], mirrorInfo: null }
+      ],
+      timeoutMs: 1000,
+      validateOnly: false
+    })
+    expect(dup!.errorCode).toBe(Errors.ErrorCode.TOPIC_ALREADY_EXISTS)
+    const wrongCluster = await c.registerBroker({ ...(await registration(4)), clusterId: "AAAAAAAAAAAAAAAAAAAAAC" })
+    expect(wrongCluster.errorCode).toBe(Errors.ErrorCode.INCONSISTENT_CLUSTER_ID)
+    await c.close()
+  })
+
+  it("restarts from a snapshot plus the log tail into the same state", async () => {
+    const log = MetadataLog.makeMemory()
+    const first = await QuorumController.open({ nodeId: 1000, clusterId: CLUSTER, log, snapshotEveryRecords: 5 })
+    await populate(first)
+    // more records after the last snapshot: a log tail to replay
+    await first.createPartitions({
+      topics: [{ name: "orders", count: 4, assignments: null }],
+      timeoutMs: 1000,
+      validateOnly: false
+    })
+    const before = first.current
+    await first.close()
+    expect((await Effect.runPromise(log.latestSnapshot))._tag).toBe("Some")
+
+    const second = await QuorumController.open({ nodeId: 1000, clusterId: CLUSTER, log })
+    const after = second.current
+    const describe = (s: typeof before) =>
+      ReplicationControl.describe(s.replication).map((t) => ({
+        ...t,
+        partitions: t.partitions.map((p) => ({ ...p }))
+      }))
+    expect(describe(after)).toEqual(describe(before))
+    expect([...after.cluster.brokers.keys()]).toEqual([...before.cluster.brokers.keys()])
+    expect(after.configs).toEqual(before.configs)
+    expect(second.committedOffset).toBe(first.committedOffset)
+    await second.close()
+  })
+})
+
+const registration = async (brokerId: number) => ({
+  brokerId,
+  clusterId: CLUSTER,
+  incarnationId: "AAAAAAAAAAAAAAAAAAAAZA",
+  listeners: [{ name: "PLAINTEXT", host: "127.0.0.1", port: 9100, securityProtocol: 0 }],
+  features: [],
+  rack: null,
+  isMigratingZkBroker: false,
+  logDirs: [],
+  previousBrokerEpoch: -1n
+})
