@@ -7,12 +7,12 @@
  * The child side (`runChild`) is started through `main.ts` with the hidden `__baseline` command; the
  * parent side (`start`) drives it with the same bytes the broker gets. Nothing here speaks Kafka.
  */
+import { ProcStats } from "@clustermirror/testkit"
 import { type ChildProcess, spawn } from "node:child_process"
 import { closeSync, openSync, readSync, writeSync } from "node:fs"
 import { connect, createServer, type Server, type Socket } from "node:net"
 import { Buffer } from "node:buffer"
 import { fileURLToPath } from "node:url"
-import * as ProcStats from "./ProcStats.js"
 
 export const CHILD_COMMAND = "__baseline"
 
@@ -159,7 +159,7 @@ export const start = async (file: string): Promise<BaselineProcess> => {
 
   return {
     pid,
-    cpuSeconds: () => ProcStats.cpuSeconds(pid),
+    cpuSeconds: () => ProcStats.cpuSeconds(pid) ?? 0,
     peakRssMb: samplePeak,
     produce: async (frames, count, connections) => {
       let totalBytes = 0

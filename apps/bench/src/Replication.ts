@@ -8,15 +8,13 @@
  * It measures only: it checks that every record was acknowledged and reports whether the ISR stayed
  * whole, but never judges a number. It owns the processes and temp files it starts and stops them all.
  */
-import { execFileSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Metadata, RecordBatch, Uuid } from "@clustermirror/protocol"
-import { ApacheKafka, JavaTools, Ports, ServerProcess } from "@clustermirror/testkit"
+import { ApacheKafka, JavaTools, Ports, ServerProcess, ProcStats } from "@clustermirror/testkit"
 import { KafkaConnection } from "./KafkaConnection.js"
-import * as ProcStats from "./ProcStats.js"
 import * as Profile from "./Profile.js"
 
 const MB = 1024 * 1024
@@ -200,36 +198,6 @@ const log = (line: string): void => {
   process.stdout.write(`${line}\n`)
 }
 
-let ticksPerSecond: number | undefined
-
-/** USER_HZ, the unit of the times in /proc/<pid>/stat. */
-const clockTicks = (): number => {
-  if (ticksPerSecond === undefined) {
-    try {
-      ticksPerSecond = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100
-    } catch {
-      ticksPerSecond = 100
-    }
-  }
-  return ticksPerSecond
-}
-
-/** CPU seconds of this process's reaped children (cutime + cstime), i.e. the tools it ran to completion. */
-const childrenCpuSeconds = (): number => {
-  const stat = readFileSync("/proc/self/stat", "utf8")
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-  // cutime (field 16) and cstime (17) are indices 13 and 14 after the command name.
-  return (Number(fields[13]) + Number(fields[14])) / clockTicks()
-}
-
-/** Busy CPU seconds of the whole machine so far (all of /proc/stat's time but idle and iowait). */
-const machineBusySeconds = (): number => {
-  const line = readFileSync("/proc/stat", "utf8").split("\n")[0] ?? ""
-  const ticks = line.trim().split(/\s+/).slice(1, 9).map(Number)
-  const total = ticks.reduce((x, y) => x + y, 0)
-  return (total - (ticks[3] ?? 0) - (ticks[4] ?? 0)) / clockTicks()
-}
-
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
 /** Polls Metadata on one broker until `check` returns a value, or fails after the timeout. */
@@ -392,7 +360,7 @@ const kafkaProc = (role: string, node: ApacheKafka.KafkaNode): ServerProc => {
   return {
     role,
     pid: () => node.pid,
-    cpuSeconds: () => ProcStats.cpuSeconds(node.pid),
+    cpuSeconds: () => ProcStats.cpuSeconds(node.pid) ?? 0,
     peakRssMb: () => {
       peak = Math.max(peak, ProcStats.peakRssMb(node.pid) ?? 0)
       return peak
@@ -464,15 +432,15 @@ const measureRound = async (
 ): Promise<RoundResult> => {
   const s = r.setup
   const cpuBefore = s.processes.map((p) => p.cpuSeconds())
-  const clientBefore = childrenCpuSeconds()
-  const machineBefore = machineBusySeconds()
+  const clientBefore = ProcStats.childrenCpuSeconds()
+  const machineBefore = ProcStats.machineBusySeconds()
   const startUs = Profile.nowUs()
   const began = process.hrtime.bigint()
   const summary = await producerPerf(s, o, TOPIC, records, payloadFile)
   const seconds = Number(process.hrtime.bigint() - began) / 1e9
   const endUs = Profile.nowUs()
-  const machine = machineBusySeconds() - machineBefore
-  const clientCpuSeconds = childrenCpuSeconds() - clientBefore
+  const machine = ProcStats.machineBusySeconds() - machineBefore
+  const clientCpuSeconds = ProcStats.childrenCpuSeconds() - clientBefore
   const processCpuSeconds = s.processes.map((p, i) => p.cpuSeconds() - cpuBefore[i]!)
   // The client's own send period (its records over its rate), so the JVM's start-up stays out of the profile.
   const sendUs = (summary.records / summary.recordsPerSec) * 1e6

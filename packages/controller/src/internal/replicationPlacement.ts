@@ -4,20 +4,10 @@
  * and which topic names Kafka accepts. Pure functions over plain values; no state, no records.
  */
 import { Hashing } from "@clustermirror/protocol"
-
-/** The longest topic name Kafka accepts. */
-export const MAX_TOPIC_NAME_LENGTH = 249
+import { validateTopicName } from "./topicName.js"
 
 /** Why a topic name is illegal, in Kafka's words, or null when it is legal. */
-export const topicNameError = (name: string): string | null => {
-  if (name.length === 0) return "Topic name is illegal, it can't be empty"
-  if (name === "." || name === "..") return 'Topic name cannot be "." or ".."'
-  if (name.length > MAX_TOPIC_NAME_LENGTH)
-    return `Topic name is illegal, it can't be longer than ${MAX_TOPIC_NAME_LENGTH} characters, topic name: ${name}`
-  if (!/^[a-zA-Z0-9._-]+$/.test(name))
-    return `Topic name "${name}" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'`
-  return null
-}
+export const topicNameError = validateTopicName
 
 /**
  * Metric names cannot tell '.' from '_', so Kafka refuses a topic whose name differs from an existing

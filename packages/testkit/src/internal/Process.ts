@@ -6,7 +6,7 @@
  * It only ever signals processes it spawned itself.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { readFileSync, rmSync } from "node:fs"
+import { rmSync } from "node:fs"
 
 const live = new Set<ChildProcess>()
 const scratchDirs = new Set<string>()
@@ -145,38 +145,4 @@ export const run = (command: string, args: ReadonlyArray<string>, opts: RunOptio
     else child.stdin.end(opts.input)
   })
 
-const statusKb = (pid: number, key: string): number | undefined => {
-  try {
-    const m = new RegExp(`^${key}:\\s+(\\d+)\\s+kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"))
-    return m ? Number(m[1]) : undefined
-  } catch {
-    return undefined
-  }
-}
-
-/** Current resident set size in MB (VmRSS), or `undefined` once the process is gone. */
-export const rssMb = (pid: number): number | undefined => {
-  const kb = statusKb(pid, "VmRSS")
-  return kb === undefined ? undefined : kb / 1024
-}
-
-/** Kernel-tracked peak resident set size in MB (VmHWM), or `undefined` once the process is gone. */
-export const peakRssMb = (pid: number): number | undefined => {
-  const kb = statusKb(pid, "VmHWM")
-  return kb === undefined ? undefined : kb / 1024
-}
-
-/** Kernel clock ticks per second (USER_HZ); 100 on every Linux we run on. */
-const CLOCK_TICKS = 100
-
-/** User + system CPU seconds the process has used so far, or `undefined` once it is gone. */
-export const cpuSeconds = (pid: number): number | undefined => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-    // The command name may contain spaces and parentheses; the fixed fields start after the last ')'.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
-  } catch {
-    return undefined
-  }
-}
+export { cpuSeconds, peakRssMb, rssMb } from "../ProcStats.js"
