@@ -274,44 +274,44 @@ export const start = async (
   // -------------------------------------------------------------------------------------------------
   // Metadata publishing
 
-  const handlersCtx: BrokerContext = {
-    config,
-    view: viewOf(() => image, clusterId, nodeId),
-    admin: {
-      createTopics: async (topics, validateOnly) => {
-        const res = await controller.request(CreateTopics.api, {
-          topics: topics.map((t) => ({
-            name: t.name,
-            numPartitions: t.numPartitions,
-            replicationFactor: t.replicationFactor,
-            assignments: t.assignments,
-            configs: t.configs,
-            mirrorInfo: t.topicId === null ? null : { topicId: t.topicId }
-          })),
-          timeoutMs: 30_000,
-          validateOnly
-        })
-        await waitForTopics(res.topics.filter((t) => t.errorCode === 0).map((t) => t.name))
-        return res.topics.map((t) => ({
+  const admin: MetadataView.TopicAdmin = {
+    createTopics: async (topics, validateOnly) => {
+      const res = await controller.request(CreateTopics.api, {
+        topics: topics.map((t) => ({
           name: t.name,
-          topicId: t.topicId,
-          errorCode: t.errorCode,
-          errorMessage: t.errorMessage,
           numPartitions: t.numPartitions,
           replicationFactor: t.replicationFactor,
-          configs: (t.configs ?? []).flatMap((c) => (c.value === null ? [] : [{ name: c.name, value: c.value }]))
-        }))
-      },
-      allocateProducerIds: async () => {
-        const res = await controller.request(AllocateProducerIds.api, { brokerId: nodeId, brokerEpoch })
-        if (res.errorCode !== 0) throw new Error(`AllocateProducerIds failed: ${Errors.message(res.errorCode)}`)
-        return { firstProducerId: res.producerIdStart, size: BigInt(res.producerIdLen) }
-      }
+          assignments: t.assignments,
+          configs: t.configs,
+          mirrorInfo: t.topicId === null ? null : { topicId: t.topicId }
+        })),
+        timeoutMs: 30_000,
+        validateOnly
+      })
+      await waitForTopics(res.topics.filter((t) => t.errorCode === 0).map((t) => t.name))
+      return res.topics.map((t) => ({
+        name: t.name,
+        topicId: t.topicId,
+        errorCode: t.errorCode,
+        errorMessage: t.errorMessage,
+        numPartitions: t.numPartitions,
+        replicationFactor: t.replicationFactor,
+        configs: (t.configs ?? []).flatMap((c) => (c.value === null ? [] : [{ name: c.name, value: c.value }]))
+      }))
     },
-    replicas,
-    producerIds: undefined as never
+    allocateProducerIds: async () => {
+      const res = await controller.request(AllocateProducerIds.api, { brokerId: nodeId, brokerEpoch })
+      if (res.errorCode !== 0) throw new Error(`AllocateProducerIds failed: ${Errors.message(res.errorCode)}`)
+      return { firstProducerId: res.producerIdStart, size: BigInt(res.producerIdLen) }
+    }
   }
-  const ctx: BrokerContext = { ...handlersCtx, producerIds: new ProducerIdManager(handlersCtx.admin) }
+  const ctx: BrokerContext = {
+    config,
+    view: viewOf(() => image, clusterId, nodeId),
+    admin,
+    replicas,
+    producerIds: new ProducerIdManager(admin)
+  }
   const groups = new GroupApis.GroupShards(ctx)
 
   /** Resolves once every named topic is in this broker's image (or after a few seconds). */
@@ -356,7 +356,6 @@ export const start = async (
     name: `broker-${nodeId}`,
     onMetadataUpdate: (delta: MetadataDelta.MetadataDelta, next, manifest) =>
       Effect.sync(() => {
-        const before = image
         image = next
         if (manifest._tag === "Snapshot") {
           for (const t of next.topics.byId.values()) for (const [i, p] of t.partitions) applyPartition(t, i, p)
@@ -372,7 +371,6 @@ export const start = async (
           const t = MetadataImage.topicById(next, c.topicId)
           if (t !== undefined) applyPartition(t, c.partitionId, c.partition)
         }
-        void before
       })
   }
   await Effect.runPromise(loader.installPublishers([publisher]))
