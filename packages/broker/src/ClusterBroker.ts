@@ -18,13 +18,19 @@ import {
   BrokerHeartbeat,
   BrokerRegistration,
   BumpLeaderEpochs,
+  CreateClusterMirror,
   CreatePartitions,
   CreateTopics,
+  DeleteClusterMirror,
   DeleteTopics,
   ElectLeaders,
   Errors,
   Fetch,
   IncrementalAlterConfigs,
+  PauseMirrorTopics,
+  ResumeMirrorTopics,
+  StartMirrorTopics,
+  StopMirrorTopics,
   type Api,
   type Spec,
   Uuid
@@ -114,7 +120,8 @@ const viewOf = (
         replicas: p.replicas,
         isr: p.isr
       })),
-    configs: MetadataImage.configsOf(image, MetadataImage.ConfigResourceType.TOPIC, t.name)
+    configs: MetadataImage.configsOf(image, MetadataImage.ConfigResourceType.TOPIC, t.name),
+    readOnly: t.mirrorName !== null && t.desiredMirrorState !== "STOPPED"
   })
   const endpoint = (b: MetadataImage.BrokerRegistration): MetadataView.BrokerEndpoint | undefined => {
     const l = b.listeners.find((x) => x.name !== "CONTROLLER") ?? b.listeners[0]
@@ -396,6 +403,14 @@ export const start = async (
   forward(AlterConfigs.api)
   forward(ElectLeaders.api)
   forward(BumpLeaderEpochs.api)
+  // KIP-1279's mirror operations are decided by the controller. (The broker's own validation phase of
+  // §5.8 arrives with the mirror coordinator; until then requests go through with their own stamp.)
+  forward(CreateClusterMirror.api)
+  forward(StartMirrorTopics.api)
+  forward(StopMirrorTopics.api)
+  forward(PauseMirrorTopics.api)
+  forward(ResumeMirrorTopics.api)
+  forward(DeleteClusterMirror.api)
   GroupApis.register(handlers, ctx, groups, () =>
     GroupApis.ensureOffsetsTopic(
       ctx,

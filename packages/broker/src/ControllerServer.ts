@@ -14,13 +14,19 @@ import {
   BrokerHeartbeat,
   BrokerRegistration,
   BumpLeaderEpochs,
+  CreateClusterMirror,
   CreatePartitions,
   CreateTopics,
+  DeleteClusterMirror,
   DeleteTopics,
   ElectLeaders,
   Errors,
   Fetch,
-  IncrementalAlterConfigs
+  IncrementalAlterConfigs,
+  PauseMirrorTopics,
+  ResumeMirrorTopics,
+  StartMirrorTopics,
+  StopMirrorTopics
 } from "@clustermirror/protocol"
 import { Effect, Either } from "effect"
 import * as fs from "node:fs"
@@ -107,6 +113,12 @@ const registerHandlers = (
           }
     })
     .register(BumpLeaderEpochs.api, async (_req, request) => controller.bumpLeaderEpochs(request))
+    .register(CreateClusterMirror.api, async (_req, request) => controller.createClusterMirror(request))
+    .register(StartMirrorTopics.api, async (_req, request) => controller.startMirrorTopics(request))
+    .register(StopMirrorTopics.api, async (_req, request) => controller.stopMirrorTopics(request))
+    .register(PauseMirrorTopics.api, async (_req, request) => controller.pauseMirrorTopics(request))
+    .register(ResumeMirrorTopics.api, async (_req, request) => controller.resumeMirrorTopics(request))
+    .register(DeleteClusterMirror.api, async (_req, request) => controller.deleteClusterMirror(request))
     .register(ElectLeaders.api, async (_req, request) => {
       const r = await controller.electLeaders(request)
       return Either.isLeft(r) ? { throttleTimeMs: 0, errorCode: r.left.errorCode, replicaElectionResults: [] } : r.right

@@ -147,20 +147,30 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
             throttleTimeMs: 0
           }
         }
+        const readOnly: ReplicaManager.ProduceResult = {
+          errorCode: Errors.ErrorCode.READ_ONLY_TOPIC,
+          baseOffset: -1n,
+          logAppendTimeMs: -1n,
+          logStartOffset: -1n,
+          errorMessage: "The topic is mirrored by a cluster mirror and read-only until the mirror stops it.",
+          currentLeader: { leaderId: -1, leaderEpoch: -1 }
+        }
         const pending = request.topicData.map((t) => {
           const name = t.name !== "" ? t.name : (ctx.view.topicById(t.topicId)?.name ?? "")
           return {
             name: t.name,
             topicId: t.topicId,
             partitionResponses: t.partitionData.map((p) =>
-              ctx.replicas.appendAsLeader(
-                name,
-                p.index,
-                p.records as Buffer | null,
-                true,
-                request.acks,
-                request.timeoutMs
-              )
+              ctx.view.topicByName(name)?.readOnly === true
+                ? readOnly
+                : ctx.replicas.appendAsLeader(
+                    name,
+                    p.index,
+                    p.records as Buffer | null,
+                    true,
+                    request.acks,
+                    request.timeoutMs
+                  )
             )
           }
         })

@@ -18,6 +18,11 @@ export interface TopicView {
   readonly topicId: string
   readonly partitions: ReadonlyArray<PartitionView>
   readonly configs: ReadonlyMap<string, string>
+  /**
+   * KIP-1279: the topic belongs to a cluster mirror that has not stopped it, so clients may not
+   * produce to it (READ_ONLY_TOPIC). Judged from the desired state until partition states arrive.
+   */
+  readonly readOnly: boolean
 }
 
 export interface BrokerEndpoint {

@@ -17,7 +17,17 @@ import {
   type MetadataRecords,
   Uuid
 } from "@clustermirror/protocol"
-import type { BrokerHeartbeat, BrokerRegistration, ElectLeaders } from "@clustermirror/protocol"
+import type {
+  BrokerHeartbeat,
+  BrokerRegistration,
+  CreateClusterMirror,
+  DeleteClusterMirror,
+  ElectLeaders,
+  PauseMirrorTopics,
+  ResumeMirrorTopics,
+  StartMirrorTopics,
+  StopMirrorTopics
+} from "@clustermirror/protocol"
 import { MetadataDelta, MetadataImage, MetadataLog } from "@clustermirror/metadata-log"
 import { Effect, Either } from "effect"
 import * as BrokerHeartbeats from "./BrokerHeartbeats.js"
@@ -27,6 +37,7 @@ import type * as ControllerError from "./ControllerError.js"
 import type { ControllerResult } from "./ControllerResult.js"
 import * as ControllerState from "./ControllerState.js"
 import * as FeatureControl from "./FeatureControl.js"
+import * as MirrorControl from "./MirrorControl.js"
 import * as ProducerIdControl from "./ProducerIdControl.js"
 import * as ReplicationControl from "./ReplicationControl.js"
 
@@ -411,6 +422,45 @@ export class QuorumController {
       if (Either.isLeft(r)) return { records: [], response: Either.left(toRequestError(r.left)) }
       return { records: r.right.records, response: Either.right(r.right.response) }
     })
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Cluster mirrors (KIP-1279)
+
+  createClusterMirror(request: CreateClusterMirror.Request): Promise<CreateClusterMirror.Response> {
+    return this.write((state) =>
+      MirrorControl.createClusterMirror(state, request, {
+        clusterView: this.clusterView(state),
+        newTopicId: Uuid.random
+      })
+    )
+  }
+
+  startMirrorTopics(request: StartMirrorTopics.Request): Promise<StartMirrorTopics.Response> {
+    return this.write((state) =>
+      MirrorControl.startMirrorTopics(state, request, {
+        nextOffset: this.nextOffset,
+        clusterView: this.clusterView(state),
+        newTopicId: Uuid.random,
+        defaultReplicationFactor: this.options.defaultReplicationFactor ?? 1
+      })
+    )
+  }
+
+  stopMirrorTopics(request: StopMirrorTopics.Request): Promise<StopMirrorTopics.Response> {
+    return this.write((state) => MirrorControl.stopMirrorTopics(state, request, { nextOffset: this.nextOffset }))
+  }
+
+  pauseMirrorTopics(request: PauseMirrorTopics.Request): Promise<PauseMirrorTopics.Response> {
+    return this.write((state) => MirrorControl.pauseMirrorTopics(state, request, { nextOffset: this.nextOffset }))
+  }
+
+  resumeMirrorTopics(request: ResumeMirrorTopics.Request): Promise<ResumeMirrorTopics.Response> {
+    return this.write((state) => MirrorControl.resumeMirrorTopics(state, request, { nextOffset: this.nextOffset }))
+  }
+
+  deleteClusterMirror(request: DeleteClusterMirror.Request): Promise<DeleteClusterMirror.Response> {
+    return this.write((state) => MirrorControl.deleteClusterMirror(state, request))
   }
 
   /** Resolves once the log end passes `offset` or `timeoutMs` elapsed (long-polling metadata fetches). */
