@@ -44,6 +44,7 @@ import type { BrokerConfig } from "./BrokerConfig.js"
 import * as GroupApis from "./GroupApis.js"
 import { type BrokerContext, INTERNAL_TOPICS, ProducerIdManager, register } from "./KafkaApis.js"
 import type * as MetadataView from "./MetadataView.js"
+import * as MirrorApis from "./MirrorApis.js"
 import { ReplicaManager } from "./ReplicaManager.js"
 import { Handlers } from "./RequestChannel.js"
 import * as SocketServer from "./SocketServer.js"
@@ -317,7 +318,8 @@ export const start = async (
     view: viewOf(() => image, clusterId, nodeId),
     admin,
     replicas,
-    producerIds: new ProducerIdManager(admin)
+    producerIds: new ProducerIdManager(admin),
+    describeMirrorConfigs: (name, keys) => MirrorApis.describeMirrorConfigs(image, name, keys)
   }
   const groups = new GroupApis.GroupShards(ctx)
 
@@ -411,6 +413,7 @@ export const start = async (
   forward(PauseMirrorTopics.api)
   forward(ResumeMirrorTopics.api)
   forward(DeleteClusterMirror.api)
+  MirrorApis.register(handlers, () => image)
   GroupApis.register(handlers, ctx, groups, () =>
     GroupApis.ensureOffsetsTopic(
       ctx,
@@ -488,6 +491,7 @@ export const start = async (
     }
   }
 
+  let fenced = true
   const heartbeatLoop = async () => {
     while (!stopped) {
       try {
@@ -500,10 +504,12 @@ export const start = async (
           wantShutDown: false
         })
         if (res.errorCode === Errors.ErrorCode.STALE_BROKER_EPOCH) brokerEpoch = -1n
+        fenced = res.errorCode !== 0 || res.isFenced
       } catch (e) {
         if (!stopped) log(`heartbeat failed: ${e instanceof Error ? e.message : String(e)}`)
       }
-      await sleep(config.brokerHeartbeatIntervalMs)
+      // Like Kafka, a fenced broker heartbeats quickly so that it is unfenced as soon as it caught up.
+      await sleep(fenced ? Math.min(100, config.brokerHeartbeatIntervalMs) : config.brokerHeartbeatIntervalMs)
     }
   }
 
