@@ -17,6 +17,7 @@ import {
 } from "@clustermirror/protocol"
 import type { BrokerConfig } from "./BrokerConfig.js"
 import type * as MetadataView from "./MetadataView.js"
+import type * as MirrorApis from "./MirrorApis.js"
 import type * as ReplicaManager from "./ReplicaManager.js"
 import { type Handlers, NoResponse } from "./RequestChannel.js"
 import { ConfigurationControl } from "@clustermirror/controller"
@@ -32,6 +33,11 @@ export interface BrokerContext {
   readonly admin: MetadataView.TopicAdmin
   readonly replicas: ReplicaManager.ReplicaManager
   readonly producerIds: ProducerIdManager
+  /** DescribeConfigs of a KIP-1279 cluster mirror (resource type 64), where the metadata holds mirrors. */
+  readonly describeMirrorConfigs?: (
+    name: string,
+    keys: ReadonlyArray<string> | null
+  ) => ReturnType<typeof MirrorApis.describeMirrorConfigs>
 }
 
 /** Hands out producer ids from blocks the controller allocates. */
@@ -406,6 +412,8 @@ const describeConfigs = (
     }))
     return { ...base, errorCode: 0, configs: pick(configs) }
   }
+  if (resourceType === ConfigurationControl.ResourceType.CLUSTER_MIRROR && ctx.describeMirrorConfigs !== undefined)
+    return ctx.describeMirrorConfigs(resourceName, keys)
   return {
     ...base,
     errorCode: Errors.ErrorCode.INVALID_REQUEST,

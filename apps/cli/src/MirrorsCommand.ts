@@ -1,0 +1,260 @@
+/**
+ * `clustermirror-mirrors`: the operator's tool for KIP-1279 cluster mirrors, with the options and
+ * output of Kafka's `kafka-cluster-mirrors.sh` (create, start, stop, pause, resume, list, delete).
+ * Parsing and formatting are pure; `run` talks to the destination cluster through `MirrorAdmin` and
+ * returns the exit code (0 done, 1 the cluster refused or failed, 2 bad usage). It must not decide
+ * anything the cluster decides.
+ */
+import { ClientError, ClusterClient, MirrorAdmin } from "@clustermirror/client"
+import * as fs from "node:fs"
+
+export const usage = `usage: clustermirror-mirrors --bootstrap-server <host:port> <action> [options]
+actions (exactly one):
+  --create   --mirror <name> --mirror-config <file>     create a mirror from a source cluster
+  --start    --mirror <name> --topics <names|regexes> [--exclude <regexes>]
+  --stop     --mirror <name> --topics <names|regexes>
+  --pause    --mirror <name> --topics <names|regexes>
+  --resume   --mirror <name> --topics <names|regexes>
+  --list     [--mirror <name>]
+  --describe [--mirror <name>] [--json] [--failed]   (not supported yet)
+  --delete   --mirror <name>
+options:
+  --command-config <file>   admin client properties (client.id, request.timeout.ms)`
+
+const ACTIONS = ["create", "start", "stop", "pause", "resume", "list", "describe", "delete"] as const
+export type Action = (typeof ACTIONS)[number]
+const WITH_VALUE = new Set(["bootstrap-server", "command-config", "mirror-config", "mirror", "topics", "exclude"])
+const FLAGS = new Set<string>([...ACTIONS, "json", "failed", "help"])
+
+export interface Command {
+  readonly action: Action
+  readonly bootstrapServer: string
+  readonly mirror: string | null
+  readonly mirrorConfig: string | null
+  readonly commandConfig: string | null
+  readonly topics: ReadonlyArray<string>
+  readonly exclude: ReadonlyArray<string>
+  readonly json: boolean
+  readonly failed: boolean
+}
+
+export class UsageError extends Error {}
+
+const csv = (s: string | undefined): ReadonlyArray<string> =>
+  s === undefined
+    ? []
+    : s
+        .split(",")
+        .map((x) => x.trim())
+        .filter((x) => x.length > 0)
+
+/** Parses the command line (after the program name); throws `UsageError` with what is wrong. */
+export const parse = (argv: ReadonlyArray<string>): Command => {
+  const values = new Map<string, string>()
+  const flags = new Set<string>()
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!
+    if (!a.startsWith("--")) throw new UsageError(`unexpected argument "${a}"`)
+    const eq = a.indexOf("=")
+    const name = eq > 0 ? a.slice(2, eq) : a.slice(2)
+    if (WITH_VALUE.has(name)) {
+      const v = eq > 0 ? a.slice(eq + 1) : argv[++i]
+      if (v === undefined || (eq < 0 && v.startsWith("--"))) throw new UsageError(`missing value for --${name}`)
+      values.set(name, v)
+    } else if (FLAGS.has(name) && eq < 0) flags.add(name)
+    else throw new UsageError(`unknown option ${a}`)
+  }
+  const actions = ACTIONS.filter((a) => flags.has(a))
+  if (actions.length !== 1)
+    throw new UsageError(`exactly one of ${ACTIONS.map((a) => `--${a}`).join(", ")} is required`)
+  const action = actions[0]!
+  const bootstrapServer = values.get("bootstrap-server")
+  if (bootstrapServer === undefined) throw new UsageError("--bootstrap-server is required")
+  const mirror = values.get("mirror") ?? null
+  if (mirror === null && action !== "list" && action !== "describe")
+    throw new UsageError(`--mirror is required with --${action}`)
+  const mirrorConfig = values.get("mirror-config") ?? null
+  if (action === "create" && mirrorConfig === null) throw new UsageError("--mirror-config is required with --create")
+  if (action !== "create" && mirrorConfig !== null) throw new UsageError("--mirror-config is only valid with --create")
+  const topics = csv(values.get("topics"))
+  const needsTopics = action === "start" || action === "stop" || action === "pause" || action === "resume"
+  if (needsTopics && topics.length === 0) throw new UsageError(`--topics is required with --${action}`)
+  if (!needsTopics && topics.length > 0) throw new UsageError(`--topics is not valid with --${action}`)
+  const exclude = csv(values.get("exclude"))
+  if (action !== "start" && values.has("exclude")) throw new UsageError("--exclude is only valid with --start")
+  for (const f of ["json", "failed"] as const)
+    if (flags.has(f) && action !== "describe") throw new UsageError(`--${f} is only valid with --describe`)
+  return {
+    action,
+    bootstrapServer,
+    mirror,
+    mirrorConfig,
+    commandConfig: values.get("command-config") ?? null,
+    topics,
+    exclude,
+    json: flags.has("json"),
+    failed: flags.has("failed")
+  }
+}
+
+/** A Java-style properties file: `key=value` or `key: value`, `#`/`!` comments. */
+export const parseProperties = (text: string): ReadonlyMap<string, string> => {
+  const out = new Map<string, string>()
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim()
+    if (line === "" || line.startsWith("#") || line.startsWith("!")) continue
+    const m = /^([^=:\s]+)\s*[=:\s]\s*(.*)$/.exec(line)
+    if (m === null) out.set(line, "")
+    else out.set(m[1]!, m[2]!)
+  }
+  return out
+}
+
+/** A `--topics` entry that can only be a topic name, not a pattern. */
+export const isLiteralName = (s: string): boolean => /^[a-zA-Z0-9_-]+(\.[a-zA-Z0-9_-]+)*$/.test(s)
+
+/** Kafka's full-match semantics of a pattern list: one anchored alternation. */
+export const matcher = (patterns: ReadonlyArray<string>): ((name: string) => boolean) => {
+  if (patterns.length === 0) return () => false
+  const re = new RegExp(`^(?:${patterns.join("|")})$`)
+  return (name) => re.test(name)
+}
+
+const cell = (value: string, width: number): string => {
+  const v = value === "" ? "-" : value
+  return (v.length >= width ? `${v.slice(0, width - 4)}...` : v).padEnd(width)
+}
+
+/** The `--list` table (or "No mirrors found"). */
+export const formatList = (mirrors: ReadonlyArray<MirrorAdmin.MirrorListing>): string => {
+  if (mirrors.length === 0) return "No mirrors found"
+  const row = (cols: ReadonlyArray<string>) =>
+    [cell(cols[0]!, 30), cell(cols[1]!, 10), cell(cols[2]!, 26), cell(cols[3]!, 50)].join(" ").trimEnd()
+  return [
+    row(["MIRROR", "TOPICS", "SOURCE-CLUSTER-ID", "SOURCE-BOOTSTRAP-SERVER"]),
+    ...mirrors.map((m) => row([m.mirrorName, String(m.topicCount), m.sourceClusterId, m.sourceBootstrap]))
+  ].join("\n")
+}
+
+/** "NAME: message" of a failure, for stderr. */
+export const describeError = (e: unknown): string => {
+  if (e instanceof ClientError.KafkaError) return `${e.errorName}: ${e.errorMessage ?? e.context}`
+  if (ClientError.isClientError(e)) return `${e._tag}: ${e.message}`
+  return e instanceof Error ? e.message : String(e)
+}
+
+export interface Io {
+  readonly out: (line: string) => void
+  readonly err: (line: string) => void
+}
+
+const adminConfig = (file: string | null): Partial<ClusterClient.Config> => {
+  if (file === null) return {}
+  const props = parseProperties(fs.readFileSync(file, "utf8"))
+  let config: { clientId?: string; requestTimeoutMs?: number } = {}
+  for (const [k, v] of props) {
+    if (k === "client.id") config = { ...config, clientId: v }
+    else if (k === "request.timeout.ms") config = { ...config, requestTimeoutMs: Number(v) }
+    else throw new UsageError(`unsupported admin client property in ${file}: ${k}`)
+  }
+  return config
+}
+
+/** Runs a parsed command against the destination cluster; resolves with the exit code. */
+export const run = async (command: Command, io: Io): Promise<number> => {
+  if (command.action === "describe") {
+    io.err("--describe is not supported yet: the cluster does not serve DescribeClusterMirrors")
+    return 1
+  }
+  const client = new ClusterClient.Client({
+    bootstrapServers: csv(command.bootstrapServer),
+    clientId: "clustermirror-mirrors",
+    retry: { attempts: 3, baseMs: 100, maxMs: 1000, jitter: 0.2 },
+    ...adminConfig(command.commandConfig)
+  })
+  const admin = new MirrorAdmin.MirrorAdmin(client)
+  const mirror = command.mirror ?? ""
+  /** Reports per-topic failures; 0 when there were none. */
+  const topicFailures = (verb: string, results: ReadonlyArray<MirrorAdmin.TopicResult>): number => {
+    const failed = results.filter((r) => r.error !== null)
+    for (const r of failed) io.err(`Failed to ${verb} topic ${r.name}: ${describeError(r.error)}`)
+    return failed.length === 0 ? 0 : 1
+  }
+  const names = (topics: ReadonlyArray<string>) => `[${topics.join(", ")}]`
+  /** Topics of the mirror on the destination that `--topics` selects (names as given, patterns matched). */
+  const destinationTopics = async (): Promise<{ names: ReadonlyArray<string>; patterns: ReadonlyArray<string> }> => {
+    const literal = command.topics.filter(isLiteralName)
+    const patterns = command.topics.filter((t) => !isLiteralName(t))
+    if (patterns.length === 0) return { names: literal, patterns }
+    const matches = matcher(patterns)
+    const listing = (await admin.listClusterMirrors(true)).find((m) => m.mirrorName === mirror)
+    const matched = (listing?.topicNames ?? []).filter(matches)
+    return { names: [...new Set([...literal, ...matched])], patterns }
+  }
+  try {
+    switch (command.action) {
+      case "create": {
+        const configs = parseProperties(fs.readFileSync(command.mirrorConfig!, "utf8"))
+        await admin.createClusterMirror(mirror, configs)
+        io.out(`Created mirror ${mirror}.`)
+        return 0
+      }
+      case "start": {
+        const literal = command.topics.filter(isLiteralName)
+        const patterns = command.topics.filter((t) => !isLiteralName(t))
+        const excluded = matcher(command.exclude)
+        let topics = literal.filter((t) => !excluded(t))
+        if (patterns.length > 0) {
+          // Patterns select topics on the source; internal topics are never mirrored this way.
+          const matches = matcher(patterns)
+          const source = await admin.sourceTopics(mirror, null)
+          const found = source.filter((t) => !t.isInternal && matches(t.name) && !excluded(t.name)).map((t) => t.name)
+          topics = [...new Set([...topics, ...found])]
+        }
+        const results = await admin.startMirrorTopics(mirror, topics, { include: patterns, exclude: command.exclude })
+        const started = results.filter((r) => r.error === null).map((r) => r.name)
+        io.out(`Started ${started.length} mirror topic(s) in mirror ${mirror}: ${names(started)}`)
+        return topicFailures("start mirroring", results)
+      }
+      case "stop": {
+        const { names: topics, patterns } = await destinationTopics()
+        const results = await admin.stopMirrorTopics(mirror, topics, patterns)
+        const failed = new Set(results.filter((r) => r.error !== null).map((r) => r.name))
+        io.out(`Stopped mirroring for topics ${names(topics.filter((t) => !failed.has(t)))} in mirror ${mirror}.`)
+        return topicFailures("stop mirroring", results)
+      }
+      case "pause":
+      case "resume": {
+        const { names: topics } = await destinationTopics()
+        const results =
+          command.action === "pause"
+            ? await admin.pauseMirrorTopics(mirror, topics)
+            : await admin.resumeMirrorTopics(mirror, topics)
+        const failed = new Set(results.filter((r) => r.error !== null).map((r) => r.name))
+        const done = topics.filter((t) => !failed.has(t))
+        const verb = command.action === "pause" ? "Paused" : "Resumed"
+        io.out(`${verb} mirroring for ${done.length} topic(s) in mirror ${mirror}: ${names(done)}`)
+        return topicFailures(`${command.action} mirroring`, results)
+      }
+      case "list": {
+        const all = await admin.listClusterMirrors(false)
+        io.out(formatList(command.mirror === null ? all : all.filter((m) => m.mirrorName === command.mirror)))
+        return 0
+      }
+      case "delete": {
+        await admin.deleteClusterMirror(mirror)
+        io.out(`Deleted mirror ${mirror}.`)
+        return 0
+      }
+    }
+  } catch (e) {
+    if (e instanceof UsageError) {
+      io.err(e.message)
+      return 2
+    }
+    io.err(`Error: ${describeError(e)}`)
+    return 1
+  } finally {
+    await client.close()
+  }
+}

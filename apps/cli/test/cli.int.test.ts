@@ -1,0 +1,114 @@
+/**
+ * `clustermirror-mirrors` as a process against our server as a process, with a second server as the
+ * source cluster: create from a properties file, start a topic (its id and partition count come from
+ * the source), list, stop, delete, and a refused request's exit code and Kafka error name.
+ */
+import { ClusterClient } from "@clustermirror/client"
+import { CreateTopics } from "@clustermirror/protocol"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { ServerProcess } from "@clustermirror/testkit"
+import { execFile } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+
+const appDir = fileURLToPath(new URL("..", import.meta.url))
+
+interface Run {
+  readonly code: number
+  readonly stdout: string
+  readonly stderr: string
+}
+
+const cli = (args: ReadonlyArray<string>): Promise<Run> =>
+  new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ["--import", "tsx", "src/main.ts", ...args],
+      { cwd: appDir, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === "number" ? error.code : -1
+        resolve({ code, stdout, stderr })
+      }
+    )
+  })
+
+describe("clustermirror-mirrors", () => {
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "cm-cli-"))
+  let destination: ServerProcess.ServerHandle
+  let source: ServerProcess.ServerHandle
+  let dst: ClusterClient.Client
+  let src: ClusterClient.Client
+  const mirrors = (...args: ReadonlyArray<string>) => cli(["--bootstrap-server", destination.bootstrap, ...args])
+
+  beforeAll(async () => {
+    ;[destination, source] = await Promise.all([
+      ServerProcess.start({ tempPrefix: "cm-cli-dst-" }),
+      ServerProcess.start({ tempPrefix: "cm-cli-src-" })
+    ])
+    dst = new ClusterClient.Client({ bootstrapServers: [destination.bootstrap] })
+    src = new ClusterClient.Client({ bootstrapServers: [source.bootstrap] })
+    const created = await src.sendToAnyBroker(CreateTopics.api, {
+      topics: [{ name: "payments", numPartitions: 2, replicationFactor: 1, assignments: [], configs: [] }],
+      timeoutMs: 10_000,
+      validateOnly: false
+    })
+    expect(created.topics.map((t) => t.errorCode)).toEqual([0])
+  })
+  afterAll(async () => {
+    await dst?.close()
+    await src?.close()
+    await destination?.stop()
+    await source?.stop()
+    fs.rmSync(scratch, { recursive: true, force: true })
+  })
+
+  it("creates, starts, lists, stops and deletes a mirror", async () => {
+    const config = path.join(scratch, "mirror.properties")
+    fs.writeFileSync(config, `# the source cluster\nbootstrap.servers=${source.bootstrap}\n`)
+    const created = await mirrors("--create", "--mirror", "dr", "--mirror-config", config)
+    expect(created).toMatchObject({ code: 0, stdout: "Created mirror dr.\n" })
+
+    const started = await mirrors("--start", "--mirror", "dr", "--topics", "payments")
+    expect(started.stderr).toBe("")
+    expect(started).toMatchObject({ code: 0, stdout: "Started 1 mirror topic(s) in mirror dr: [payments]\n" })
+    const sourceTopic = (await src.metadata(["payments"])).topics.get("payments")!
+    let topic = (await dst.metadata(["payments"])).topics.get("payments")
+    for (let i = 0; i < 100 && topic?.errorCode !== 0; i++) {
+      await new Promise((r) => setTimeout(r, 50))
+      topic = (await dst.metadata(["payments"])).topics.get("payments")
+    }
+    expect(topic?.topicId).toBe(sourceTopic.topicId)
+    expect(topic?.partitions.size).toBe(2)
+
+    const sourceClusterId = (await src.metadata([])).clusterId!
+    // The broker answers from metadata it follows a moment behind the controller.
+    let listed = await mirrors("--list")
+    for (let i = 0; i < 50 && !listed.stdout.includes(sourceClusterId); i++) listed = await mirrors("--list")
+    expect(listed.code).toBe(0)
+    const lines = listed.stdout.trimEnd().split("\n")
+    expect(lines[0]!.split(/\s+/)).toEqual(["MIRROR", "TOPICS", "SOURCE-CLUSTER-ID", "SOURCE-BOOTSTRAP-SERVER"])
+    expect(lines.slice(1).map((l) => l.split(/\s+/))).toEqual([["dr", "1", sourceClusterId, source.bootstrap]])
+
+    const stopped = await mirrors("--stop", "--mirror", "dr", "--topics", "payments")
+    expect(stopped).toMatchObject({ code: 0, stdout: "Stopped mirroring for topics [payments] in mirror dr.\n" })
+    const deleted = await mirrors("--delete", "--mirror", "dr")
+    expect(deleted).toMatchObject({ code: 0, stdout: "Deleted mirror dr.\n" })
+    let empty = await mirrors("--list")
+    for (let i = 0; i < 50 && empty.stdout !== "No mirrors found\n"; i++) empty = await mirrors("--list")
+    expect(empty).toMatchObject({ code: 0, stdout: "No mirrors found\n" })
+  })
+
+  it("fails with the Kafka error name and a non-zero exit code", async () => {
+    const unknown = await mirrors("--delete", "--mirror", "nowhere")
+    expect(unknown.code).toBe(1)
+    expect(unknown.stderr).toMatch(/^Error: UNKNOWN_CLUSTER_MIRROR: /)
+    const usage = await mirrors("--start", "--mirror", "dr")
+    expect(usage.code).toBe(2)
+    expect(usage.stderr).toMatch(/--topics is required with --start/)
+    const described = await mirrors("--describe")
+    expect(described.code).toBe(1)
+    expect(described.stderr).toMatch(/not supported yet/)
+  })
+})

@@ -1,0 +1,140 @@
+/**
+ * ListClusterMirrors and DescribeConfigs of a mirror, answered by every broker of a running cluster from
+ * its own metadata image: counts follow the topics' desired states, secrets never come back.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { Connection } from "@clustermirror/client"
+import {
+  CreateClusterMirror,
+  DescribeConfigs,
+  Errors,
+  ListClusterMirrors,
+  PauseMirrorTopics,
+  StartMirrorTopics,
+  StopMirrorTopics,
+  Uuid
+} from "@clustermirror/protocol"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as BrokerConfig from "../src/BrokerConfig.js"
+import * as Node from "../src/Node.js"
+
+describe("ListClusterMirrors", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cm-mirror-apis-"))
+  let cluster: Node.Embedded
+  const conns: Array<Connection.Connection> = []
+
+  beforeAll(async () => {
+    cluster = await Node.embedded(3, {
+      ...BrokerConfig.defaults,
+      port: 0,
+      dataDir: dir,
+      brokerHeartbeatIntervalMs: 200
+    })
+    for (const b of cluster.brokers) conns.push(await Connection.open({ host: "127.0.0.1", port: b.port }))
+  })
+  afterAll(async () => {
+    for (const c of conns) await c.close()
+    await cluster.close()
+    fs.rmSync(dir, { recursive: true, force: true })
+  })
+
+  const list = (conn: Connection.Connection, includeTopicNames: boolean) =>
+    conn.call(ListClusterMirrors.api, { includeTopicNames })
+
+  /** Polls every broker until its listing satisfies `ok` (brokers follow the metadata log at their own pace). */
+  const eventually = async (includeTopicNames: boolean, ok: (res: ListClusterMirrors.Response) => boolean) => {
+    const out: Array<ListClusterMirrors.Response> = []
+    for (const conn of conns) {
+      let res = await list(conn, includeTopicNames)
+      for (let i = 0; i < 100 && !ok(res); i++) {
+        await new Promise((r) => setTimeout(r, 50))
+        res = await list(conn, includeTopicNames)
+      }
+      out.push(res)
+    }
+    return out
+  }
+
+  it("is empty on a cluster without mirrors", async () => {
+    for (const conn of conns) {
+      const res = await list(conn, true)
+      expect(res.errorCode).toBe(0)
+      expect(res.mirrors).toEqual([])
+    }
+  })
+
+  it("lists every mirror with its source, counting MIRRORING topics and naming MIRRORING and PAUSED ones", async () => {
+    const create = (name: string, clusterId: string) =>
+      conns[0]!.call(CreateClusterMirror.api, {
+        mirrorName: name,
+        config: [
+          { name: "bootstrap.servers", value: `source-${name}:9092` },
+          { name: "mirror.source.cluster.id", value: clusterId },
+          { name: "ssl.key.password", value: "s3cret" }
+        ]
+      })
+    expect((await create("west", "west-cluster")).errorCode).toBe(0)
+    expect((await create("east", "east-cluster")).errorCode).toBe(0)
+
+    const started = await conns[1]!.call(StartMirrorTopics.api, {
+      mirrorName: "west",
+      topics: ["a", "b", "c", "d"].map((topicName) => ({ topicId: Uuid.random(), topicName, numPartitions: 1 }))
+    })
+    expect(started.topics.map((t) => t.errorCode)).toEqual([0, 0, 0, 0])
+    const paused = await conns[2]!.call(PauseMirrorTopics.api, { mirrorName: "west", topics: [{ topicName: "b" }] })
+    expect(paused.errorCode).toBe(0)
+    expect(paused.topics.filter((t) => t.errorCode !== 0)).toEqual([])
+    const stopped = await conns[0]!.call(StopMirrorTopics.api, { mirrorName: "west", topics: [{ topicName: "c" }] })
+    expect(stopped.topics.map((t) => t.errorCode)).toEqual([0])
+
+    const expected = [
+      {
+        mirrorName: "east",
+        sourceBootstrap: "source-east:9092",
+        sourceClusterId: "east-cluster",
+        topicCount: 0,
+        topicNames: []
+      },
+      {
+        mirrorName: "west",
+        sourceBootstrap: "source-west:9092",
+        sourceClusterId: "west-cluster",
+        topicCount: 2,
+        topicNames: ["a", "b", "d"]
+      }
+    ]
+    const same = (res: ListClusterMirrors.Response) => JSON.stringify(res.mirrors) === JSON.stringify(expected)
+    for (const res of await eventually(true, same)) {
+      expect(res.errorCode).toBe(0)
+      expect(res.mirrors).toEqual(expected)
+    }
+    for (const res of await eventually(false, (r) => r.mirrors.length === 2)) {
+      expect(res.mirrors.map((m) => [m.mirrorName, m.topicCount, m.topicNames])).toEqual([
+        ["east", 0, []],
+        ["west", 2, []]
+      ])
+    }
+  })
+
+  it("describes a mirror's configs as stored, without its secrets", async () => {
+    const res = await conns[2]!.call(DescribeConfigs.api, {
+      resources: [
+        { resourceType: 64, resourceName: "west", configurationKeys: null },
+        { resourceType: 64, resourceName: "nowhere", configurationKeys: null }
+      ],
+      includeSynonyms: false,
+      includeDocumentation: false
+    })
+    const [west, nowhere] = res.results
+    expect(west!.errorCode).toBe(0)
+    const shown = west!.configs.filter((c) => c.name !== "mirror.topics.include")
+    expect(shown.map((c) => [c.name, c.value, c.isSensitive, c.configSource])).toEqual([
+      ["bootstrap.servers", "source-west:9092", false, 2],
+      ["mirror.source.cluster.id", "west-cluster", false, 2],
+      ["ssl.key.password", null, true, 2]
+    ])
+    expect(nowhere!.errorCode).toBe(Errors.ErrorCode.UNKNOWN_CLUSTER_MIRROR)
+  })
+})

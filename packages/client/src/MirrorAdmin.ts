@@ -1,0 +1,263 @@
+/**
+ * The admin calls of KIP-1279 cluster mirroring over a `ClusterClient.Client` of the destination
+ * cluster: create and delete mirrors, start, stop, pause and resume mirror topics, list mirrors and
+ * read a mirror's configs. Requests go to the least loaded broker, which forwards what the controller
+ * decides. Starting topics looks up their topic id and partition count on the *source* cluster (a
+ * short-lived client on the mirror's `bootstrap.servers`) and sends names only when that fails.
+ *
+ * Whole-request failures reject with `KafkaError`; per-topic outcomes are returned. This module owns
+ * no state and must not decide anything the controller decides.
+ */
+import {
+  CreateClusterMirror,
+  DeleteClusterMirror,
+  DescribeConfigs,
+  ListClusterMirrors,
+  PauseMirrorTopics,
+  ResumeMirrorTopics,
+  StartMirrorTopics,
+  StopMirrorTopics,
+  Uuid
+} from "@clustermirror/protocol"
+import { KafkaError } from "./ClientError.js"
+import { Client } from "./ClusterClient.js"
+import type * as Retry from "./Retry.js"
+
+/** The config resource type of a cluster mirror (KIP-1279). */
+export const CLUSTER_MIRROR_RESOURCE = 64
+
+export interface MirrorListing {
+  readonly mirrorName: string
+  readonly sourceBootstrap: string
+  readonly sourceClusterId: string
+  /** Topics desired MIRRORING. */
+  readonly topicCount: number
+  /** MIRRORING and PAUSED topics; empty unless asked for. */
+  readonly topicNames: ReadonlyArray<string>
+}
+
+export interface TopicResult {
+  readonly name: string
+  /** null when the topic's operation succeeded. */
+  readonly error: KafkaError | null
+}
+
+export interface StartOptions {
+  /** Regexes added to the mirror's `mirror.topics.include`. */
+  readonly include?: ReadonlyArray<string>
+  /** Regexes added to the mirror's `mirror.topics.exclude`. */
+  readonly exclude?: ReadonlyArray<string>
+  /** The source's bootstrap servers; by default read from the mirror's `bootstrap.servers`. */
+  readonly sourceBootstrap?: string
+}
+
+export interface SourceTopic {
+  readonly name: string
+  readonly topicId: string
+  readonly numPartitions: number
+  readonly isInternal: boolean
+}
+
+/** Settings of the short-lived client on the source: fail fast, the source may well be unreachable. */
+const SOURCE_RETRY: Retry.Policy = { attempts: 2, baseMs: 100, maxMs: 200, jitter: 0 }
+const SOURCE_TIMEOUT_MS = 10_000
+
+const kafkaError = (errorCode: number, errorMessage: string | null, context: string) =>
+  new KafkaError({ errorCode, errorMessage, context })
+
+const checked = <R extends { readonly errorCode: number; readonly errorMessage: string | null }>(
+  context: string,
+  res: R
+): R => {
+  if (res.errorCode !== 0) throw kafkaError(res.errorCode, res.errorMessage, context)
+  return res
+}
+
+const topicResults = (
+  api: string,
+  topics: ReadonlyArray<{ readonly name: string; readonly errorCode: number; readonly errorMessage: string | null }>
+): ReadonlyArray<TopicResult> =>
+  topics.map((t) => ({
+    name: t.name,
+    error: t.errorCode === 0 ? null : kafkaError(t.errorCode, t.errorMessage, `${api} ${t.name}`)
+  }))
+
+const validatePatterns = (patterns: ReadonlyArray<string>): void => {
+  for (const p of patterns) {
+    try {
+      new RegExp(p)
+    } catch (e) {
+      throw new Error(`invalid topic pattern "${p}": ${e instanceof Error ? e.message : String(e)}`)
+    }
+  }
+}
+
+const splitServers = (servers: string): ReadonlyArray<string> =>
+  servers
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0)
+
+/** Runs `use` with a short-lived client on a source cluster, closing it afterwards. */
+const withSource = async <A>(bootstrap: string, use: (source: Client) => Promise<A>): Promise<A> => {
+  const servers = splitServers(bootstrap)
+  if (servers.length === 0) throw new Error("no source bootstrap servers")
+  const source = new Client({
+    bootstrapServers: servers,
+    clientId: "clustermirror-mirror-admin",
+    retry: SOURCE_RETRY,
+    connectTimeoutMs: SOURCE_TIMEOUT_MS,
+    requestTimeoutMs: SOURCE_TIMEOUT_MS
+  })
+  try {
+    return await use(source)
+  } finally {
+    await source.close()
+  }
+}
+
+export class MirrorAdmin {
+  constructor(readonly client: Client) {}
+
+  /**
+   * Creates a mirror. Without `mirror.source.cluster.id` in `configs`, it is read from the source (as
+   * Kafka's admin does); if the source cannot be reached, the request goes as given and the controller
+   * refuses it (INVALID_REQUEST).
+   */
+  async createClusterMirror(name: string, configs: ReadonlyMap<string, string>): Promise<void> {
+    const all = new Map(configs)
+    const bootstrap = all.get("bootstrap.servers")
+    if (!all.has("mirror.source.cluster.id") && bootstrap !== undefined) {
+      const clusterId = await withSource(bootstrap, async (s) => (await s.metadata([])).clusterId).catch(() => null)
+      if (clusterId !== null) all.set("mirror.source.cluster.id", clusterId)
+    }
+    const res = await this.client.sendToAnyBroker(CreateClusterMirror.api, {
+      mirrorName: name,
+      config: [...all].map(([n, value]) => ({ name: n, value }))
+    })
+    checked(`CreateClusterMirror ${name}`, res)
+  }
+
+  /** A mirror's stored configs; password values come back as null. */
+  async describeMirrorConfigs(name: string): Promise<ReadonlyMap<string, string | null>> {
+    const res = await this.client.sendToAnyBroker(DescribeConfigs.api, {
+      resources: [{ resourceType: CLUSTER_MIRROR_RESOURCE, resourceName: name, configurationKeys: null }],
+      includeSynonyms: false,
+      includeDocumentation: false
+    })
+    const r = res.results[0]
+    if (r === undefined) throw new Error(`DescribeConfigs returned no result for mirror ${name}`)
+    checked(`DescribeConfigs mirror ${name}`, r)
+    return new Map(r.configs.map((c) => [c.name, c.value]))
+  }
+
+  /** The source bootstrap servers of a mirror, from its configs. */
+  async sourceBootstrap(name: string): Promise<string> {
+    const servers = (await this.describeMirrorConfigs(name)).get("bootstrap.servers")
+    if (servers === undefined || servers === null || servers === "")
+      throw new Error(`mirror ${name} has no bootstrap.servers`)
+    return servers
+  }
+
+  /** The topics of a mirror's source cluster (all of them, or the named ones that exist). */
+  async sourceTopics(
+    name: string,
+    topics: ReadonlyArray<string> | null,
+    sourceBootstrap?: string
+  ): Promise<ReadonlyArray<SourceTopic>> {
+    const bootstrap = sourceBootstrap ?? (await this.sourceBootstrap(name))
+    return withSource(bootstrap, async (source) => {
+      const snap = await source.metadata(topics)
+      return [...snap.topics.values()]
+        .filter((t) => t.errorCode === 0 && (topics === null || topics.includes(t.name)))
+        .map((t) => ({ name: t.name, topicId: t.topicId, numPartitions: t.partitions.size, isInternal: t.isInternal }))
+        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    })
+  }
+
+  /**
+   * Starts mirroring `topics` (and records the patterns in the mirror's include/exclude lists). Each
+   * topic carries its source topic id and partition count when the source answers; otherwise names
+   * only, and the mirror picks the topics up on its next refresh.
+   */
+  async startMirrorTopics(
+    name: string,
+    topics: ReadonlyArray<string>,
+    options: StartOptions = {}
+  ): Promise<ReadonlyArray<TopicResult>> {
+    const include = options.include ?? []
+    const exclude = options.exclude ?? []
+    validatePatterns([...include, ...exclude])
+    const known = new Map<string, SourceTopic>()
+    if (topics.length > 0) {
+      const found = await this.sourceTopics(name, topics, options.sourceBootstrap).catch(() => [])
+      for (const t of found) known.set(t.name, t)
+    }
+    const res = await this.client.sendToAnyBroker(StartMirrorTopics.api, {
+      mirrorName: name,
+      topics: topics.map((topicName) => ({
+        topicName,
+        topicId: known.get(topicName)?.topicId ?? Uuid.ZERO,
+        numPartitions: known.get(topicName)?.numPartitions ?? -1
+      })),
+      includePatterns: include,
+      excludePatterns: exclude
+    })
+    const results = topicResults("StartMirrorTopics", res.topics)
+    // The controller copies the first topic error to the top level: that is a per-topic outcome.
+    if (res.errorCode !== 0 && !results.some((r) => r.error?.errorCode === res.errorCode))
+      checked(`StartMirrorTopics ${name}`, res)
+    return results
+  }
+
+  /** Stops mirroring `topics` (and removes or excludes `patterns`); the topics become writable. */
+  async stopMirrorTopics(
+    name: string,
+    topics: ReadonlyArray<string>,
+    patterns: ReadonlyArray<string> = []
+  ): Promise<ReadonlyArray<TopicResult>> {
+    validatePatterns(patterns)
+    const res = await this.client.sendToAnyBroker(StopMirrorTopics.api, {
+      mirrorName: name,
+      topics: topics.map((topicName) => ({ topicName })),
+      patterns
+    })
+    return topicResults("StopMirrorTopics", checked(`StopMirrorTopics ${name}`, res).topics)
+  }
+
+  /** Pauses mirroring `topics`; only topics with an error (or already paused) are reported. */
+  async pauseMirrorTopics(name: string, topics: ReadonlyArray<string>): Promise<ReadonlyArray<TopicResult>> {
+    const res = await this.client.sendToAnyBroker(PauseMirrorTopics.api, {
+      mirrorName: name,
+      topics: topics.map((topicName) => ({ topicName }))
+    })
+    return topicResults("PauseMirrorTopics", checked(`PauseMirrorTopics ${name}`, res).topics)
+  }
+
+  /** Resumes mirroring paused `topics`; only topics with an error (or not paused) are reported. */
+  async resumeMirrorTopics(name: string, topics: ReadonlyArray<string>): Promise<ReadonlyArray<TopicResult>> {
+    const res = await this.client.sendToAnyBroker(ResumeMirrorTopics.api, {
+      mirrorName: name,
+      topics: topics.map((topicName) => ({ topicName }))
+    })
+    return topicResults("ResumeMirrorTopics", checked(`ResumeMirrorTopics ${name}`, res).topics)
+  }
+
+  /** Deletes a mirror that has no topics left. */
+  async deleteClusterMirror(name: string): Promise<void> {
+    const res = await this.client.sendToAnyBroker(DeleteClusterMirror.api, { mirrorName: name })
+    checked(`DeleteClusterMirror ${name}`, res)
+  }
+
+  /** Every mirror of the cluster, sorted by name. */
+  async listClusterMirrors(includeTopicNames = false): Promise<ReadonlyArray<MirrorListing>> {
+    const res = await this.client.sendToAnyBroker(ListClusterMirrors.api, { includeTopicNames })
+    return checked("ListClusterMirrors", res).mirrors.map((m) => ({
+      mirrorName: m.mirrorName,
+      sourceBootstrap: m.sourceBootstrap,
+      sourceClusterId: m.sourceClusterId,
+      topicCount: m.topicCount,
+      topicNames: m.topicNames
+    }))
+  }
+}
