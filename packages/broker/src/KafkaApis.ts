@@ -22,7 +22,6 @@ import type * as ReplicaManager from "./ReplicaManager.js"
 import { type Handlers, NoResponse } from "./RequestChannel.js"
 import { ConfigurationControl } from "@clustermirror/controller"
 
-const ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 const UNSET_OPS = -2147483648
 /** Internal topics: listed as internal, not writable by clients. */
 export const INTERNAL_TOPICS = new Set(["__consumer_offsets", "__transaction_state", "__mirror_state"])
@@ -421,5 +420,3 @@ const describeConfigs = (
     configs: []
   }
 }
-
-export { ZERO_UUID }

@@ -124,7 +124,7 @@ export class ReplicaManager {
   readonly nodeId: number
   private readonly now: () => number
   private readonly replicaLagTimeMaxMs: number
-  private isrChannel: IsrChannel | undefined
+  private readonly isrChannel: IsrChannel | undefined
 
   constructor(options: ReplicaManagerOptions) {
     this.store = options.store
@@ -132,10 +132,6 @@ export class ReplicaManager {
     this.now = options.now ?? Date.now
     this.replicaLagTimeMaxMs = options.replicaLagTimeMaxMs ?? 30_000
     this.isrChannel = options.isrChannel
-  }
-
-  setIsrChannel(channel: IsrChannel): void {
-    this.isrChannel = channel
   }
 
   get(topic: string, partition: number): PartitionState | undefined {

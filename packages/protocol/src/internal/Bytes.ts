@@ -293,14 +293,3 @@ export class Writer {
     return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.total)
   }
 }
-
-/** Size in bytes of `v` as an unsigned varint. */
-export const uvarintSize = (v: number): number => {
-  v >>>= 0
-  let n = 1
-  while (v >= 0x80) {
-    v >>>= 7
-    n++
-  }
-  return n
-}
