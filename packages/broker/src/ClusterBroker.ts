@@ -296,7 +296,7 @@ export const start = async (
         timeoutMs: 30_000,
         validateOnly
       })
-      await waitForTopics(res.topics.filter((t) => t.errorCode === 0).map((t) => t.name))
+      await catchUp()
       return res.topics.map((t) => ({
         name: t.name,
         topicId: t.topicId,
@@ -323,10 +323,31 @@ export const start = async (
   }
   const groups = new GroupApis.GroupShards(ctx)
 
-  /** Resolves once every named topic is in this broker's image (or after a few seconds). */
-  const waitForTopics = async (names: ReadonlyArray<string>) => {
-    for (let i = 0; i < 100 && names.some((n) => MetadataImage.topicByName(image, n) === undefined); i++)
-      await sleep(50)
+  // Read-your-writes for requests this broker forwards: a metadata fetch sent after the controller
+  // answered carries that answer's records, so once such a round is loaded this broker serves them.
+  let sentRounds = 0
+  let caughtUpRound = 0
+  const roundWaiters = new Set<{ readonly round: number; readonly resolve: () => void }>()
+  const markCaughtUp = (round: number) => {
+    caughtUpRound = Math.max(caughtUpRound, round)
+    for (const w of roundWaiters)
+      if (w.round <= caughtUpRound) {
+        roundWaiters.delete(w)
+        w.resolve()
+      }
+  }
+  /** Resolves once this broker has loaded everything the controller had committed when it was called. */
+  const catchUp = (): Promise<void> => {
+    const round = sentRounds + 1
+    if (caughtUpRound >= round || stopped) return Promise.resolve()
+    return new Promise((resolve) => {
+      const w = { round, resolve }
+      roundWaiters.add(w)
+      setTimeout(() => {
+        roundWaiters.delete(w)
+        resolve()
+      }, 10_000).unref()
+    })
   }
 
   const applyPartition = (t: MetadataImage.TopicImage, partitionId: number, p: MetadataImage.PartitionRegistration) => {
@@ -388,15 +409,16 @@ export const start = async (
   // Handlers: local ones, and the ones the controller decides
 
   const forward = <Req extends Spec.Fields, Res extends Spec.Fields>(api: Api.ApiDef<Req, Res>) =>
-    handlers.register(
-      api,
-      (_req, request) => controller.request(api, request as Spec.StructInput<Req>) as Promise<Spec.StructInput<Res>>
-    )
+    handlers.register(api, async (_req, request) => {
+      const response = await controller.request(api, request as Spec.StructInput<Req>)
+      await catchUp()
+      return response as Spec.StructInput<Res>
+    })
   register(handlers, ctx)
   handlers.register(CreateTopics.api, async (_req, request) => {
     const res = await controller.request(CreateTopics.api, request)
     // Answer once this broker serves what it created, so a client's next request here finds it.
-    if (!request.validateOnly) await waitForTopics(res.topics.filter((t) => t.errorCode === 0).map((t) => t.name))
+    if (!request.validateOnly) await catchUp()
     return res
   })
   forward(DeleteTopics.api)
@@ -450,6 +472,7 @@ export const start = async (
       try {
         const offset = await Effect.runPromise(metadataLog.logEndOffset)
         const epoch = await Effect.runPromise(metadataLog.latestEpoch)
+        const round = ++sentRounds
         const res = await controller.request(
           Fetch.api,
           {
@@ -476,12 +499,15 @@ export const start = async (
           5_000
         )
         const p = res.responses[0]?.partitions[0]
-        if (p === undefined || p.errorCode !== 0 || p.records === null || p.records.length === 0) {
-          if (p !== undefined && p.errorCode !== 0) await sleep(200)
+        if (p === undefined || p.errorCode !== 0) {
+          await sleep(200)
           continue
         }
-        const batches = await Effect.runPromise(metadataLog.appendFetched(Buffer.from(p.records)))
-        if (batches.length > 0) await Effect.runPromise(loader.handleCommit(batches))
+        if (p.records !== null && p.records.length > 0) {
+          const batches = await Effect.runPromise(metadataLog.appendFetched(Buffer.from(p.records)))
+          if (batches.length > 0) await Effect.runPromise(loader.handleCommit(batches))
+        }
+        if ((await Effect.runPromise(metadataLog.logEndOffset)) >= Number(p.highWatermark)) markCaughtUp(round)
       } catch (e) {
         if (!stopped) {
           log(`metadata fetch failed: ${e instanceof Error ? e.message : String(e)}`)
