@@ -1,9 +1,10 @@
 /**
  * `clustermirror-mirrors`: the operator's tool for KIP-1279 cluster mirrors, with the options and
- * output of Kafka's `kafka-cluster-mirrors.sh` (create, start, stop, pause, resume, list, delete).
- * Parsing and formatting are pure; `run` talks to the destination cluster through `MirrorAdmin` and
- * returns the exit code (0 done, 1 the cluster refused or failed, 2 bad usage). It must not decide
- * anything the cluster decides.
+ * output of Kafka's `kafka-cluster-mirrors.sh` (create, start, stop, pause, resume, list, describe,
+ * delete) plus `--recover` for partitions left FAILED once their retries ran out. Parsing and
+ * formatting are pure; `run` talks to the destination cluster through `MirrorAdmin` and returns the
+ * exit code (0 done, 1 the cluster refused or failed, 2 bad usage). It must not decide anything the
+ * cluster decides.
  */
 import { ClientError, ClusterClient, MirrorAdmin } from "@clustermirror/client"
 import * as fs from "node:fs"
@@ -15,13 +16,14 @@ actions (exactly one):
   --stop     --mirror <name> --topics <names|regexes>
   --pause    --mirror <name> --topics <names|regexes>
   --resume   --mirror <name> --topics <names|regexes>
+  --recover  --mirror <name> --topics <names|regexes>   retry topics whose partitions stay FAILED
   --list     [--mirror <name>]
-  --describe [--mirror <name>] [--json] [--failed]   (not supported yet)
+  --describe [--mirror <name>] [--failed] [--json]    partition states and lag (--failed: FAILED only)
   --delete   --mirror <name>
 options:
   --command-config <file>   admin client properties (client.id, request.timeout.ms)`
 
-const ACTIONS = ["create", "start", "stop", "pause", "resume", "list", "describe", "delete"] as const
+const ACTIONS = ["create", "start", "stop", "pause", "resume", "recover", "list", "describe", "delete"] as const
 export type Action = (typeof ACTIONS)[number]
 const WITH_VALUE = new Set(["bootstrap-server", "command-config", "mirror-config", "mirror", "topics", "exclude"])
 const FLAGS = new Set<string>([...ACTIONS, "json", "failed", "help"])
@@ -77,7 +79,8 @@ export const parse = (argv: ReadonlyArray<string>): Command => {
   if (action === "create" && mirrorConfig === null) throw new UsageError("--mirror-config is required with --create")
   if (action !== "create" && mirrorConfig !== null) throw new UsageError("--mirror-config is only valid with --create")
   const topics = csv(values.get("topics"))
-  const needsTopics = action === "start" || action === "stop" || action === "pause" || action === "resume"
+  const needsTopics =
+    action === "start" || action === "stop" || action === "pause" || action === "resume" || action === "recover"
   if (needsTopics && topics.length === 0) throw new UsageError(`--topics is required with --${action}`)
   if (!needsTopics && topics.length > 0) throw new UsageError(`--topics is not valid with --${action}`)
   const exclude = csv(values.get("exclude"))
@@ -136,6 +139,117 @@ export const formatList = (mirrors: ReadonlyArray<MirrorAdmin.MirrorListing>): s
   ].join("\n")
 }
 
+/** One row of `--describe`: a mirror partition. */
+export interface MirrorPartition extends MirrorAdmin.PartitionDescription {
+  readonly mirror: string
+}
+
+/** The broker config bounding retries of FAILED partitions. */
+export const RETRY_MAX_ATTEMPTS_CONFIG = "mirror.failed.retry.max.attempts"
+
+/** Our broker's default of `mirror.failed.retry.max.attempts`, shown when a broker does not tell. */
+export const DEFAULT_RETRY_MAX_ATTEMPTS = 100
+
+const compareStrings = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
+
+/** The partitions of described mirrors (those described without error), sorted by mirror, topic, partition. */
+export const describeRows = (
+  mirrors: ReadonlyArray<MirrorAdmin.MirrorDescription>,
+  failedOnly: boolean
+): ReadonlyArray<MirrorPartition> =>
+  mirrors
+    .filter((m) => m.errorCode === 0)
+    .flatMap((m) => m.partitions.map((p) => ({ ...p, mirror: m.mirrorName })))
+    .filter((p) => !failedOnly || p.state === "FAILED")
+    .sort((a, b) => compareStrings(a.mirror, b.mirror) || compareStrings(a.topic, b.topic) || a.partition - b.partition)
+
+/** `mirror.failed.retry.max.attempts` from a broker's configs, or our default when it is missing. */
+export const retryMaxAttempts = (configs: ReadonlyMap<string, string | null>): number => {
+  const value = configs.get(RETRY_MAX_ATTEMPTS_CONFIG)
+  const n = value === undefined || value === null || value.trim() === "" ? Number.NaN : Number(value)
+  return Number.isInteger(n) && n >= 0 ? n : DEFAULT_RETRY_MAX_ATTEMPTS
+}
+
+/** Pads a cell without cutting it ("-" when empty). */
+const padded = (value: string, width: number): string => (value === "" ? "-" : value).padEnd(width)
+
+const offset = (value: bigint): string => (value < 0n ? "-" : String(value))
+
+/** The `--describe` table (or "No mirror partitions found"); offsets and lag of -1 show as "-". */
+export const formatDescribe = (rows: ReadonlyArray<MirrorPartition>): string => {
+  if (rows.length === 0) return "No mirror partitions found"
+  const row = (cols: ReadonlyArray<string>) =>
+    [
+      cell(cols[0]!, 30),
+      padded(cols[1]!, 40),
+      padded(cols[2]!, 10),
+      padded(cols[3]!, 15),
+      padded(cols[4]!, 18),
+      padded(cols[5]!, 10),
+      padded(cols[6]!, 12)
+    ]
+      .join(" ")
+      .trimEnd()
+  return [
+    row(["MIRROR", "TOPIC", "PARTITION", "SOURCE-OFFSET", "DESTINATION-OFFSET", "LAG", "STATE"]),
+    ...rows.map((r) =>
+      row([
+        r.mirror,
+        r.topic,
+        String(r.partition),
+        offset(r.sourceOffset),
+        offset(r.destinationOffset),
+        offset(r.lag),
+        r.state
+      ])
+    )
+  ].join("\n")
+}
+
+const ERROR_WIDTH = 80
+
+/** A failure reason on one line, cut to 80 characters. */
+const errorCell = (message: string | null): string => {
+  const m = (message ?? "").replace(/\s*\r?\n\s*/g, " ").trim()
+  if (m === "") return "-"
+  return m.length > ERROR_WIDTH ? `${m.slice(0, ERROR_WIDTH - 3)}...` : m
+}
+
+/** The `--describe --failed` table (or "No failed partitions found"); RETRY is `<attempt>/<max>` or NonRetryable. */
+export const formatFailed = (rows: ReadonlyArray<MirrorPartition>, maxAttempts: number): string => {
+  if (rows.length === 0) return "No failed partitions found"
+  const row = (cols: ReadonlyArray<string>) =>
+    [cell(cols[0]!, 30), padded(cols[1]!, 40), padded(cols[2]!, 10), padded(cols[3]!, 15), cols[4]!].join(" ").trimEnd()
+  return [
+    row(["MIRROR", "TOPIC", "PARTITION", "RETRY", "ERROR"]),
+    ...rows.map((r) =>
+      row([
+        r.mirror,
+        r.topic,
+        String(r.partition),
+        r.retryAttempt === -1 ? "NonRetryable" : `${r.retryAttempt}/${maxAttempts}`,
+        errorCell(r.errorMessage)
+      ])
+    )
+  ].join("\n")
+}
+
+/** The `--describe --json` array (offsets as numbers, -1 kept); `[]` when empty. */
+export const formatJson = (rows: ReadonlyArray<MirrorPartition>): string =>
+  JSON.stringify(
+    rows.map((r) => ({
+      mirror: r.mirror,
+      topic: r.topic,
+      partition: r.partition,
+      sourceOffset: Number(r.sourceOffset),
+      destinationOffset: Number(r.destinationOffset),
+      lag: Number(r.lag),
+      state: r.state,
+      retryAttempt: r.retryAttempt,
+      errorMessage: r.errorMessage
+    }))
+  )
+
 /** "NAME: message" of a failure, for stderr. */
 export const describeError = (e: unknown): string => {
   if (e instanceof ClientError.KafkaError) return `${e.errorName}: ${e.errorMessage ?? e.context}`
@@ -162,10 +276,6 @@ const adminConfig = (file: string | null): Partial<ClusterClient.Config> => {
 
 /** Runs a parsed command against the destination cluster; resolves with the exit code. */
 export const run = async (command: Command, io: Io): Promise<number> => {
-  if (command.action === "describe") {
-    io.err("--describe is not supported yet: the cluster does not serve DescribeClusterMirrors")
-    return 1
-  }
   const client = new ClusterClient.Client({
     bootstrapServers: csv(command.bootstrapServer),
     clientId: "clustermirror-mirrors",
@@ -235,6 +345,37 @@ export const run = async (command: Command, io: Io): Promise<number> => {
         const verb = command.action === "pause" ? "Paused" : "Resumed"
         io.out(`${verb} mirroring for ${done.length} topic(s) in mirror ${mirror}: ${names(done)}`)
         return topicFailures(`${command.action} mirroring`, results)
+      }
+      case "recover": {
+        const { names: topics } = await destinationTopics()
+        const results = await admin.recoverMirrorTopics(mirror, topics)
+        const failed = new Set(results.filter((r) => r.error !== null).map((r) => r.name))
+        const done = topics.filter((t) => !failed.has(t))
+        if (done.length > 0 || failed.size === 0)
+          io.out(`Recovered mirroring for ${done.length} topic(s) in mirror ${mirror}: ${names(done)}`)
+        return topicFailures("recover mirroring", results)
+      }
+      case "describe": {
+        const { mirrors } = await admin.describeClusterMirrors(command.mirror === null ? [] : [command.mirror])
+        const refused = mirrors.filter((m) => m.errorCode !== 0)
+        for (const m of refused) {
+          const e = new ClientError.KafkaError({ errorCode: m.errorCode, errorMessage: null, context: "" })
+          io.err(`Failed to describe mirror ${m.mirrorName}: ${e.errorName}`)
+        }
+        const rows = describeRows(mirrors, command.failed)
+        if (command.json) io.out(formatJson(rows))
+        else if (!command.failed) io.out(formatDescribe(rows))
+        else {
+          // The retry bound only labels the RETRY column: a broker that cannot tell gets our default.
+          const maxAttempts =
+            rows.length === 0
+              ? DEFAULT_RETRY_MAX_ATTEMPTS
+              : await admin
+                  .describeBrokerConfigs([RETRY_MAX_ATTEMPTS_CONFIG])
+                  .then(retryMaxAttempts, () => DEFAULT_RETRY_MAX_ATTEMPTS)
+          io.out(formatFailed(rows, maxAttempts))
+        }
+        return refused.length === 0 ? 0 : 1
       }
       case "list": {
         const all = await admin.listClusterMirrors(false)

@@ -1,5 +1,6 @@
 /**
- * `clustermirror-mirrors --bootstrap-server <host:port> --create|--start|--stop|--pause|--resume|--list|--delete ...`
+ * `clustermirror-mirrors --bootstrap-server <host:port>
+ *   --create|--start|--stop|--pause|--resume|--recover|--list|--describe|--delete ...`
  *
  * The only entrypoint of the CLI app: parses the command line, runs the mirrors command against the
  * destination cluster and exits with its code (0 done, 1 refused or failed, 2 bad usage).

@@ -1,4 +1,4 @@
-import { ClientError } from "@clustermirror/client"
+import { ClientError, type MirrorAdmin } from "@clustermirror/client"
 import { describe, expect, it } from "@effect/vitest"
 import * as MirrorsCommand from "../src/MirrorsCommand.js"
 
@@ -14,6 +14,22 @@ describe("MirrorsCommand.parse", () => {
       exclude: ["x.tmp"]
     })
     expect(parse("--bootstrap-server=h:1 --list")).toMatchObject({ action: "list", mirror: null })
+    expect(parse("--bootstrap-server h:1 --describe --failed --json")).toMatchObject({
+      action: "describe",
+      mirror: null,
+      failed: true,
+      json: true
+    })
+    expect(parse("--bootstrap-server h:1 --describe --mirror m")).toMatchObject({
+      mirror: "m",
+      failed: false,
+      json: false
+    })
+    expect(parse("--bootstrap-server h:1 --recover --mirror m --topics a,x.*")).toMatchObject({
+      action: "recover",
+      mirror: "m",
+      topics: ["a", "x.*"]
+    })
   })
 
   it("refuses what kafka-cluster-mirrors.sh refuses", () => {
@@ -26,6 +42,13 @@ describe("MirrorsCommand.parse", () => {
       "--bootstrap-server h:1 --stop --mirror m --topics a --exclude b",
       "--bootstrap-server h:1 --delete",
       "--bootstrap-server h:1 --list --json",
+      "--bootstrap-server h:1 --list --failed",
+      "--bootstrap-server h:1 --pause --mirror m --topics a --json",
+      "--bootstrap-server h:1 --describe --recover --mirror m --topics a",
+      "--bootstrap-server h:1 --describe --topics a",
+      "--bootstrap-server h:1 --recover --topics a",
+      "--bootstrap-server h:1 --recover --mirror m",
+      "--bootstrap-server h:1 --recover --mirror m --topics a --failed",
       "--bootstrap-server h:1 --list --nope",
       "--bootstrap-server"
     ])
@@ -72,5 +95,143 @@ describe("MirrorsCommand helpers", () => {
   it("names Kafka errors", () => {
     const e = new ClientError.KafkaError({ errorCode: 137, errorMessage: "no such mirror", context: "x" })
     expect(MirrorsCommand.describeError(e)).toBe(`${e.errorName}: no such mirror`)
+  })
+})
+
+const described = (
+  partition: number,
+  over: Partial<MirrorAdmin.PartitionDescription> = {}
+): MirrorAdmin.PartitionDescription => ({
+  topic: "orders",
+  partition,
+  sourceOffset: 120n,
+  destinationOffset: 100n,
+  lag: 20n,
+  state: "MIRRORING",
+  retryAttempt: 0,
+  errorMessage: null,
+  ...over
+})
+
+const failedPartition = (partition: number, retryAttempt: number, errorMessage: string | null) =>
+  described(partition, {
+    sourceOffset: -1n,
+    destinationOffset: -1n,
+    lag: -1n,
+    state: "FAILED",
+    retryAttempt,
+    errorMessage
+  })
+
+const mirrors: ReadonlyArray<MirrorAdmin.MirrorDescription> = [
+  {
+    mirrorName: "west",
+    errorCode: 0,
+    partitions: [described(1), failedPartition(0, 3, "source unreachable"), described(0, { topic: "audit" })]
+  },
+  { mirrorName: "gone", errorCode: 137, partitions: [described(9)] },
+  { mirrorName: "east", errorCode: 0, partitions: [failedPartition(2, -1, "source topic deleted")] }
+]
+
+describe("MirrorsCommand --describe output", () => {
+  it("takes the partitions of described mirrors, sorted by mirror, topic and partition", () => {
+    const rows = MirrorsCommand.describeRows(mirrors, false)
+    expect(rows.map((r) => `${r.mirror}/${r.topic}-${r.partition}`)).toEqual([
+      "east/orders-2",
+      "west/audit-0",
+      "west/orders-0",
+      "west/orders-1"
+    ])
+    expect(MirrorsCommand.describeRows(mirrors, true).map((r) => `${r.mirror}/${r.topic}-${r.partition}`)).toEqual([
+      "east/orders-2",
+      "west/orders-0"
+    ])
+  })
+
+  it("formats the table in fixed columns, -1 as '-', long mirror names cut with '...'", () => {
+    expect(MirrorsCommand.formatDescribe([])).toBe("No mirror partitions found")
+    const long = "m".repeat(35)
+    const lines = MirrorsCommand.formatDescribe([
+      { ...described(7), mirror: long },
+      { ...failedPartition(8, 1, "x"), mirror: "west" }
+    ]).split("\n")
+    expect(lines).toEqual([
+      `${"MIRROR".padEnd(30)} ${"TOPIC".padEnd(40)} ${"PARTITION".padEnd(10)} ${"SOURCE-OFFSET".padEnd(15)} ${"DESTINATION-OFFSET".padEnd(18)} ${"LAG".padEnd(10)} STATE`,
+      `${`${"m".repeat(26)}...`.padEnd(30)} ${"orders".padEnd(40)} ${"7".padEnd(10)} ${"120".padEnd(15)} ${"100".padEnd(18)} ${"20".padEnd(10)} MIRRORING`,
+      `${"west".padEnd(30)} ${"orders".padEnd(40)} ${"8".padEnd(10)} ${"-".padEnd(15)} ${"-".padEnd(18)} ${"-".padEnd(10)} FAILED`
+    ])
+  })
+
+  it("formats failed partitions with their retries and errors cut to 80 characters", () => {
+    expect(MirrorsCommand.formatFailed([], 100)).toBe("No failed partitions found")
+    const long = `${"e".repeat(79)}XYZ`
+    const lines = MirrorsCommand.formatFailed(
+      [
+        { ...failedPartition(0, 3, "source\nunreachable"), mirror: "west" },
+        { ...failedPartition(1, -1, long), mirror: "west" },
+        { ...failedPartition(2, 0, null), mirror: "west" }
+      ],
+      10
+    ).split("\n")
+    const prefix = (p: number) => `${"west".padEnd(30)} ${"orders".padEnd(40)} ${String(p).padEnd(10)}`
+    expect(lines).toEqual([
+      `${"MIRROR".padEnd(30)} ${"TOPIC".padEnd(40)} ${"PARTITION".padEnd(10)} ${"RETRY".padEnd(15)} ERROR`,
+      `${prefix(0)} ${"3/10".padEnd(15)} source unreachable`,
+      `${prefix(1)} ${"NonRetryable".padEnd(15)} ${"e".repeat(77)}...`,
+      `${prefix(2)} ${"0/10".padEnd(15)} -`
+    ])
+    expect(lines[2]!.split(" ").at(-1)).toHaveLength(80)
+  })
+
+  it("formats JSON with numbers, not strings", () => {
+    expect(MirrorsCommand.formatJson([])).toBe("[]")
+    const rows = MirrorsCommand.describeRows(mirrors, true)
+    expect(JSON.parse(MirrorsCommand.formatJson(rows))).toEqual([
+      {
+        mirror: "east",
+        topic: "orders",
+        partition: 2,
+        sourceOffset: -1,
+        destinationOffset: -1,
+        lag: -1,
+        state: "FAILED",
+        retryAttempt: -1,
+        errorMessage: "source topic deleted"
+      },
+      {
+        mirror: "west",
+        topic: "orders",
+        partition: 0,
+        sourceOffset: -1,
+        destinationOffset: -1,
+        lag: -1,
+        state: "FAILED",
+        retryAttempt: 3,
+        errorMessage: "source unreachable"
+      }
+    ])
+    expect(JSON.parse(MirrorsCommand.formatJson([{ ...described(0), mirror: "m" }]))[0]).toMatchObject({
+      sourceOffset: 120,
+      destinationOffset: 100,
+      lag: 20
+    })
+  })
+
+  it("reads the retry bound from the broker config, else our default", () => {
+    const bound = (value: string | null | undefined) =>
+      MirrorsCommand.retryMaxAttempts(
+        new Map(value === undefined ? [] : [[MirrorsCommand.RETRY_MAX_ATTEMPTS_CONFIG, value]])
+      )
+    expect(bound("7")).toBe(7)
+    expect(bound("0")).toBe(0)
+    expect([bound(undefined), bound(null), bound(""), bound("many"), bound("-3")]).toEqual([100, 100, 100, 100, 100])
+  })
+})
+
+describe("MirrorsCommand usage", () => {
+  it("lists every action and nothing unsupported", () => {
+    for (const action of ["create", "start", "stop", "pause", "resume", "recover", "list", "describe", "delete"])
+      expect(MirrorsCommand.usage).toContain(`--${action}`)
+    expect(MirrorsCommand.usage).not.toMatch(/not supported/)
   })
 })

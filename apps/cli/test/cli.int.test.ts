@@ -1,7 +1,8 @@
 /**
  * `clustermirror-mirrors` as a process against our server as a process, with a second server as the
  * source cluster: create from a properties file, start a topic (its id and partition count come from
- * the source), list, stop, delete, and a refused request's exit code and Kafka error name.
+ * the source), list, describe (also as JSON), pause and resume, stop, delete, and a refused request's exit
+ * code and Kafka error name.
  */
 import { ClusterClient } from "@clustermirror/client"
 import { CreateTopics } from "@clustermirror/protocol"
@@ -91,8 +92,38 @@ describe("clustermirror-mirrors", () => {
     expect(lines[0]!.split(/\s+/)).toEqual(["MIRROR", "TOPICS", "SOURCE-CLUSTER-ID", "SOURCE-BOOTSTRAP-SERVER"])
     expect(lines.slice(1).map((l) => l.split(/\s+/))).toEqual([["dr", "1", sourceClusterId, source.bootstrap]])
 
+    // The partitions' actual states come from their leaders: wait for both to mirror.
+    const describeUntil = async (state: string) => {
+      for (let i = 0; i < 100; i++) {
+        const d = await mirrors("--describe", "--mirror", "dr", "--json")
+        const rows = d.code === 0 ? (JSON.parse(d.stdout) as Array<{ state: string; partition: number }>) : []
+        if (rows.length === 2 && rows.every((r) => r.state === state)) return rows
+        await new Promise((r) => setTimeout(r, 100))
+      }
+      throw new Error(`mirror dr never showed both partitions ${state}`)
+    }
+    const rows = await describeUntil("MIRRORING")
+    expect(rows.map((r) => r.partition)).toEqual([0, 1])
+    const table = await mirrors("--describe")
+    expect(table.code).toBe(0)
+    expect(
+      table.stdout
+        .split("\n")[0]!
+        .split(/\s+/)
+        .filter((c) => c !== "")
+    ).toEqual(["MIRROR", "TOPIC", "PARTITION", "SOURCE-OFFSET", "DESTINATION-OFFSET", "LAG", "STATE"])
+    expect(await mirrors("--describe", "--failed")).toMatchObject({ code: 0, stdout: "No failed partitions found\n" })
+
+    const paused = await mirrors("--pause", "--mirror", "dr", "--topics", "payments")
+    expect(paused.code).toBe(0)
+    await describeUntil("PAUSED")
+    // Resume continues from the log end, without truncation.
+    expect((await mirrors("--resume", "--mirror", "dr", "--topics", "payments")).code).toBe(0)
+    await describeUntil("MIRRORING")
+
     const stopped = await mirrors("--stop", "--mirror", "dr", "--topics", "payments")
     expect(stopped).toMatchObject({ code: 0, stdout: "Stopped mirroring for topics [payments] in mirror dr.\n" })
+    await describeUntil("STOPPED")
     const deleted = await mirrors("--delete", "--mirror", "dr")
     expect(deleted).toMatchObject({ code: 0, stdout: "Deleted mirror dr.\n" })
     let empty = await mirrors("--list")
@@ -107,8 +138,8 @@ describe("clustermirror-mirrors", () => {
     const usage = await mirrors("--start", "--mirror", "dr")
     expect(usage.code).toBe(2)
     expect(usage.stderr).toMatch(/--topics is required with --start/)
-    const described = await mirrors("--describe")
+    const described = await mirrors("--describe", "--mirror", "nowhere")
     expect(described.code).toBe(1)
-    expect(described.stderr).toMatch(/not supported yet/)
+    expect(described.stderr).toMatch(/UNKNOWN_CLUSTER_MIRROR/)
   })
 })

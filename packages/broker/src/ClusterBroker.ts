@@ -6,7 +6,7 @@
  * that change metadata are forwarded to the controller. Decisions live in the controller; this module
  * only wires.
  */
-import { Connection } from "@clustermirror/client"
+import type { Connection } from "@clustermirror/client"
 import { FeatureControl } from "@clustermirror/controller"
 import { NetworkLeaderEndpoint, ReplicaFetcher } from "@clustermirror/fetcher"
 import { MetadataImage, MetadataLog, MetadataPublisher } from "@clustermirror/metadata-log"
@@ -21,16 +21,11 @@ import {
   CreateClusterMirror,
   CreatePartitions,
   CreateTopics,
-  DeleteClusterMirror,
   DeleteTopics,
   ElectLeaders,
   Errors,
   Fetch,
   IncrementalAlterConfigs,
-  PauseMirrorTopics,
-  ResumeMirrorTopics,
-  StartMirrorTopics,
-  StopMirrorTopics,
   type Api,
   type Spec,
   Uuid
@@ -45,9 +40,11 @@ import * as GroupApis from "./GroupApis.js"
 import { type BrokerContext, INTERNAL_TOPICS, ProducerIdManager, register } from "./KafkaApis.js"
 import type * as MetadataView from "./MetadataView.js"
 import * as MirrorApis from "./MirrorApis.js"
+import * as MirrorRuntime from "./MirrorRuntime.js"
 import { ReplicaManager } from "./ReplicaManager.js"
 import { Handlers } from "./RequestChannel.js"
 import * as SocketServer from "./SocketServer.js"
+import { Channel } from "./internal/Channel.js"
 
 export interface ClusterBroker {
   readonly port: number
@@ -59,49 +56,6 @@ export interface ClusterBroker {
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
-
-/** One lazily (re)opened connection to a node; a failed request drops it so the next one reconnects. */
-class Channel {
-  private conn: Promise<Connection.Connection> | undefined
-  constructor(
-    private readonly host: string,
-    private readonly port: number,
-    private readonly clientId: string
-  ) {}
-  private get(): Promise<Connection.Connection> {
-    this.conn ??= Connection.open({
-      host: this.host,
-      port: this.port,
-      clientId: this.clientId,
-      requestTimeoutMs: 30_000
-    })
-    return this.conn
-  }
-  async request<Req extends Spec.Fields, Res extends Spec.Fields>(
-    api: Api.ApiDef<Req, Res>,
-    body: Spec.StructInput<Req>,
-    timeoutMs?: number
-  ): Promise<Spec.StructType<Res>> {
-    const attempt = this.get()
-    try {
-      const c = await attempt
-      const v = Either.getOrThrow(c.versionFor(api))
-      return await c.request(api, v, body, timeoutMs === undefined ? undefined : { timeoutMs })
-    } catch (e) {
-      if (this.conn === attempt) this.conn = undefined
-      void attempt.then((c) => c.close()).catch(() => {})
-      throw e
-    }
-  }
-  async connection(): Promise<Connection.Connection> {
-    return this.get()
-  }
-  close(): void {
-    const c = this.conn
-    this.conn = undefined
-    void c?.then((x) => x.close()).catch(() => {})
-  }
-}
 
 const viewOf = (
   current: () => MetadataImage.MetadataImage,
@@ -122,7 +76,7 @@ const viewOf = (
         isr: p.isr
       })),
     configs: MetadataImage.configsOf(image, MetadataImage.ConfigResourceType.TOPIC, t.name),
-    readOnly: t.mirrorName !== null && t.desiredMirrorState !== "STOPPED"
+    readOnly: t.mirrorName !== null
   })
   const endpoint = (b: MetadataImage.BrokerRegistration): MetadataView.BrokerEndpoint | undefined => {
     const l = b.listeners.find((x) => x.name !== "CONTROLLER") ?? b.listeners[0]
@@ -319,9 +273,33 @@ export const start = async (
     admin,
     replicas,
     producerIds: new ProducerIdManager(admin),
-    describeMirrorConfigs: (name, keys) => MirrorApis.describeMirrorConfigs(image, name, keys)
+    describeMirrorConfigs: (name, keys) => MirrorApis.describeMirrorConfigs(image, name, keys),
+    mirrorWritable: (topic, partition) => mirrors.isWritable(topic, partition)
   }
   const groups = new GroupApis.GroupShards(ctx)
+
+  // Channels to the other brokers of this cluster (mirror state coordinators, recover fan-out).
+  const peers = new Map<number, Channel>()
+  const peer = (id: number): Channel | undefined => {
+    const existing = peers.get(id)
+    if (existing !== undefined) return existing
+    const b = image.cluster.brokers.get(id)
+    const l = b?.listeners.find((x) => x.name !== "CONTROLLER") ?? b?.listeners[0]
+    if (l === undefined) return undefined
+    const c = new Channel(l.host, l.port, `broker-${nodeId}-peer-${id}`)
+    peers.set(id, c)
+    return c
+  }
+  const mirrors = MirrorRuntime.make({
+    config,
+    clusterId,
+    image: () => image,
+    replicas,
+    controller,
+    catchUp: () => catchUp(),
+    peer,
+    log
+  })
 
   // Read-your-writes for requests this broker forwards: a metadata fetch sent after the controller
   // answered carries that answer's records, so once such a round is loaded this broker serves them.
@@ -367,6 +345,8 @@ export const start = async (
       minIsr
     )
     if (t.name === GroupApis.OFFSETS_TOPIC) groups.onLeadership(partitionId, p.leader === nodeId)
+    if (t.name === MirrorRuntime.MIRROR_STATE_TOPIC)
+      mirrors.onStatePartition(partitionId, p.leader, p.leaderEpoch, t.partitions.size)
     if (p.leader === nodeId) stopFetching(t.name, partitionId)
     else if (p.leader >= 0) {
       const state = role.state
@@ -389,18 +369,21 @@ export const start = async (
         image = next
         if (manifest._tag === "Snapshot") {
           for (const t of next.topics.byId.values()) for (const [i, p] of t.partitions) applyPartition(t, i, p)
+          mirrors.onMetadataUpdate()
           return
         }
         const changes = delta.localChanges(nodeId)
         for (const tp of changes.deletes) {
           stopFetching(tp.topicName, tp.partitionId)
           if (tp.topicName === GroupApis.OFFSETS_TOPIC) groups.onLeadership(tp.partitionId, false)
+          if (tp.topicName === MirrorRuntime.MIRROR_STATE_TOPIC) mirrors.onStatePartition(tp.partitionId, -1, -1, 0)
           replicas.deletePartition(tp.topicName, tp.partitionId)
         }
         for (const c of [...changes.leaders, ...changes.followers]) {
           const t = MetadataImage.topicById(next, c.topicId)
           if (t !== undefined) applyPartition(t, c.partitionId, c.partition)
         }
+        mirrors.onMetadataUpdate()
       })
   }
   await Effect.runPromise(loader.installPublishers([publisher]))
@@ -427,15 +410,10 @@ export const start = async (
   forward(AlterConfigs.api)
   forward(ElectLeaders.api)
   forward(BumpLeaderEpochs.api)
-  // KIP-1279's mirror operations are decided by the controller. (The broker's own validation phase of
-  // §5.8 arrives with the mirror coordinator; until then requests go through with their own stamp.)
+  // KIP-1279: mirrors are created by the controller; the topic operations are validated here first (§5.8).
   forward(CreateClusterMirror.api)
-  forward(StartMirrorTopics.api)
-  forward(StopMirrorTopics.api)
-  forward(PauseMirrorTopics.api)
-  forward(ResumeMirrorTopics.api)
-  forward(DeleteClusterMirror.api)
   MirrorApis.register(handlers, () => image)
+  mirrors.register(handlers)
   GroupApis.register(handlers, ctx, groups, () =>
     GroupApis.ensureOffsetsTopic(
       ctx,
@@ -576,6 +554,8 @@ export const start = async (
         f.channel.close()
       }
       await groups.close()
+      await mirrors.close()
+      for (const p of peers.values()) p.close()
       controller.close()
       replicas.close()
       await Effect.runPromise(metadataLog.close)

@@ -44,6 +44,8 @@ export interface ControllerServerOptions {
   readonly defaultReplicationFactor: number
   readonly sessionTimeoutMs?: number
   readonly uncleanLeaderElectionEnable?: boolean
+  readonly mirrorStateTopicPartitions?: number
+  readonly mirrorStateTopicReplicationFactor?: number
   readonly log?: (line: string) => void
 }
 
@@ -182,6 +184,12 @@ export const start = async (options: ControllerServerOptions): Promise<Controlle
     ...(options.sessionTimeoutMs !== undefined ? { sessionTimeoutMs: options.sessionTimeoutMs } : {}),
     ...(options.uncleanLeaderElectionEnable !== undefined
       ? { uncleanLeaderElectionEnable: options.uncleanLeaderElectionEnable }
+      : {}),
+    ...(options.mirrorStateTopicPartitions !== undefined
+      ? { mirrorStateTopicPartitions: options.mirrorStateTopicPartitions }
+      : {}),
+    ...(options.mirrorStateTopicReplicationFactor !== undefined
+      ? { mirrorStateTopicReplicationFactor: options.mirrorStateTopicReplicationFactor }
       : {}),
     ...(options.log !== undefined ? { log_: options.log } : {})
   })

@@ -37,6 +37,11 @@ export interface BrokerContext {
     name: string,
     keys: ReadonlyArray<string> | null
   ) => ReturnType<typeof MirrorApis.describeMirrorConfigs>
+  /**
+   * KIP-1279 §6.8: whether clients may produce to a partition of a mirror topic this broker leads (its
+   * actual mirror state is STOPPED). Without it, mirror topics are read-only.
+   */
+  readonly mirrorWritable?: (topic: string, partition: number) => boolean
 }
 
 /** Hands out producer ids from blocks the controller allocates. */
@@ -166,7 +171,7 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
             name: t.name,
             topicId: t.topicId,
             partitionResponses: t.partitionData.map((p) =>
-              ctx.view.topicByName(name)?.readOnly === true
+              ctx.view.topicByName(name)?.readOnly === true && ctx.mirrorWritable?.(name, p.index) !== true
                 ? readOnly
                 : ctx.replicas.appendAsLeader(
                     name,

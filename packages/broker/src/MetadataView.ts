@@ -19,8 +19,8 @@ export interface TopicView {
   readonly partitions: ReadonlyArray<PartitionView>
   readonly configs: ReadonlyMap<string, string>
   /**
-   * KIP-1279: the topic belongs to a cluster mirror that has not stopped it, so clients may not
-   * produce to it (READ_ONLY_TOPIC). Judged from the desired state until partition states arrive.
+   * KIP-1279: the topic belongs to a cluster mirror, so clients may produce to a partition only once its
+   * actual mirror state is STOPPED (the broker's mirror runtime knows; READ_ONLY_TOPIC otherwise).
    */
   readonly readOnly: boolean
 }

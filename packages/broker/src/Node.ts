@@ -69,6 +69,8 @@ export const start = async (config: BrokerConfig, log: (line: string) => void = 
       defaultReplicationFactor: config.defaultReplicationFactor,
       sessionTimeoutMs: config.brokerSessionTimeoutMs,
       uncleanLeaderElectionEnable: config.uncleanLeaderElectionEnable,
+      mirrorStateTopicPartitions: config.mirrorStateTopicNumPartitions,
+      mirrorStateTopicReplicationFactor: config.mirrorStateTopicReplicationFactor,
       log
     })
   }

@@ -520,6 +520,17 @@ export class ReplicaManager {
     })
   }
 
+  /**
+   * A mirror fetcher appended source batches to a partition this broker leads, or LOG_TRUNCATION cut it:
+   * the high watermark follows (over the ISR, like a produce) and waiting fetches wake.
+   */
+  mirrorAppended(topic: string, partition: number): void {
+    const p = this.get(topic, partition)
+    if (p === undefined || p.leader !== this.nodeId) return
+    this.maybeIncrementHighWatermark(p)
+    this.wake(key(topic, partition))
+  }
+
   /** Wakes fetches and producers waiting on a partition after a follower append or truncation. */
   notifyChanged(topic: string, partition: number): void {
     this.wake(key(topic, partition))

@@ -91,7 +91,14 @@ export const start = (options: SocketServerOptions): Promise<SocketServer> =>
             if (result._tag === "Close") return close(result.reason)
             if (result._tag === "Respond") {
               write(result.chunks)
-              if (socket.writableNeedDrain) await new Promise<void>((r) => socket.once("drain", r).once("close", r))
+              if (socket.writableNeedDrain)
+                await new Promise<void>((resolve) => {
+                  const done = () => {
+                    socket.off("drain", done).off("close", done)
+                    resolve()
+                  }
+                  socket.once("drain", done).once("close", done)
+                })
             }
             if (socket.isPaused() && queue.length < MAX_QUEUED_FRAMES / 2) socket.resume()
           }

@@ -1,9 +1,11 @@
 /**
  * The admin calls of KIP-1279 cluster mirroring over a `ClusterClient.Client` of the destination
- * cluster: create and delete mirrors, start, stop, pause and resume mirror topics, list mirrors and
- * read a mirror's configs. Requests go to the least loaded broker, which forwards what the controller
- * decides. Starting topics looks up their topic id and partition count on the *source* cluster (a
- * short-lived client on the mirror's `bootstrap.servers`) and sends names only when that fails.
+ * cluster: create and delete mirrors, start, stop, pause, resume and recover mirror topics, list and
+ * describe mirrors, read a mirror's configs. Requests go to the least loaded broker, which forwards
+ * what the controller decides; DescribeClusterMirrors goes to every broker (each reports the
+ * partitions it leads) and `mergeDescriptions` merges the answers. Starting topics looks up their
+ * topic id and partition count on the *source* cluster (a short-lived client on the mirror's
+ * `bootstrap.servers`) and sends names only when that fails.
  *
  * Whole-request failures reject with `KafkaError`; per-topic outcomes are returned. This module owns
  * no state and must not decide anything the controller decides.
@@ -11,20 +13,26 @@
 import {
   CreateClusterMirror,
   DeleteClusterMirror,
+  DescribeClusterMirrors,
   DescribeConfigs,
   ListClusterMirrors,
   PauseMirrorTopics,
+  RecoverMirrorTopics,
   ResumeMirrorTopics,
   StartMirrorTopics,
   StopMirrorTopics,
   Uuid
 } from "@clustermirror/protocol"
-import { KafkaError } from "./ClientError.js"
-import { Client } from "./ClusterClient.js"
+import { Either } from "effect"
+import { KafkaError, NoBrokerAvailable } from "./ClientError.js"
+import { type BrokerResult, Client } from "./ClusterClient.js"
 import type * as Retry from "./Retry.js"
 
 /** The config resource type of a cluster mirror (KIP-1279). */
 export const CLUSTER_MIRROR_RESOURCE = 64
+
+/** The config resource type of a broker. */
+export const BROKER_RESOURCE = 4
 
 export interface MirrorListing {
   readonly mirrorName: string
@@ -57,6 +65,51 @@ export interface SourceTopic {
   readonly numPartitions: number
   readonly isInternal: boolean
 }
+
+/** One mirror partition as its leader reports it. Offsets and lag are -1 unless it is MIRRORING. */
+export interface PartitionDescription {
+  readonly topic: string
+  readonly partition: number
+  /** The source leader's high watermark. */
+  readonly sourceOffset: bigint
+  /** The local high watermark. */
+  readonly destinationOffset: bigint
+  readonly lag: bigint
+  /** The state's name, e.g. "MIRRORING", "FAILED", "UNKNOWN". */
+  readonly state: string
+  /** Retries of a FAILED partition so far; -1 when it is not retried. */
+  readonly retryAttempt: number
+  /** Why the partition is FAILED. */
+  readonly errorMessage: string | null
+}
+
+export interface MirrorDescription {
+  readonly mirrorName: string
+  /** 0 when at least one broker described the mirror. */
+  readonly errorCode: number
+  /** Sorted by topic, then partition. */
+  readonly partitions: ReadonlyArray<PartitionDescription>
+}
+
+export interface DescribeOptions {
+  /** The requesting cluster's own id: selects the mirrors whose source it is, for the LME lookup. */
+  readonly clusterId?: string | null
+  /** Partitions whose last mirror epoch to look up (needs `clusterId`). */
+  readonly lastMirrorEpochLookups?: ReadonlyArray<{
+    readonly topicId: string
+    readonly partitions: ReadonlyArray<number>
+  }>
+}
+
+export interface DescribeResult {
+  /** Sorted by mirror name. */
+  readonly mirrors: ReadonlyArray<MirrorDescription>
+  /** topic id → partition → the largest last mirror epoch any broker reported (-1 when none knows it). */
+  readonly lastMirrorEpochs: ReadonlyMap<string, ReadonlyMap<number, number>>
+}
+
+/** What one broker answered to DescribeClusterMirrors, or why it did not answer. */
+export type BrokerDescription = BrokerResult<DescribeClusterMirrors.Response, unknown>
 
 /** Settings of the short-lived client on the source: fail fast, the source may well be unreachable. */
 const SOURCE_RETRY: Retry.Policy = { attempts: 2, baseMs: 100, maxMs: 200, jitter: 0 }
@@ -97,6 +150,94 @@ const splitServers = (servers: string): ReadonlyArray<string> =>
     .split(",")
     .map((s) => s.trim())
     .filter((s) => s.length > 0)
+
+const compareStrings = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
+
+/**
+ * Whether `candidate` describes a partition better than `current` when two brokers report it (during a
+ * leadership change): a known state beats "UNKNOWN", then the further destination offset wins.
+ */
+const preferred = (current: PartitionDescription, candidate: PartitionDescription): boolean => {
+  const currentKnown = current.state !== "UNKNOWN"
+  const candidateKnown = candidate.state !== "UNKNOWN"
+  if (currentKnown !== candidateKnown) return candidateKnown
+  return candidate.destinationOffset > current.destinationOffset
+}
+
+type DescribedPartition = DescribeClusterMirrors.Response["mirrors"][number]["topics"][number]["partitions"][number]
+
+const partitionDescription = (topic: string, p: DescribedPartition): PartitionDescription => ({
+  topic,
+  partition: p.partitionIndex,
+  sourceOffset: p.sourceOffset,
+  destinationOffset: p.destinationOffset,
+  lag: p.lag,
+  state: p.stateValue,
+  retryAttempt: p.retryAttempt,
+  errorMessage: p.errorMessage
+})
+
+/**
+ * Merges the DescribeClusterMirrors answers of every broker: per mirror the partitions of all brokers
+ * (a duplicate keeps the entry `preferred` picks), a mirror described by any broker is a success even
+ * when others answered an error for it, and last mirror epochs are the largest per (topic id,
+ * partition). Throws when no broker answered without a top-level error: the `KafkaError` of the first
+ * such error code, else the first broker's failure.
+ */
+export const mergeDescriptions = (results: ReadonlyArray<BrokerDescription>): DescribeResult => {
+  const answers: Array<DescribeClusterMirrors.Response> = []
+  let firstError: unknown
+  for (const { broker, result } of results) {
+    if (Either.isLeft(result)) {
+      firstError ??= result.left
+      continue
+    }
+    const res = result.right
+    if (res.errorCode === 0) answers.push(res)
+    else if (!(firstError instanceof KafkaError))
+      firstError = kafkaError(res.errorCode, res.errorMessage, `DescribeClusterMirrors on broker ${broker.nodeId}`)
+  }
+  if (answers.length === 0)
+    throw firstError ?? new NoBrokerAvailable({ message: "DescribeClusterMirrors: no broker to ask" })
+
+  const mirrors = new Map<string, { errorCode: number; partitions: Map<string, Map<number, PartitionDescription>> }>()
+  const epochs = new Map<string, Map<number, number>>()
+  for (const res of answers) {
+    for (const m of res.mirrors) {
+      let mirror = mirrors.get(m.mirrorName)
+      if (mirror === undefined) mirrors.set(m.mirrorName, (mirror = { errorCode: m.errorCode, partitions: new Map() }))
+      if (m.errorCode !== 0) continue
+      mirror.errorCode = 0
+      for (const t of m.topics) {
+        let topic = mirror.partitions.get(t.topicName)
+        if (topic === undefined) mirror.partitions.set(t.topicName, (topic = new Map()))
+        for (const p of t.partitions) {
+          const candidate = partitionDescription(t.topicName, p)
+          const current = topic.get(p.partitionIndex)
+          if (current === undefined || preferred(current, candidate)) topic.set(p.partitionIndex, candidate)
+        }
+      }
+    }
+    for (const l of res.lookupResults) {
+      let topic = epochs.get(l.topicId)
+      if (topic === undefined) epochs.set(l.topicId, (topic = new Map()))
+      for (const p of l.partitions)
+        topic.set(p.partitionIndex, Math.max(topic.get(p.partitionIndex) ?? -1, p.lastMirrorEpoch))
+    }
+  }
+  return {
+    mirrors: [...mirrors]
+      .sort(([a], [b]) => compareStrings(a, b))
+      .map(([mirrorName, m]) => ({
+        mirrorName,
+        errorCode: m.errorCode,
+        partitions: [...m.partitions]
+          .sort(([a], [b]) => compareStrings(a, b))
+          .flatMap(([, ps]) => [...ps.values()].sort((a, b) => a.partition - b.partition))
+      })),
+    lastMirrorEpochs: epochs
+  }
+}
 
 /** Runs `use` with a short-lived client on a source cluster, closing it afterwards. */
 const withSource = async <A>(bootstrap: string, use: (source: Client) => Promise<A>): Promise<A> => {
@@ -148,6 +289,22 @@ export class MirrorAdmin {
     const r = res.results[0]
     if (r === undefined) throw new Error(`DescribeConfigs returned no result for mirror ${name}`)
     checked(`DescribeConfigs mirror ${name}`, r)
+    return new Map(r.configs.map((c) => [c.name, c.value]))
+  }
+
+  /** The configs of one broker of the cluster (the named keys only, unless `keys` is null). */
+  async describeBrokerConfigs(keys: ReadonlyArray<string> | null = null): Promise<ReadonlyMap<string, string | null>> {
+    const broker = (await this.client.brokers())[0]
+    if (broker === undefined) throw new NoBrokerAvailable({ message: "DescribeConfigs: no broker known" })
+    // A broker describes its own configs only: the resource names the broker the request goes to.
+    const res = await this.client.sendToNode(broker.nodeId, DescribeConfigs.api, {
+      resources: [{ resourceType: BROKER_RESOURCE, resourceName: String(broker.nodeId), configurationKeys: keys }],
+      includeSynonyms: false,
+      includeDocumentation: false
+    })
+    const r = res.results[0]
+    if (r === undefined) throw new Error(`DescribeConfigs returned no result for broker ${broker.nodeId}`)
+    checked(`DescribeConfigs broker ${broker.nodeId}`, r)
     return new Map(r.configs.map((c) => [c.name, c.value]))
   }
 
@@ -243,6 +400,22 @@ export class MirrorAdmin {
     return topicResults("ResumeMirrorTopics", checked(`ResumeMirrorTopics ${name}`, res).topics)
   }
 
+  /** Restarts mirroring `topics` whose partitions stay FAILED after their retries ran out. */
+  async recoverMirrorTopics(name: string, topics: ReadonlyArray<string>): Promise<ReadonlyArray<TopicResult>> {
+    const res = await this.client.sendToAnyBroker(RecoverMirrorTopics.api, {
+      mirrorName: name,
+      topics: topics.map((topicName) => ({ topicName }))
+    })
+    return topicResults(
+      "RecoverMirrorTopics",
+      checked(`RecoverMirrorTopics ${name}`, res).topics.map((t) => ({
+        name: t.topicName,
+        errorCode: t.errorCode,
+        errorMessage: t.errorMessage
+      }))
+    )
+  }
+
   /** Deletes a mirror that has no topics left. */
   async deleteClusterMirror(name: string): Promise<void> {
     const res = await this.client.sendToAnyBroker(DeleteClusterMirror.api, { mirrorName: name })
@@ -259,5 +432,36 @@ export class MirrorAdmin {
       topicCount: m.topicCount,
       topicNames: m.topicNames
     }))
+  }
+
+  /**
+   * Describes the named mirrors (all mirrors when `names` is empty) and looks up last mirror epochs:
+   * asks every broker of a fresh Metadata at once and merges their answers (`mergeDescriptions`).
+   * Fails only when no broker answered.
+   */
+  async describeClusterMirrors(names: ReadonlyArray<string>, options: DescribeOptions = {}): Promise<DescribeResult> {
+    const snapshot = await this.client.metadata([])
+    const brokers = [...snapshot.brokers.values()].sort((a, b) => a.nodeId - b.nodeId)
+    const body = {
+      mirrorNames: names,
+      includeAuthorizedOperations: false,
+      clusterId: options.clusterId ?? null,
+      lastMirrorEpochLookups: (options.lastMirrorEpochLookups ?? []).map((l) => ({
+        topicId: l.topicId,
+        partitions: l.partitions
+      }))
+    }
+    const results = await Promise.all(
+      brokers.map(
+        async (broker): Promise<BrokerDescription> => ({
+          broker,
+          result: await this.client.sendToNode(broker.nodeId, DescribeClusterMirrors.api, body).then(
+            (res) => Either.right(res),
+            (e: unknown) => Either.left(e)
+          )
+        })
+      )
+    )
+    return mergeDescriptions(results)
   }
 }

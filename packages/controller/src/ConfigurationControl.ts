@@ -13,6 +13,7 @@ import { Errors, type IncrementalAlterConfigs, MetadataRecords } from "@clusterm
 import { Either } from "effect"
 import * as ControllerError from "./ControllerError.js"
 import * as ControllerResult from "./ControllerResult.js"
+import * as Patterns from "./internal/mirrorPatterns.js"
 import { validateTopicName } from "./internal/topicName.js"
 
 /** Config resource types as ConfigRecord and the config APIs carry them. */
@@ -66,6 +67,12 @@ const throttledReplicas = (v: string): string | null => {
   return parts.every((p) => /^\d+:\d+$/.test(p))
     ? null
     : "must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],..."
+}
+
+/** A list of regular expressions: a mirror's topic and group filters (KIP-1279 §5.3). */
+const regexList = (v: string): string | null => {
+  const bad = splitList(v).find((p) => !Patterns.isValid(p))
+  return bad === undefined ? null : `'${bad}' is not a valid regular expression`
 }
 
 const def = (
@@ -169,10 +176,10 @@ export const MIRROR_CONFIG_DEFS: ReadonlyMap<string, ConfigDef> = table([
       "log.message.timestamp.before.max.ms,log.message.timestamp.after.max.ms,message.timestamp.type," +
       "unclean.leader.election.enable,min.insync.replicas"
   ),
-  def("mirror.topics.include", "list", ""),
-  def("mirror.topics.exclude", "list", "__.*"),
-  def("mirror.groups.include", "list", ".*"),
-  def("mirror.groups.exclude", "list", ""),
+  def("mirror.topics.include", "list", "", regexList),
+  def("mirror.topics.exclude", "list", "__.*", regexList),
+  def("mirror.groups.include", "list", ".*", regexList),
+  def("mirror.groups.exclude", "list", "", regexList),
   def("mirror.acls.include", "list", "*"),
   def("security.protocol", "string", "PLAINTEXT", oneOf("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
   def("security.providers", "string", null),

@@ -12,10 +12,13 @@
  *
  * Errors: per-topic failures go into the response's Topics (partial success: records of the topics
  * that succeed are still written); whole-request failures (mirroring disabled, unknown mirror, the
- * optimistic lock of §5.8, bad patterns) are the response's top-level ErrorCode, repeated on every
- * named topic, with no records.
+ * optimistic lock of §5.8, bad patterns, a Start too large for one batch) are the response's top-level
+ * ErrorCode, repeated on every named topic, with no records. Every decision is one ControllerResult,
+ * which the runtime appends as one batch: Delete's disassociations and tombstones land together.
  *
  * Deliberate choices where the prototype has quirks (KIP-1279 §12.4) or is silent:
+ * - the optimistic lock covers every named topic that exists, whatever its mirror (JR28: "any topic's
+ *   last state-change offset"), and for Delete every topic of the mirror;
  * - a topic stops being processed at its first error (INCONSISTENT_TOPIC_ID, TOPIC_ALREADY_EXISTS, ...);
  * - a topic another mirror has STOPPED may be started by this one (§5.2); one it mirrors or pauses
  *   may not (TOPIC_ALREADY_IN_CLUSTER_MIRROR);
@@ -97,7 +100,10 @@ export interface CreateClusterMirrorContext {
 
 export interface StartMirrorTopicsContext extends OffsetContext {
   readonly clusterView: ReplicationControl.ClusterView
-  /** Only asked when the requested source id is already taken, which Start refuses first. */
+  /**
+   * A fresh random topic id, for a destination topic whose source has no topic ids (a source before
+   * KIP-516 describes its topics with the zero id).
+   */
   readonly newTopicId: () => string
   /** Replication factor of destination topics Start creates (`default.replication.factor`); 1 when absent. */
   readonly defaultReplicationFactor?: number
@@ -249,6 +255,8 @@ const duplicates = (names: ReadonlyArray<string>): ReadonlySet<string> => {
 }
 
 const DUPLICATE = apiError(E.INVALID_REQUEST, "Duplicate topic name.")
+
+const TOO_LARGE = apiError(E.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
 
 const invalidPattern = (requested: ReadonlyArray<string>): ApiError | null => {
   const bad = requested.find((p) => !Patterns.isValid(p))
@@ -437,11 +445,13 @@ const createTopic = (
  * when another mirror has it not STOPPED; already MIRRORING here → success, nothing written;
  * PAUSED here → MIRROR_TOPIC_NOT_STOPPED; else MirrorTopicStateChangeRecord(MIRRORING).
  * NumPartitions is ignored (JR48). A missing topic: TOPIC_ALREADY_EXISTS when another topic has the
- * source id; with a source id and NumPartitions > 0 it is created with both (CreateTopics' errors
- * apply, every replica on an active broker) and gets MIRRORING; otherwise the source does not know it
- * yet: it stays in the include list for discovery, success, no state record (JR31.1).
+ * source id; with NumPartitions <= 0 the source does not know it yet: it stays in the include list
+ * for discovery, success, no state record (JR31.1); otherwise it is created with NumPartitions and
+ * the source id (a fresh random id when the source gave the zero id), CreateTopics' errors apply and
+ * every replica must be on an active broker, then MIRRORING.
  *
- * The top-level error is the first per-topic error (§2.4).
+ * The top-level error is the first per-topic error (§2.4). POLICY_VIOLATION, as a whole, when the
+ * records would exceed `MAX_RECORDS_PER_USER_OP`.
  */
 export const startMirrorTopics = (
   state: ControllerState.ControllerState,
@@ -487,6 +497,8 @@ export const startMirrorTopics = (
     if (results.some(([n]) => n === t.topicName)) continue
     results.push([t.topicName, startOne(b, mirror, t, matchers.right, twice, ctx)])
   }
+  // Like CreateTopics, an operation too large for one atomic batch fails as a whole.
+  if (b.records.length > ReplicationControl.MAX_RECORDS_PER_USER_OP) return refuseAll(names, TOO_LARGE)
   const firstError = results.find(([, e]) => e.errorCode !== E.NONE)?.[1] ?? NONE
   return ControllerResult.of(b.records, topicsResponse(firstError, results))
 }
@@ -535,13 +547,14 @@ const startOne = (
       return apiError(E.TOPIC_ALREADY_EXISTS, `Topic id ${t.topicId} is already used by topic '${holder.name}'.`)
   }
   // Unknown on the source: the name is in the include list, discovery starts it once it appears.
-  if (t.topicId === Uuid.ZERO || t.numPartitions <= 0) return NONE
+  if (t.numPartitions <= 0) return NONE
   const created = createTopic(b.state, ctx, {
     name,
     numPartitions: t.numPartitions,
     replicationFactor: -1,
     configs: [],
-    mirrorTopicId: t.topicId
+    // Passed as the mirror id even when fresh, so that every replica must be on an active broker.
+    mirrorTopicId: t.topicId === Uuid.ZERO ? freshTopicId(b.state, ctx.newTopicId) : t.topicId
   })
   if (Either.isLeft(created)) return created.left
   append(b, [
@@ -549,6 +562,14 @@ const startOne = (
     MetadataRecords.mirrorTopicStateChange(created.right.topicId, mirror, "MIRRORING")
   ])
   return NONE
+}
+
+/** A random topic id no topic has and Kafka does not reserve. */
+const freshTopicId = (state: ControllerState.ControllerState, newTopicId: () => string): string => {
+  let id: string
+  do id = newTopicId()
+  while (Uuid.RESERVED.has(id) || ReplicationControl.topicById(state.replication, id) !== undefined)
+  return id
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -57,6 +57,10 @@ export interface QuorumControllerOptions {
   readonly log_?: (line: string) => void
   /** Committed records between two snapshots of the metadata image (default 10,000). */
   readonly snapshotEveryRecords?: number
+  /** `mirror.state.topic.num.partitions` (default 50). */
+  readonly mirrorStateTopicPartitions?: number
+  /** `mirror.state.topic.replication.factor` (default 3, capped by the live brokers). */
+  readonly mirrorStateTopicReplicationFactor?: number
 }
 
 /** The controller's leader epoch in its own log; one controller, one epoch. */
@@ -431,7 +435,13 @@ export class QuorumController {
     return this.write((state) =>
       MirrorControl.createClusterMirror(state, request, {
         clusterView: this.clusterView(state),
-        newTopicId: Uuid.random
+        newTopicId: Uuid.random,
+        ...(this.options.mirrorStateTopicPartitions === undefined
+          ? {}
+          : { mirrorStateTopicPartitions: this.options.mirrorStateTopicPartitions }),
+        ...(this.options.mirrorStateTopicReplicationFactor === undefined
+          ? {}
+          : { mirrorStateTopicReplicationFactor: this.options.mirrorStateTopicReplicationFactor })
       })
     )
   }

@@ -162,14 +162,17 @@ export interface Context {
   readonly leaderEpoch: (topicId: string, partition: number) => number | undefined
 }
 
-/** Failure info the writer knows but WriteMirrorStates v0 cannot carry; set only on local writes. */
+/** The failure info a writer computed: set by local writers, or carried by WriteMirrorStates' tagged fields. */
 export interface FailureInfo {
   readonly previousState: MirrorPartitionState.MirrorPartitionState
   readonly retryAttempt: number
   readonly errorMessage: string | null
 }
 
-type WirePartition = WriteMirrorStates.Request["topics"][number]["partitions"][number]
+type WireFailureFields = "previousState" | "retryAttempt" | "errorMessage"
+type WirePartition = Omit<WriteMirrorStates.Request["topics"][number]["partitions"][number], WireFailureFields> & {
+  readonly [K in WireFailureFields]?: WriteMirrorStates.Request["topics"][number]["partitions"][number][K] | undefined
+}
 
 /** A WriteMirrorStates partition, optionally with the failure info of a local writer. */
 export type WritePartition = WirePartition & { readonly failure?: FailureInfo }
@@ -257,6 +260,19 @@ const stateWrite = (
 
 const isRefusal = (x: object): x is Refusal => "errorCode" in x
 
+/** The failure info a wire request carries in its tagged fields; undefined when they are all absent. */
+const wireFailure = (p: WirePartition): FailureInfo | undefined => {
+  const previousState = p.previousState ?? -1
+  const retryAttempt = p.retryAttempt ?? 0
+  const errorMessage = p.errorMessage ?? null
+  if (previousState === -1 && retryAttempt === 0 && errorMessage === null) return undefined
+  return {
+    previousState: Option.getOrElse(MirrorPartitionState.fromByte(previousState), () => "UNKNOWN" as const),
+    retryAttempt,
+    errorMessage
+  }
+}
+
 /**
  * WriteMirrorStates (101). Per partition, after routing and fencing: an LastMirrorEpochs record when
  * LastMirrorEpoch ≠ -1, then a MirrorPartitionState record when State ≠ UNKNOWN (so a reader of the
@@ -293,7 +309,7 @@ export const writeMirrorStates = (
         const target = MirrorPartitionState.fromByte(p.state)
         if (Option.isNone(target))
           return answer(refusal(Errors.ErrorCode.INVALID_REQUEST, `Unknown mirror partition state ${p.state}`))
-        const next = stateWrite(current, target.value, p.failure)
+        const next = stateWrite(current, target.value, p.failure ?? wireFailure(p))
         if (isRefusal(next)) return answer(next)
         partitionRecords.push(
           MirrorStateRecords.mirrorPartitionState(key, next.state, {

@@ -78,6 +78,12 @@ export interface AbortedTransaction {
   readonly firstOffset: number
 }
 
+export interface OpenTransaction {
+  readonly producerId: bigint
+  readonly producerEpoch: number
+  readonly firstOffset: number
+}
+
 export interface ReadOptions {
   /** Exclusive bound: no batch with an offset at or above it is returned (e.g. HW or LSO for consumers). */
   readonly maxOffset?: number
@@ -126,6 +132,8 @@ export interface PartitionLog {
   endOffsetForEpoch(epoch: number): EpochEndOffset
   /** ListOffsets: -1 latest, -2 earliest, -3 max timestamp, else the first batch with timestamp >= it. */
   offsetForTimestamp(timestamp: number): TimestampOffset | null
+  /** Producers with a transaction still open (no COMMIT or ABORT marker yet), oldest first. */
+  openTransactions(): ReadonlyArray<OpenTransaction>
   /** Aborted transactions overlapping `[fetchOffset, upperOffset)`, for READ_COMMITTED fetches. */
   abortedTransactions(fetchOffset: number, upperOffset: number): ReadonlyArray<AbortedTransaction>
   /** Advances the log start (DeleteRecords); `offset` must not exceed the high watermark. */

@@ -265,11 +265,13 @@ export const contract = (name: string, makeStore: () => PartitionLogStoreService
       log.appendAsLeader(batch({ count: 1 }), 0, 0) // 4
       log.updateHighWatermark(log.logEndOffset)
       expect(log.lastStableOffset).toBe(2)
+      expect(log.openTransactions()).toEqual([{ producerId: 9n, producerEpoch: 0, firstOffset: 2 }])
       expect(log.read(0, 1 << 20, { maxOffset: log.lastStableOffset }).records.length).toBeGreaterThan(0)
       expect(baseOffsets(log.read(0, 1 << 20, { maxOffset: log.lastStableOffset }).records)).toEqual([0])
       log.appendAsLeader(control(0, { producerId: 9n, producerEpoch: 0 }), 0, 0) // abort at 5
       log.updateHighWatermark(log.logEndOffset)
       expect(log.lastStableOffset).toBe(6)
+      expect(log.openTransactions()).toEqual([])
       expect(log.abortedTransactions(0, 6)).toEqual([{ producerId: 9n, firstOffset: 2 }])
       expect(log.abortedTransactions(6, 10)).toEqual([])
       log.appendAsLeader(batch({ ...txn, baseSequence: 2 }), 0, 0) // 6
@@ -294,6 +296,7 @@ export const contract = (name: string, makeStore: () => PartitionLogStoreService
       log.appendAsFollower(control(7, { baseOffset: 1 }), 0)
       log.updateHighWatermark(2)
       expect(log.lastStableOffset).toBe(2)
+      expect(log.openTransactions()).toEqual([])
       // Producer 3 is unknown again: an older epoch is no longer fenced.
       expect(log.appendAsLeader(batch({ producerId: 3n, producerEpoch: 0, baseSequence: 0 }), 0, 0).firstOffset).toBe(2)
     })

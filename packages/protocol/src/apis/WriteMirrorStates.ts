@@ -4,7 +4,7 @@
  *
  * WriteMirrorStatesRequest => MirrorName [Topics: Name [Partitions: PartitionIndex LastMirrorEpoch State]]
  *   [StoppedTopics]
- *   partition tagged: 0 LeaderEpoch, 1 StateEpoch
+ *   partition tagged: 0 LeaderEpoch, 1 StateEpoch, 2 PreviousState, 3 RetryAttempt, 4 ErrorMessage
  * WriteMirrorStatesResponse => ThrottleTimeMs ErrorCode ErrorMessage
  *   [Topics: Name [Partitions: PartitionIndex ErrorCode ErrorMessage]]
  *   partition tagged: 0 StateEpoch
@@ -35,7 +35,19 @@ export const Request = S.message({
         // The writer's leader epoch of the data partition; -1 skips the check.
         S.int32("LeaderEpoch", { default: -1, taggedVersions: "0+", tag: 0, ignorable: true }),
         // The state epoch the writer expects to replace; -1 skips the check.
-        S.int32("StateEpoch", { default: -1, taggedVersions: "0+", tag: 1, ignorable: true })
+        S.int32("StateEpoch", { default: -1, taggedVersions: "0+", tag: 1, ignorable: true }),
+        // The failure info the state record stores (KIP-1279 §3.4): the state before FAILED (-1: none),
+        // the retry attempt (-1: not retryable) and the reason. The writer computes them; absent, the
+        // coordinator derives them from what it holds.
+        S.int8("PreviousState", { default: -1, taggedVersions: "0+", tag: 2, ignorable: true }),
+        S.int16("RetryAttempt", { default: 0, taggedVersions: "0+", tag: 3, ignorable: true }),
+        S.string("ErrorMessage", {
+          nullableVersions: "0+",
+          default: null,
+          taggedVersions: "0+",
+          tag: 4,
+          ignorable: true
+        })
       ])
     ]),
     // Sent empty and ignored by the prototype; kept for the wire format.

@@ -6,6 +6,7 @@ import { Buffer } from "node:buffer"
 import { Crc32c, RecordBatch } from "@clustermirror/protocol"
 import {
   type AbortedTransaction,
+  type OpenTransaction,
   type AppendInfo,
   EARLIEST_LOCAL_TIMESTAMP,
   EARLIEST_TIMESTAMP,
@@ -398,6 +399,10 @@ export class Log implements PartitionLog {
       return false
     })
     return found
+  }
+
+  openTransactions(): ReadonlyArray<OpenTransaction> {
+    return this.producers.openTransactions()
   }
 
   abortedTransactions(fetchOffset: number, upperOffset: number): ReadonlyArray<AbortedTransaction> {

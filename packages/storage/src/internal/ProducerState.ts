@@ -155,6 +155,14 @@ export class ProducerState {
     return first
   }
 
+  /** Producers with an open transaction, by the first offset of that transaction. */
+  openTransactions(): ReadonlyArray<{ producerId: bigint; producerEpoch: number; firstOffset: number }> {
+    const open: Array<{ producerId: bigint; producerEpoch: number; firstOffset: number }> = []
+    for (const [producerId, e] of this.producers)
+      if (e.txnFirstOffset >= 0) open.push({ producerId, producerEpoch: e.epoch, firstOffset: e.txnFirstOffset })
+    return open.sort((a, b) => a.firstOffset - b.firstOffset)
+  }
+
   /** Aborted transactions overlapping `[fetchOffset, upperOffset)`. */
   abortedTransactions(fetchOffset: number, upperOffset: number): ReadonlyArray<AbortedTxn> {
     return this.aborted.filter((t) => t.lastOffset >= fetchOffset && t.firstOffset < upperOffset)

@@ -16,16 +16,21 @@ export const LOG_SUFFIX = ".log"
 export const INDEX_SUFFIX = ".index"
 export const TIME_INDEX_SUFFIX = ".timeindex"
 
+// Empty indexes share one zero-length array each (never written: entries grow into new arrays), so an
+// idle partition's segment holds no index arrays of its own.
+const NO_INT32: Int32Array<ArrayBuffer> = new Int32Array(0)
+const NO_FLOAT64: Float64Array<ArrayBuffer> = new Float64Array(0)
+
 export class Segment {
   readonly file: LogFile
   /** Offset index: relative offsets and positions. */
-  private rel = new Int32Array(0)
-  private pos = new Int32Array(0)
+  private rel = NO_INT32
+  private pos = NO_INT32
   private entries = 0
   private persistedEntries = 0
   /** Time index: max timestamp so far and the relative offset where that entry was taken. */
-  private timeTs = new Float64Array(0)
-  private timeRel = new Int32Array(0)
+  private timeTs = NO_FLOAT64
+  private timeRel = NO_INT32
   private timeEntries = 0
   private persistedTimeEntries = 0
   private bytesSinceIndex = 0

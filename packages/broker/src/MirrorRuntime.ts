@@ -1,0 +1,697 @@
+/**
+ * The KIP-1279 runtime of one broker: the `__mirror_state` coordinator on the partitions of that topic this
+ * broker leads, the MirrorMetadataManager that reconciles the mirror partitions it leads, one mirror
+ * fetcher manager per mirror, and the mirror requests: ReadMirrorStates (100), WriteMirrorStates (101),
+ * DescribeClusterMirrors (99), RecoverMirrorTopics (106), and the broker-side validation of
+ * Start/Stop/Pause/Resume/Delete (§5.8) before they go to the controller.
+ *
+ * This module implements the manager's ports over the broker's parts (replica manager, metadata image,
+ * controller channel, source clusters) and wires events between them. Decisions are the manager's and the
+ * controller's; it must not decide state transitions itself.
+ */
+import { ClusterClient, Connection } from "@clustermirror/client"
+import { ClusterMirrorCoordinator, MirrorMetadataManager } from "@clustermirror/coordinator"
+import { MirrorFetcherManager, type SourceCluster } from "@clustermirror/fetcher"
+import { MetadataImage } from "@clustermirror/metadata-log"
+import {
+  BumpLeaderEpochs,
+  ControlRecord,
+  DeleteClusterMirror,
+  DescribeClusterMirrors,
+  Errors,
+  MirrorStateRecords,
+  PauseMirrorTopics,
+  ReadMirrorStates,
+  RecordBatch,
+  RecoverMirrorTopics,
+  ResumeMirrorTopics,
+  StartMirrorTopics,
+  StopMirrorTopics,
+  WriteMirrorStates,
+  type Api,
+  type Spec
+} from "@clustermirror/protocol"
+import { Either } from "effect"
+import type { BrokerConfig } from "./BrokerConfig.js"
+import type { Channel } from "./internal/Channel.js"
+import type { ReplicaManager } from "./ReplicaManager.js"
+import type { PartitionLog } from "@clustermirror/storage"
+import type { Handlers } from "./RequestChannel.js"
+
+export const MIRROR_STATE_TOPIC = "__mirror_state"
+
+/** What the runtime needs of its broker. */
+export interface MirrorRuntimeOptions {
+  readonly config: BrokerConfig
+  readonly clusterId: string
+  readonly image: () => MetadataImage.MetadataImage
+  readonly replicas: ReplicaManager
+  /** The controller channel; requests answer once the controller decided. */
+  readonly controller: Channel
+  /** Resolves once this broker loaded what the controller had committed when called. */
+  readonly catchUp: () => Promise<void>
+  /** A channel to another broker of this cluster; undefined when it is not known. */
+  readonly peer: (nodeId: number) => Channel | undefined
+  readonly log: (line: string) => void
+}
+
+export interface MirrorRuntime {
+  readonly manager: MirrorMetadataManager.MirrorMetadataManager
+  readonly coordinator: ClusterMirrorCoordinator.ClusterMirrorCoordinator
+  /** A `__mirror_state` partition's registration changed (after the replica manager applied it). */
+  readonly onStatePartition: (partition: number, leader: number, leaderEpoch: number, numPartitions: number) => void
+  /** The metadata image changed (after partitions were applied). */
+  readonly onMetadataUpdate: () => void
+  /** Whether clients may produce to a partition this broker leads (READ_ONLY_TOPIC otherwise). */
+  readonly isWritable: (topic: string, partition: number) => boolean
+  /** Mirror fetchers per mirror, for tests and metrics. */
+  readonly fetchers: () => ReadonlyMap<string, MirrorFetcherManager.MirrorFetcherManager>
+  readonly register: (handlers: Handlers) => void
+  readonly close: () => Promise<void>
+}
+
+const E = Errors.ErrorCode
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref())
+const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e))
+
+const parseServers = (s: string): ReadonlyArray<{ host: string; port: number }> =>
+  s
+    .split(",")
+    .map((x) => x.trim())
+    .filter((x) => x.length > 0)
+    .map((x) => {
+      const i = x.lastIndexOf(":")
+      return { host: x.slice(0, i), port: Number(x.slice(i + 1)) }
+    })
+
+/** A source connection over the client package's connection. */
+const connector = (clientId: string): SourceCluster.SourceConnector => ({
+  connect: async (host, port) => {
+    const c = await Connection.open({ host, port, clientId, requestTimeoutMs: 30_000 })
+    return {
+      request: <Req extends Spec.Fields, Res extends Spec.Fields>(
+        api: Api.ApiDef<Req, Res>,
+        body: Spec.StructInput<Req>,
+        version?: number
+      ) => c.request(api, version ?? Either.getOrElse(c.versionFor(api), () => api.maxVersion), body),
+      versionFor: (api) => Either.getOrUndefined(c.versionFor(api)),
+      close: () => c.close()
+    }
+  }
+})
+
+export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
+  const { config, replicas, controller } = options
+  const nodeId = config.nodeId
+  const image = options.image
+  const log = options.log
+
+  // -------------------------------------------------------------------------------------------------
+  // The coordinator's log: `__mirror_state` partitions through the replica manager
+
+  const stateLog: ClusterMirrorCoordinator.StateLog = {
+    readAll: function* (partition) {
+      const state = replicas.get(MIRROR_STATE_TOPIC, partition)
+      if (state === undefined) return
+      const plog = state.log
+      let offset = plog.logStartOffset
+      while (offset < plog.logEndOffset) {
+        const { records } = plog.read(offset, 4 * 1024 * 1024, { minOneMessage: true })
+        const { batches } = RecordBatch.split(records)
+        if (batches.length === 0) break
+        for (const b of batches) {
+          const batch = records.subarray(b.position, b.position + b.size)
+          offset = RecordBatch.lastOffset(batch) + 1
+          if (RecordBatch.isControl(batch)) continue
+          const decoded = RecordBatch.records(batch)
+          if (Either.isLeft(decoded))
+            throw new Error(`corrupt batch in ${MIRROR_STATE_TOPIC}-${partition}: ${decoded.left.message}`)
+          for (const r of decoded.right) {
+            if (r.key === null) continue
+            const record = MirrorStateRecords.decode(r.key, r.value)
+            if (Either.isLeft(record))
+              throw new Error(`bad record in ${MIRROR_STATE_TOPIC}-${partition}: ${record.left.message}`)
+            yield record.right
+          }
+        }
+      }
+    },
+    append: async (partition, leaderEpoch, records) => {
+      const state = replicas.get(MIRROR_STATE_TOPIC, partition)
+      if (state === undefined || state.leader !== nodeId || state.leaderEpoch !== leaderEpoch)
+        throw Object.assign(new Error(`not the leader of ${MIRROR_STATE_TOPIC}-${partition} at epoch ${leaderEpoch}`), {
+          errorCode: E.NOT_COORDINATOR
+        })
+      const batch = RecordBatch.build({
+        records: records.map((r) => MirrorStateRecords.encode(r)),
+        timestamp: Date.now()
+      })
+      const result = await replicas.appendAsLeader(MIRROR_STATE_TOPIC, partition, batch, false, -1, 5000)
+      if (result.errorCode !== 0)
+        throw Object.assign(
+          new Error(`append to ${MIRROR_STATE_TOPIC}-${partition}: ${Errors.message(result.errorCode)}`),
+          {
+            errorCode: result.errorCode === E.NOT_LEADER_OR_FOLLOWER ? E.NOT_COORDINATOR : result.errorCode
+          }
+        )
+    }
+  }
+
+  const topicIdOf = (name: string) => MetadataImage.topicByName(image(), name)?.id
+  const coordinator = new ClusterMirrorCoordinator.ClusterMirrorCoordinator({
+    log: stateLog,
+    context: {
+      topicId: topicIdOf,
+      leaderEpoch: (topicId, partition) =>
+        MetadataImage.topicById(image(), topicId)?.partitions.get(partition)?.leaderEpoch
+    }
+  })
+
+  // -------------------------------------------------------------------------------------------------
+  // Mirror fetchers, one manager per mirror
+
+  const fetcherManagers = new Map<string, { manager: MirrorFetcherManager.MirrorFetcherManager; bootstrap: string }>()
+  let manager: MirrorMetadataManager.MirrorMetadataManager
+
+  const fetcherFor = (mirror: string): MirrorFetcherManager.MirrorFetcherManager | undefined => {
+    const configs = MetadataImage.configsOf(image(), MetadataImage.ConfigResourceType.CLUSTER_MIRROR, mirror)
+    const bootstrap = configs.get("bootstrap.servers") ?? ""
+    const existing = fetcherManagers.get(mirror)
+    if (existing !== undefined && existing.bootstrap === bootstrap) return existing.manager
+    if (existing !== undefined) void existing.manager.close()
+    const servers = parseServers(bootstrap)
+    if (servers.length === 0) return undefined
+    const created = new MirrorFetcherManager.MirrorFetcherManager({
+      mirrorName: mirror,
+      bootstrapServers: servers,
+      connector: connector(`broker-${nodeId}-mirror-${mirror}`),
+      config: MirrorFetcherManager.fromMirrorConfigs(configs),
+      // A partition that cannot fetch for the mirror's request timeout fails (and retries with backoff).
+      failAfterMs: Math.max(1000, Number(configs.get("request.timeout.ms") ?? 30_000) || 30_000),
+      log,
+      events: {
+        fetched: (tp, p) => {
+          manager.fetched(tp.topic, tp.partition)
+          if (p.resetToSourceLogStart)
+            log(
+              `mirror ${mirror}: ${tp.topic}-${tp.partition} restarted at the source log start ${p.sourceLogStartOffset}`
+            )
+        },
+        failed: (tp, f) => manager.fetchFailed(tp.topic, tp.partition, f),
+        epochAhead: (tp, e) => manager.epochAhead(tp.topic, tp.partition, Math.max(e.batchEpoch, e.sourceLeaderEpoch)),
+        epochNearlyAhead: (tp, e) =>
+          manager.epochNearlyAhead(tp.topic, tp.partition, Math.max(e.batchEpoch, e.sourceLeaderEpoch))
+      }
+    })
+    fetcherManagers.set(mirror, { manager: created, bootstrap })
+    return created
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Source clusters: last-mirror-epoch lookups (§5.5), batched per mirror
+
+  const sourceClients = new Map<string, { client: ClusterClient.Client; bootstrap: string }>()
+  const sourceClient = (mirror: string): ClusterClient.Client => {
+    const bootstrap =
+      MetadataImage.configsOf(image(), MetadataImage.ConfigResourceType.CLUSTER_MIRROR, mirror).get(
+        "bootstrap.servers"
+      ) ?? ""
+    const existing = sourceClients.get(mirror)
+    if (existing !== undefined && existing.bootstrap === bootstrap) return existing.client
+    if (existing !== undefined) void existing.client.close()
+    const client = new ClusterClient.Client({
+      bootstrapServers: parseServers(bootstrap).map((s) => `${s.host}:${s.port}`),
+      clientId: `broker-${nodeId}-mirror-admin-${mirror}`,
+      requestTimeoutMs: 10_000,
+      connectTimeoutMs: 5_000
+    })
+    sourceClients.set(mirror, { client, bootstrap })
+    return client
+  }
+
+  type Lookup = {
+    readonly topicId: string
+    readonly partitions: ReadonlyArray<number>
+    readonly resolve: (m: ReadonlyMap<number, number>) => void
+    readonly reject: (e: unknown) => void
+  }
+  let lookups = new Map<string, Array<Lookup>>()
+  let lookupScheduled = false
+  const flushLookups = () => {
+    lookupScheduled = false
+    const pending = lookups
+    lookups = new Map()
+    for (const [mirror, list] of pending)
+      void lookupOnSource(mirror, list).then(
+        (found) => {
+          for (const l of list) {
+            const byPartition = found.get(l.topicId)
+            l.resolve(new Map(l.partitions.map((p) => [p, byPartition?.get(p) ?? -1])))
+          }
+        },
+        (e) => {
+          for (const l of list) l.reject(e)
+        }
+      )
+  }
+  /** DescribeClusterMirrors to every source broker with this cluster's id; max per partition. */
+  const lookupOnSource = async (
+    mirror: string,
+    list: ReadonlyArray<Lookup>
+  ): Promise<ReadonlyMap<string, ReadonlyMap<number, number>>> => {
+    const client = sourceClient(mirror)
+    const byTopic = new Map<string, Set<number>>()
+    for (const l of list) {
+      let s = byTopic.get(l.topicId)
+      if (s === undefined) byTopic.set(l.topicId, (s = new Set()))
+      for (const p of l.partitions) s.add(p)
+    }
+    const request = {
+      mirrorNames: [],
+      includeAuthorizedOperations: false,
+      clusterId: options.clusterId,
+      lastMirrorEpochLookups: [...byTopic].map(([topicId, ps]) => ({ topicId, partitions: [...ps] }))
+    }
+    const brokers = (await client.metadata([])).brokers
+    const result = new Map<string, Map<number, number>>()
+    let supported = false
+    for (const b of brokers.values()) {
+      let res: DescribeClusterMirrors.Response
+      try {
+        res = await client.sendToNode(b.nodeId, DescribeClusterMirrors.api, request)
+      } catch (e) {
+        // A source without KIP-1279 cannot hold last mirror epochs: mirroring is one way (§5.5 step 5).
+        if (/unsupported/i.test(messageOf(e))) continue
+        throw e
+      }
+      supported = true
+      if (res.errorCode !== 0) throw new Error(`DescribeClusterMirrors on the source: ${Errors.message(res.errorCode)}`)
+      for (const t of res.lookupResults ?? []) {
+        let m = result.get(t.topicId)
+        if (m === undefined) result.set(t.topicId, (m = new Map()))
+        for (const p of t.partitions)
+          m.set(p.partitionIndex, Math.max(m.get(p.partitionIndex) ?? -1, p.lastMirrorEpoch))
+      }
+    }
+    if (!supported && brokers.size > 0) log(`mirror ${mirror}: the source does not support last mirror epoch lookups`)
+    return result
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Leader epoch bumps, batched per tick
+
+  type Bump = { readonly topicId: string; readonly partition: number; readonly minLeaderEpoch: number }
+  let bumps: Array<{ readonly bump: Bump; readonly resolve: () => void; readonly reject: (e: unknown) => void }> = []
+  let bumpScheduled = false
+  const epochOf = (topicId: string, partition: number) =>
+    MetadataImage.topicById(image(), topicId)?.partitions.get(partition)?.leaderEpoch ?? -1
+  const flushBumps = async () => {
+    bumpScheduled = false
+    const pending = bumps
+    bumps = []
+    const byTopic = new Map<string, Map<number, number>>()
+    for (const { bump } of pending) {
+      let m = byTopic.get(bump.topicId)
+      if (m === undefined) byTopic.set(bump.topicId, (m = new Map()))
+      m.set(bump.partition, Math.max(m.get(bump.partition) ?? -1, bump.minLeaderEpoch))
+    }
+    try {
+      const res = await controller.request(BumpLeaderEpochs.api, {
+        topics: [...byTopic].map(([topicId, m]) => ({
+          topicId,
+          partitions: [...m].map(([partitionIndex, minLeaderEpoch]) => ({ partitionIndex, minLeaderEpoch }))
+        }))
+      })
+      if (res.errorCode !== 0) throw new Error(`BumpLeaderEpochs: ${res.errorMessage ?? Errors.message(res.errorCode)}`)
+      const failed = res.topics.flatMap((t) => t.partitions.filter((p) => p.errorCode !== 0))
+      if (failed.length > 0)
+        throw new Error(`BumpLeaderEpochs: ${failed[0]!.errorMessage ?? Errors.message(failed[0]!.errorCode)}`)
+      await options.catchUp()
+      const deadline = Date.now() + 10_000
+      while (pending.some(({ bump }) => epochOf(bump.topicId, bump.partition) <= bump.minLeaderEpoch)) {
+        if (Date.now() > deadline) throw new Error("the bumped leader epoch did not reach this broker in 10 s")
+        await sleep(20)
+      }
+      for (const p of pending) p.resolve()
+    } catch (e) {
+      for (const p of pending) p.reject(e)
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // The manager's ports
+
+  const metadata: MirrorMetadataManager.MetadataPort = {
+    nodeId,
+    clusterId: options.clusterId,
+    offset: () => image().provenance.lastOffset,
+    topicByName: (name) => mirrorTopic(MetadataImage.topicByName(image(), name)),
+    topicById: (id) => mirrorTopic(MetadataImage.topicById(image(), id)),
+    mirrorTopics: function* () {
+      for (const t of image().topics.byId.values()) if (t.mirrorName !== null) yield mirrorTopic(t)!
+    },
+    mirrorConfigs: (name) => {
+      const c = MetadataImage.configsOf(image(), MetadataImage.ConfigResourceType.CLUSTER_MIRROR, name)
+      return c.size === 0 ? undefined : c
+    },
+    mirrorNames: () => {
+      const names: Array<string> = []
+      for (const c of image().configs.values())
+        if (c.type === MetadataImage.ConfigResourceType.CLUSTER_MIRROR) names.push(c.name)
+      return names
+    },
+    stateTopic: () => {
+      const t = MetadataImage.topicByName(image(), MIRROR_STATE_TOPIC)
+      if (t === undefined) return undefined
+      return { numPartitions: t.partitions.size, leader: (p) => t.partitions.get(p)?.leader ?? -1 }
+    }
+  }
+
+  const logOf = (topic: string, partition: number) => {
+    const p = replicas.get(topic, partition)
+    if (p === undefined || p.leader !== nodeId) throw new Error(`${topic}-${partition} is not led by broker ${nodeId}`)
+    return p
+  }
+
+  const partitions: MirrorMetadataManager.PartitionPort = {
+    latestEpoch: (topic, partition) => replicas.get(topic, partition)?.log.latestEpoch() ?? -1,
+    truncateToEpoch: async (topic, partition, lastMirrorEpoch) => {
+      const p = logOf(topic, partition)
+      const plog = p.log
+      const found = lastMirrorEpoch >= 0 ? plog.endOffsetForEpoch(lastMirrorEpoch) : undefined
+      const target = found !== undefined && found.epoch >= 0 && found.endOffset >= 0 ? found.endOffset : 0
+      if (plog.logEndOffset <= target) return
+      log(
+        `truncating ${topic}-${partition} from ${plog.logEndOffset} to ${target} (last mirror epoch ${lastMirrorEpoch})`
+      )
+      if (target <= plog.logStartOffset) plog.truncateFullyAndStartAt(target)
+      else plog.truncateTo(target)
+      replicas.mirrorAppended(topic, partition)
+    },
+    startFetcher: (mirror, topic, topicId, partition) => {
+      const m = fetcherFor(mirror)
+      const p = replicas.get(topic, partition)
+      if (m === undefined || p === undefined || p.leader !== nodeId) {
+        manager.fetchFailed(topic, partition, {
+          message: m === undefined ? `Mirror ${mirror} has no bootstrap.servers` : "Failed to add mirror fetcher",
+          retryable: true
+        })
+        return
+      }
+      if (m.has({ topic, partition })) return
+      m.addPartitions([new MirrorTarget(topic, topicId, partition, p.log, replicas)])
+    },
+    removeFetcher: (mirror, topic, partition) => {
+      fetcherManagers.get(mirror)?.manager.removePartitions([{ topic, partition }])
+    },
+    lag: (mirror, topic, partition) => {
+      const l = fetcherManagers.get(mirror)?.manager.lag({ topic, partition })
+      const p = replicas.get(topic, partition)
+      if (l === undefined || p === undefined) return undefined
+      return {
+        sourceHighWatermark: l.sourceHighWatermark,
+        highWatermark: p.log.highWatermark,
+        lag: l.lag,
+        lagMs: l.lagMs
+      }
+    },
+    sourceLeaderEpoch: (mirror, topic, partition) =>
+      fetcherManagers.get(mirror)?.manager.sourceLeaderEpoch({ topic, partition }),
+    bumpLeaderEpochs: (list) =>
+      Promise.all(
+        list.map(
+          (bump) =>
+            new Promise<void>((resolve, reject) => {
+              if (epochOf(bump.topicId, bump.partition) > bump.minLeaderEpoch) return resolve()
+              bumps.push({ bump, resolve, reject })
+              if (!bumpScheduled) {
+                bumpScheduled = true
+                setImmediate(() => void flushBumps())
+              }
+            })
+        )
+      ).then(() => {}),
+    finishStop: async (topic, partition, sourceClusterId) => {
+      const p = logOf(topic, partition)
+      const append = async (batch: Buffer, what: string) => {
+        const r = await replicas.appendAsLeader(topic, partition, batch, false, 1, 10_000)
+        if (r.errorCode !== 0)
+          throw new Error(`appending ${what} to ${topic}-${partition}: ${Errors.message(r.errorCode)}`)
+      }
+      for (const t of p.log.openTransactions())
+        await append(
+          ControlRecord.endTxnMarker({
+            producerId: t.producerId,
+            producerEpoch: t.producerEpoch,
+            commit: false,
+            coordinatorEpoch: 0,
+            timestamp: Date.now()
+          }),
+          `an ABORT marker for producer ${t.producerId}`
+        )
+      if (sourceClusterId === null) {
+        log(`${topic}-${partition}: no source cluster id known, MIRROR_PID_RESET skipped`)
+        return
+      }
+      await append(ControlRecord.mirrorPidReset({ sourceClusterId, timestamp: Date.now() }), "MIRROR_PID_RESET")
+    }
+  }
+
+  const source: MirrorMetadataManager.SourcePort = {
+    lastMirrorEpochs: (mirror, topicId, ps) =>
+      new Promise((resolve, reject) => {
+        let list = lookups.get(mirror)
+        if (list === undefined) lookups.set(mirror, (list = []))
+        list.push({ topicId, partitions: ps, resolve, reject })
+        if (!lookupScheduled) {
+          lookupScheduled = true
+          setImmediate(flushLookups)
+        }
+      })
+  }
+
+  const channel: MirrorMetadataManager.CoordinatorChannel = {
+    read: async (node, request) => {
+      const c = options.peer(node)
+      if (c === undefined) throw new Error(`broker ${node} is unknown`)
+      return c.request(ReadMirrorStates.api, request, 10_000)
+    },
+    write: async (node, request) => {
+      const c = options.peer(node)
+      if (c === undefined) throw new Error(`broker ${node} is unknown`)
+      return c.request(WriteMirrorStates.api, request, 10_000)
+    }
+  }
+
+  manager = new MirrorMetadataManager.MirrorMetadataManager({
+    metadata,
+    coordinator,
+    channel,
+    partitions,
+    source,
+    retry: {
+      initialBackoffMs: config.mirrorFailedRetryInitialBackoffMs,
+      maxBackoffMs: config.mirrorFailedRetryMaxBackoffMs,
+      maxAttempts: config.mirrorFailedRetryMaxAttempts
+    },
+    log
+  })
+
+  // -------------------------------------------------------------------------------------------------
+  // Requests
+
+  const register = (handlers: Handlers) => {
+    handlers.register(ReadMirrorStates.api, (_req, request) => coordinator.read(request))
+    handlers.register(WriteMirrorStates.api, (_req, request) => coordinator.write(request))
+    handlers.register(DescribeClusterMirrors.api, (_req, request) => manager.describe(request))
+
+    /** Phase 1 of §5.8, then the controller with the stamp; a refusal answers every topic. */
+    const validated = <Req extends Spec.Fields, Res extends Spec.Fields>(
+      api: Api.ApiDef<Req, Res>,
+      op: MirrorMetadataManager.Operation,
+      topicsOf: (request: Spec.StructType<Req>) => ReadonlyArray<string> | null,
+      refuse: (request: Spec.StructType<Req>, errorCode: number, errorMessage: string) => Spec.StructInput<Res>
+    ) =>
+      handlers.register(api, async (_req, request) => {
+        const mirrorName = (request as { readonly mirrorName: string }).mirrorName
+        const v = await manager.validate(op, mirrorName, topicsOf(request))
+        if (v._tag === "Invalid") return refuse(request, v.errorCode, v.errorMessage)
+        const stamped = { ...request, stateValidationOffset: BigInt(v.stateValidationOffset) }
+        const response = await controller.request(api, stamped as Spec.StructInput<Req>)
+        await options.catchUp()
+        return response as Spec.StructInput<Res>
+      })
+    const topicsRefusal = (topics: ReadonlyArray<string>, errorCode: number, errorMessage: string) => ({
+      throttleTimeMs: 0,
+      errorCode,
+      errorMessage,
+      topics: topics.map((name) => ({ name, errorCode, errorMessage }))
+    })
+    validated(
+      StartMirrorTopics.api,
+      "start",
+      (r) => r.topics.map((t) => t.topicName),
+      (r, code, message) => ({
+        throttleTimeMs: 0,
+        errorCode: code,
+        errorMessage: message,
+        topics: r.topics.map((t) => ({ name: t.topicName, errorCode: code, errorMessage: message }))
+      })
+    )
+    validated(
+      StopMirrorTopics.api,
+      "stop",
+      (r) => r.topics.map((t) => t.topicName),
+      (r, code, message) =>
+        topicsRefusal(
+          r.topics.map((t) => t.topicName),
+          code,
+          message
+        )
+    )
+    validated(
+      PauseMirrorTopics.api,
+      "pause",
+      (r) => r.topics.map((t) => t.topicName),
+      (r, code, message) =>
+        topicsRefusal(
+          r.topics.map((t) => t.topicName),
+          code,
+          message
+        )
+    )
+    validated(
+      ResumeMirrorTopics.api,
+      "resume",
+      (r) => r.topics.map((t) => t.topicName),
+      (r, code, message) =>
+        topicsRefusal(
+          r.topics.map((t) => t.topicName),
+          code,
+          message
+        )
+    )
+    validated(
+      DeleteClusterMirror.api,
+      "delete",
+      () => null,
+      (_r, code, message) => ({
+        throttleTimeMs: 0,
+        errorCode: code,
+        errorMessage: message
+      })
+    )
+
+    // RecoverMirrorTopics: the leaders of the topics' partitions recover them; a broker that receives the
+    // request from a client asks every other leader, which answer for their own partitions only.
+    handlers.register(RecoverMirrorTopics.api, async (req, request) => {
+      const local = manager.recover(
+        request.mirrorName,
+        request.topics.map((t) => t.topicName)
+      )
+      const fromBroker = req.clientId?.startsWith("broker-") === true
+      if (fromBroker) return { throttleTimeMs: 0, errorCode: 0, errorMessage: null, topics: local.map(toRecoverTopic) }
+      const leaders = new Set<number>()
+      for (const t of request.topics) {
+        const topic = MetadataImage.topicByName(image(), t.topicName)
+        if (topic === undefined) continue
+        for (const p of topic.partitions.values()) if (p.leader >= 0 && p.leader !== nodeId) leaders.add(p.leader)
+      }
+      const merged = new Map(local.map((r) => [r.topicName, r]))
+      await Promise.all(
+        [...leaders].map(async (leader) => {
+          const c = options.peer(leader)
+          if (c === undefined) return
+          try {
+            const res = await c.request(RecoverMirrorTopics.api, request, 10_000)
+            for (const t of res.topics)
+              if (t.errorCode !== 0 && merged.get(t.topicName)?.errorCode === 0)
+                merged.set(t.topicName, {
+                  topicName: t.topicName,
+                  errorCode: t.errorCode,
+                  errorMessage: t.errorMessage
+                })
+          } catch (e) {
+            for (const t of request.topics)
+              merged.set(t.topicName, {
+                topicName: t.topicName,
+                errorCode: E.COORDINATOR_NOT_AVAILABLE,
+                errorMessage: `broker ${leader}: ${messageOf(e)}`
+              })
+          }
+        })
+      )
+      const topics = request.topics.map((t) => toRecoverTopic(merged.get(t.topicName)!))
+      const first = topics.find((t) => t.errorCode !== 0)
+      return {
+        throttleTimeMs: 0,
+        errorCode: first?.errorCode ?? 0,
+        errorMessage: first?.errorMessage ?? null,
+        topics
+      }
+    })
+  }
+
+  return {
+    manager,
+    coordinator,
+    onStatePartition: (partition, leader, leaderEpoch, numPartitions) =>
+      manager.onStatePartition(partition, leader === nodeId ? leaderEpoch : -1, numPartitions),
+    onMetadataUpdate: () => {
+      for (const [mirror, f] of fetcherManagers)
+        if (metadata.mirrorConfigs(mirror) === undefined) {
+          void f.manager.close()
+          fetcherManagers.delete(mirror)
+        }
+      manager.onMetadataUpdate()
+    },
+    isWritable: (topic, partition) => manager.isWritable(topic, partition),
+    fetchers: () => new Map([...fetcherManagers].map(([k, v]) => [k, v.manager])),
+    register,
+    close: async () => {
+      manager.close()
+      await Promise.all([...fetcherManagers.values()].map((f) => f.manager.close()))
+      fetcherManagers.clear()
+      await Promise.all([...sourceClients.values()].map((c) => c.client.close()))
+      sourceClients.clear()
+    }
+  }
+}
+
+/** A mirror partition as its fetcher sees it; methods on the prototype keep idle partitions small. */
+class MirrorTarget implements MirrorFetcherManager.MirrorPartition {
+  constructor(
+    readonly topic: string,
+    readonly topicId: string,
+    readonly partition: number,
+    readonly log: PartitionLog.PartitionLog,
+    private readonly replicas: ReplicaManager
+  ) {}
+  destinationLeaderEpoch(): number {
+    return this.replicas.get(this.topic, this.partition)?.leaderEpoch ?? -1
+  }
+  onAppend(): void {
+    this.replicas.mirrorAppended(this.topic, this.partition)
+  }
+}
+
+const toRecoverTopic = (r: {
+  readonly topicName: string
+  readonly errorCode: number
+  readonly errorMessage: string | null
+}) => ({
+  topicName: r.topicName,
+  errorCode: r.errorCode,
+  errorMessage: r.errorMessage
+})
+
+const mirrorTopic = (t: MetadataImage.TopicImage | undefined): MirrorMetadataManager.MirrorTopic | undefined =>
+  t === undefined
+    ? undefined
+    : {
+        name: t.name,
+        topicId: t.id,
+        mirrorName: t.mirrorName,
+        desired: t.desiredMirrorState,
+        partitions: t.partitions
+      }

@@ -1,0 +1,438 @@
+/**
+ * The mirror admin without a network: the merge of DescribeClusterMirrors answers as a pure function
+ * (duplicates during leadership changes, mirror errors against successes, last mirror epochs), and the
+ * fan-out, RecoverMirrorTopics and broker configs through a client whose brokers are functions behind
+ * the real codecs.
+ */
+import {
+  Api,
+  DescribeClusterMirrors,
+  DescribeConfigs,
+  Errors,
+  RecoverMirrorTopics,
+  type Spec
+} from "@clustermirror/protocol"
+import { describe, expect, it } from "@effect/vitest"
+import { Either } from "effect"
+import * as fc from "fast-check"
+import { ConnectionError, KafkaError, NoBrokerAvailable } from "../src/ClientError.js"
+import * as ClusterClient from "../src/ClusterClient.js"
+import type * as MetadataCache from "../src/MetadataCache.js"
+import * as MirrorAdmin from "../src/MirrorAdmin.js"
+
+type Response = DescribeClusterMirrors.Response
+type Partition = Response["mirrors"][number]["topics"][number]["partitions"][number]
+
+const node = (nodeId: number): MetadataCache.BrokerNode => ({ nodeId, host: `b${nodeId}`, port: 9092, rack: null })
+
+const partition = (partitionIndex: number, over: Partial<Partition> = {}): Partition => ({
+  partitionIndex,
+  sourceOffset: 10n,
+  destinationOffset: 8n,
+  lag: 2n,
+  stateValue: "MIRRORING",
+  retryAttempt: 0,
+  errorMessage: null,
+  ...over
+})
+
+const response = (over: Partial<Response> = {}): Response => ({
+  throttleTimeMs: 0,
+  errorCode: 0,
+  errorMessage: null,
+  mirrors: [],
+  lookupResults: [],
+  ...over
+})
+
+const mirror = (
+  mirrorName: string,
+  topics: Record<string, ReadonlyArray<Partition>>,
+  errorCode = 0
+): Response["mirrors"][number] => ({
+  errorCode,
+  mirrorName,
+  authorizedOperations: -2147483648,
+  topics: Object.entries(topics).map(([topicName, partitions]) => ({ topicName, partitions: [...partitions] }))
+})
+
+const answered = (nodeId: number, res: Response): MirrorAdmin.BrokerDescription => ({
+  broker: node(nodeId),
+  result: Either.right(res)
+})
+
+const failed = (nodeId: number, error: unknown): MirrorAdmin.BrokerDescription => ({
+  broker: node(nodeId),
+  result: Either.left(error)
+})
+
+const unreachable = (nodeId: number) =>
+  new ConnectionError({ host: `b${nodeId}`, port: 9092, reason: "connect", message: "connection refused" })
+
+describe("MirrorAdmin.mergeDescriptions", () => {
+  it("given each broker reporting the partitions it leads, then joins them per mirror, sorted by topic and partition", () => {
+    const merged = MirrorAdmin.mergeDescriptions([
+      answered(1, response({ mirrors: [mirror("m", { b: [partition(1)], a: [partition(2)] })] })),
+      answered(2, response({ mirrors: [mirror("m", { a: [partition(0), partition(1)] }), mirror("k", {})] }))
+    ])
+    expect(merged.mirrors.map((m) => m.mirrorName)).toEqual(["k", "m"])
+    const m = merged.mirrors[1]!
+    expect(m.errorCode).toBe(0)
+    expect(m.partitions.map((p) => `${p.topic}-${p.partition}`)).toEqual(["a-0", "a-1", "a-2", "b-1"])
+    expect(m.partitions[0]).toEqual({
+      topic: "a",
+      partition: 0,
+      sourceOffset: 10n,
+      destinationOffset: 8n,
+      lag: 2n,
+      state: "MIRRORING",
+      retryAttempt: 0,
+      errorMessage: null
+    })
+  })
+
+  it("given two brokers reporting one partition, then a known state beats UNKNOWN, then the larger destination offset wins", () => {
+    const unknownFar = partition(0, { stateValue: "UNKNOWN", destinationOffset: 100n })
+    const failedNear = partition(0, {
+      stateValue: "FAILED",
+      destinationOffset: -1n,
+      retryAttempt: 3,
+      errorMessage: "x"
+    })
+    const near = partition(1, { destinationOffset: 5n })
+    const far = partition(1, { destinationOffset: 7n })
+    for (const order of [
+      [1, 2],
+      [2, 1]
+    ]) {
+      const byBroker: Record<number, ReadonlyArray<Partition>> = { 1: [unknownFar, near], 2: [failedNear, far] }
+      const merged = MirrorAdmin.mergeDescriptions(
+        order.map((n) => answered(n, response({ mirrors: [mirror("m", { t: byBroker[n]! })] })))
+      )
+      const ps = merged.mirrors[0]!.partitions
+      expect(
+        ps.map((p) => [p.partition, p.state, p.destinationOffset]),
+        `order ${order}`
+      ).toEqual([
+        [0, "FAILED", -1n],
+        [1, "MIRRORING", 7n]
+      ])
+      expect(ps[0]!.retryAttempt).toBe(3)
+      expect(ps[0]!.errorMessage).toBe("x")
+    }
+  })
+
+  it("given a mirror described by one broker and refused by another, then it is a success; refused by all, the first error", () => {
+    const notAuthorized = Errors.ErrorCode.CLUSTER_MIRROR_AUTHORIZATION_FAILED
+    const merged = MirrorAdmin.mergeDescriptions([
+      answered(1, response({ mirrors: [mirror("ok", {}, notAuthorized), mirror("bad", {}, notAuthorized)] })),
+      answered(2, response({ mirrors: [mirror("ok", { t: [partition(0)] }), mirror("bad", {}, 42)] })),
+      answered(3, response({ mirrors: [mirror("ok", {}, 42)] }))
+    ])
+    expect(merged.mirrors.map((m) => [m.mirrorName, m.errorCode, m.partitions.length])).toEqual([
+      ["bad", notAuthorized, 0],
+      ["ok", 0, 1]
+    ])
+  })
+
+  it("given last mirror epochs from several brokers, then keeps the largest per topic id and partition", () => {
+    const merged = MirrorAdmin.mergeDescriptions([
+      answered(
+        1,
+        response({
+          lookupResults: [
+            {
+              topicId: "T1",
+              partitions: [
+                { partitionIndex: 0, lastMirrorEpoch: 4 },
+                { partitionIndex: 1, lastMirrorEpoch: -1 }
+              ]
+            }
+          ]
+        })
+      ),
+      answered(
+        2,
+        response({
+          lookupResults: [
+            {
+              topicId: "T1",
+              partitions: [
+                { partitionIndex: 0, lastMirrorEpoch: 2 },
+                { partitionIndex: 1, lastMirrorEpoch: 6 }
+              ]
+            },
+            { topicId: "T2", partitions: [{ partitionIndex: 3, lastMirrorEpoch: -1 }] }
+          ]
+        })
+      ),
+      failed(3, unreachable(3))
+    ])
+    expect([...merged.lastMirrorEpochs].map(([id, ps]) => [id, [...ps].sort(([a], [b]) => a - b)])).toEqual([
+      [
+        "T1",
+        [
+          [0, 4],
+          [1, 6]
+        ]
+      ],
+      ["T2", [[3, -1]]]
+    ])
+  })
+
+  it("given failures and top-level errors beside one answer, then merges that answer alone", () => {
+    const merged = MirrorAdmin.mergeDescriptions([
+      failed(1, unreachable(1)),
+      answered(2, response({ errorCode: Errors.ErrorCode.UNSUPPORTED_VERSION, mirrors: [mirror("x", {})] })),
+      answered(3, response({ mirrors: [mirror("m", { t: [partition(0)] })] }))
+    ])
+    expect(merged.mirrors.map((m) => m.mirrorName)).toEqual(["m"])
+  })
+
+  it("given no broker answering without an error, then fails with the Kafka error, else the first failure", () => {
+    const kafka = (() => {
+      try {
+        MirrorAdmin.mergeDescriptions([
+          failed(1, unreachable(1)),
+          answered(2, response({ errorCode: Errors.ErrorCode.UNSUPPORTED_VERSION })),
+          answered(3, response({ errorCode: Errors.ErrorCode.UNKNOWN_SERVER_ERROR }))
+        ])
+      } catch (e) {
+        return e
+      }
+      return null
+    })()
+    expect(kafka).toBeInstanceOf(KafkaError)
+    expect(kafka instanceof KafkaError && kafka.errorName).toBe("UNSUPPORTED_VERSION")
+    const first = unreachable(1)
+    expect(() => MirrorAdmin.mergeDescriptions([failed(1, first), failed(2, unreachable(2))])).toThrow(first)
+    expect(() => MirrorAdmin.mergeDescriptions([])).toThrow(NoBrokerAvailable)
+  })
+
+  it("every reported partition appears once, as the best report of it, and epochs are maxima", () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            topic: fc.constantFrom("a", "b", "c"),
+            partition: fc.integer({ min: 0, max: 3 }),
+            state: fc.constantFrom("MIRRORING", "UNKNOWN", "FAILED", "PAUSED"),
+            destinationOffset: fc.bigInt({ min: -1n, max: 5n }),
+            epoch: fc.integer({ min: -1, max: 9 })
+          }),
+          { maxLength: 6 }
+        ),
+        fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 4 }),
+        (reports, brokerOf) => {
+          const brokers = [...new Set(brokerOf)]
+          const perBroker = brokers.map((_, i) => reports.filter((_, j) => j % brokers.length === i))
+          const merged = MirrorAdmin.mergeDescriptions(
+            perBroker.map((rs, i) =>
+              answered(
+                brokers[i]!,
+                response({
+                  mirrors: [
+                    mirror(
+                      "m",
+                      Object.fromEntries(
+                        ["a", "b", "c"].map((t) => [
+                          t,
+                          rs
+                            .filter((r) => r.topic === t)
+                            .map((r) =>
+                              partition(r.partition, { stateValue: r.state, destinationOffset: r.destinationOffset })
+                            )
+                        ])
+                      )
+                    )
+                  ],
+                  lookupResults: rs.map((r) => ({
+                    topicId: r.topic,
+                    partitions: [{ partitionIndex: r.partition, lastMirrorEpoch: r.epoch }]
+                  }))
+                })
+              )
+            )
+          )
+          const key = (r: { topic: string; partition: number }) => `${r.topic}-${r.partition}`
+          const keys = [...new Set(reports.map(key))].sort()
+          const out = merged.mirrors[0]!.partitions
+          expect(out.map(key)).toEqual(keys)
+          const rank = (r: { state: string; destinationOffset: bigint }) => [
+            r.state !== "UNKNOWN" ? 1 : 0,
+            r.destinationOffset
+          ]
+          for (const p of out) {
+            const best = reports
+              .filter((r) => key(r) === key(p))
+              .map(rank)
+              .reduce((a, b) => (b[0]! > a[0]! || (b[0] === a[0] && b[1]! > a[1]!) ? b : a))
+            expect(rank(p)).toEqual(best)
+            const epochs = reports.filter((r) => key(r) === key(p)).map((r) => r.epoch)
+            expect(merged.lastMirrorEpochs.get(p.topic)?.get(p.partition)).toBe(Math.max(...epochs))
+          }
+        }
+      )
+    )
+  })
+})
+
+// ---------------------------------------------------------------------------------------------------
+// A client whose brokers are functions: requests and responses still go through the real codecs.
+
+type Handler = (nodeId: number, frame: Buffer) => Buffer
+
+class ScriptedClient extends ClusterClient.Client {
+  metadataRequests = 0
+  readonly sent: Array<{ nodeId: number; api: string }> = []
+  private readonly handlers = new Map<number, Handler>()
+
+  constructor(readonly nodes: ReadonlyArray<number>) {
+    super({ bootstrapServers: ["scripted:9092"] })
+  }
+
+  /** Answers `api` on every broker with `answer` (throwing in it is a failed request). */
+  answer<Req extends Spec.Fields, Res extends Spec.Fields>(
+    api: Api.ApiDef<Req, Res>,
+    answer: (nodeId: number, request: Spec.StructType<Req>) => Spec.StructInput<Res>
+  ): this {
+    this.handlers.set(api.key, (nodeId, frame) => {
+      const { header, body } = Either.getOrThrow(Api.decodeRequest(api, frame.subarray(4)))
+      const chunks = Either.getOrThrow(
+        Api.encodeResponseChunks(api, header.apiVersion, header.correlationId, answer(nodeId, body))
+      )
+      return Buffer.concat(chunks).subarray(4)
+    })
+    return this
+  }
+
+  override async metadata(): Promise<MetadataCache.Snapshot> {
+    this.metadataRequests++
+    return {
+      clusterId: "dst",
+      controllerId: -1,
+      brokers: new Map(this.nodes.map((n) => [n, node(n)])),
+      topics: new Map(),
+      fetchedAt: 1
+    }
+  }
+
+  override async brokers(): Promise<ReadonlyArray<MetadataCache.BrokerNode>> {
+    return this.nodes.map(node)
+  }
+
+  override async sendToNode<Req extends Spec.Fields, Res extends Spec.Fields>(
+    nodeId: number,
+    api: Api.ApiDef<Req, Res>,
+    body: Spec.StructInput<Req>
+  ): Promise<Spec.StructType<Res>> {
+    this.sent.push({ nodeId, api: api.name })
+    const handler = this.handlers.get(api.key)
+    if (handler === undefined) throw new Error(`no answer scripted for ${api.name}`)
+    const request = Either.getOrThrow(Api.encodeRequest(api, api.maxVersion, 7, "test", body))
+    return Either.getOrThrow(Api.decodeResponse(api, api.maxVersion, handler(nodeId, request))).body
+  }
+
+  override sendToAnyBroker<Req extends Spec.Fields, Res extends Spec.Fields>(
+    api: Api.ApiDef<Req, Res>,
+    body: Spec.StructInput<Req>
+  ): Promise<Spec.StructType<Res>> {
+    return this.sendToNode(this.nodes[0]!, api, body)
+  }
+}
+
+describe("MirrorAdmin over a scripted cluster", () => {
+  it("describeClusterMirrors asks every broker of a fresh metadata and merges what answered", async () => {
+    const requests: Array<DescribeClusterMirrors.Request> = []
+    const client = new ScriptedClient([3, 1, 2]).answer(DescribeClusterMirrors.api, (nodeId, req) => {
+      requests.push(req)
+      if (nodeId === 2) throw unreachable(2)
+      return response({
+        mirrors: [mirror("m", { t: [partition(nodeId)] })],
+        lookupResults: [
+          { topicId: "AAAAAAAAAAAAAAAAAAAAAg", partitions: [{ partitionIndex: 0, lastMirrorEpoch: nodeId }] }
+        ]
+      })
+    })
+    const result = await new MirrorAdmin.MirrorAdmin(client).describeClusterMirrors(["m"], {
+      clusterId: "src",
+      lastMirrorEpochLookups: [{ topicId: "AAAAAAAAAAAAAAAAAAAAAg", partitions: [0] }]
+    })
+    expect(client.metadataRequests).toBe(1)
+    expect(client.sent.map((s) => s.nodeId).sort()).toEqual([1, 2, 3])
+    expect(requests[0]).toEqual({
+      mirrorNames: ["m"],
+      includeAuthorizedOperations: false,
+      clusterId: "src",
+      lastMirrorEpochLookups: [{ topicId: "AAAAAAAAAAAAAAAAAAAAAg", partitions: [0] }]
+    })
+    expect(result.mirrors[0]!.partitions.map((p) => p.partition)).toEqual([1, 3])
+    expect(result.lastMirrorEpochs.get("AAAAAAAAAAAAAAAAAAAAAg")?.get(0)).toBe(3)
+  })
+
+  it("describeClusterMirrors without names asks for every mirror and fails when no broker answers", async () => {
+    const names: Array<ReadonlyArray<string>> = []
+    const client = new ScriptedClient([1, 2]).answer(DescribeClusterMirrors.api, (_n, req) => {
+      names.push(req.mirrorNames)
+      return response({ errorCode: Errors.ErrorCode.CLUSTER_AUTHORIZATION_FAILED })
+    })
+    const error = await new MirrorAdmin.MirrorAdmin(client).describeClusterMirrors([]).catch((e: unknown) => e)
+    expect(names).toEqual([[], []])
+    expect(error instanceof KafkaError && error.errorName).toBe("CLUSTER_AUTHORIZATION_FAILED")
+  })
+
+  it("recoverMirrorTopics returns per-topic outcomes and rejects a refused request", async () => {
+    let topLevel = 0
+    const client = new ScriptedClient([1]).answer(RecoverMirrorTopics.api, (_n, req) => ({
+      throttleTimeMs: 0,
+      errorCode: topLevel,
+      errorMessage: null,
+      topics: req.topics.map((t) => ({
+        topicName: t.topicName,
+        errorCode: t.topicName === "b" ? Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION : 0,
+        errorMessage: null
+      }))
+    }))
+    const admin = new MirrorAdmin.MirrorAdmin(client)
+    const results = await admin.recoverMirrorTopics("m", ["a", "b"])
+    expect(results.map((r) => [r.name, r.error?.errorName ?? null])).toEqual([
+      ["a", null],
+      ["b", "UNKNOWN_TOPIC_OR_PARTITION"]
+    ])
+    topLevel = Errors.ErrorCode.UNKNOWN_CLUSTER_MIRROR
+    const error = await admin.recoverMirrorTopics("m", ["a"]).catch((e: unknown) => e)
+    expect(error instanceof KafkaError && error.errorCode).toBe(Errors.ErrorCode.UNKNOWN_CLUSTER_MIRROR)
+  })
+
+  it("describeBrokerConfigs asks a broker about itself", async () => {
+    const asked: Array<{ nodeId: number; type: number; name: string }> = []
+    const client = new ScriptedClient([4, 5]).answer(DescribeConfigs.api, (nodeId, req) => ({
+      throttleTimeMs: 0,
+      results: req.resources.map((r) => {
+        asked.push({ nodeId, type: r.resourceType, name: r.resourceName })
+        return {
+          errorCode: 0,
+          errorMessage: null,
+          resourceType: r.resourceType,
+          resourceName: r.resourceName,
+          configs: [
+            {
+              name: "mirror.failed.retry.max.attempts",
+              value: "7",
+              readOnly: true,
+              configSource: 4,
+              isDefault: false,
+              isSensitive: false,
+              synonyms: []
+            }
+          ]
+        }
+      })
+    }))
+    const configs = await new MirrorAdmin.MirrorAdmin(client).describeBrokerConfigs([
+      "mirror.failed.retry.max.attempts"
+    ])
+    expect(asked).toEqual([{ nodeId: 4, type: MirrorAdmin.BROKER_RESOURCE, name: "4" }])
+    expect(configs.get("mirror.failed.retry.max.attempts")).toBe("7")
+  })
+})

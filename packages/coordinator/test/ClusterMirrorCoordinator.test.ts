@@ -1,0 +1,108 @@
+/**
+ * The coordinator runtime: shards load by replaying their `__mirror_state` partition, writes are
+ * appended before they are applied, a failed append changes nothing, and leadership loss clears.
+ */
+import { Errors, MirrorPartitionState, MirrorStateRecords, Uuid } from "@clustermirror/protocol"
+import { describe, expect, it } from "vitest"
+import { ClusterMirrorCoordinator } from "../src/ClusterMirrorCoordinator.js"
+
+const TOPIC_ID = Uuid.random()
+const N = 3
+
+const make = () => {
+  const logs = new Map<number, Array<MirrorStateRecords.MirrorStateRecord>>()
+  let fail = false
+  const c = new ClusterMirrorCoordinator({
+    log: {
+      readAll: (p) => [...(logs.get(p) ?? [])],
+      append: async (p, _e, records) => {
+        if (fail) throw Object.assign(new Error("boom"), { errorCode: Errors.ErrorCode.NOT_ENOUGH_REPLICAS })
+        logs.set(p, [...(logs.get(p) ?? []), ...records])
+      }
+    },
+    context: { topicId: (n) => (n === "t" ? TOPIC_ID : undefined), leaderEpoch: () => 0 }
+  })
+  return { c, logs, setFail: (f: boolean) => (fail = f) }
+}
+
+const write = (partitions: ReadonlyArray<number>, state: MirrorPartitionState.MirrorPartitionState) => ({
+  mirrorName: "m",
+  stoppedTopics: [],
+  topics: [
+    {
+      name: "t",
+      partitions: partitions.map((partitionIndex) => ({
+        partitionIndex,
+        lastMirrorEpoch: -1,
+        state: MirrorPartitionState.toByte(state),
+        leaderEpoch: -1,
+        stateEpoch: -1
+      }))
+    }
+  ]
+})
+
+describe("ClusterMirrorCoordinator", () => {
+  it("answers NOT_COORDINATOR for keys of partitions it does not lead", async () => {
+    const { c } = make()
+    const res = await c.write(write([0, 1, 2, 3], "LOG_TRUNCATION"))
+    expect(res.topics[0]!.partitions.map((p) => p.errorCode)).toEqual(Array(4).fill(Errors.ErrorCode.NOT_COORDINATOR))
+  })
+
+  it("writes across shards in request order, and a new leader replays the same states", async () => {
+    const { c, logs } = make()
+    for (let p = 0; p < N; p++) c.onBecomeLeader(p, 0, N)
+    const partitions = [0, 1, 2, 3, 4, 5, 6, 7]
+    const res = await c.write(write(partitions, "LOG_TRUNCATION"))
+    expect(res.topics[0]!.partitions.map((p) => [p.partitionIndex, p.errorCode, p.stateEpoch])).toEqual(
+      partitions.map((p) => [p, 0, 1])
+    )
+    expect([...logs.values()].flat()).toHaveLength(8)
+    const other = new ClusterMirrorCoordinator({
+      log: { readAll: (p) => [...(logs.get(p) ?? [])], append: async () => {} },
+      context: { topicId: () => TOPIC_ID, leaderEpoch: () => 0 }
+    })
+    for (let p = 0; p < N; p++) other.onBecomeLeader(p, 1, N)
+    for (const p of partitions)
+      expect(other.get(MirrorStateRecords.key("m", TOPIC_ID, p), N)).toEqual(
+        c.get(MirrorStateRecords.key("m", TOPIC_ID, p), N)
+      )
+    const read = other.read({
+      mirrorName: "m",
+      topics: [
+        {
+          name: "t",
+          partitions: partitions.map((partitionIndex) => ({ partitionIndex, leaderEpoch: -1, stateEpoch: -1 }))
+        }
+      ]
+    })
+    expect(read.topics[0]!.partitions.every((p) => p.state === MirrorPartitionState.toByte("LOG_TRUNCATION"))).toBe(
+      true
+    )
+  })
+
+  it("changes nothing when the append fails, and forgets everything on resignation", async () => {
+    const { c, setFail } = make()
+    for (let p = 0; p < N; p++) c.onBecomeLeader(p, 0, N)
+    setFail(true)
+    const res = await c.write(write([0], "LOG_TRUNCATION"))
+    expect(res.topics[0]!.partitions[0]!.errorCode).toBe(Errors.ErrorCode.NOT_ENOUGH_REPLICAS)
+    expect(c.get(MirrorStateRecords.key("m", TOPIC_ID, 0), N)?.state).toBe("UNKNOWN")
+    setFail(false)
+    await c.write(write([0], "LOG_TRUNCATION"))
+    expect(c.get(MirrorStateRecords.key("m", TOPIC_ID, 0), N)?.state).toBe("LOG_TRUNCATION")
+    for (let p = 0; p < N; p++) c.onResign(p)
+    expect(c.get(MirrorStateRecords.key("m", TOPIC_ID, 0), N)).toBeUndefined()
+    expect([...c.entries()]).toEqual([])
+  })
+
+  it("tombstones a deleted mirror in every loaded shard", async () => {
+    const { c, logs } = make()
+    for (let p = 0; p < N; p++) c.onBecomeLeader(p, 0, N)
+    await c.write(write([0, 1, 2, 3], "LOG_TRUNCATION"))
+    expect(await c.deleteMirror("m")).toBe(4)
+    expect([...c.entries()]).toEqual([])
+    expect([...logs.values()].flat().filter((r) => r.value === null)).toHaveLength(8)
+    expect(await c.deleteMirror("m")).toBe(0)
+  })
+})

@@ -1,0 +1,426 @@
+/**
+ * Scenario tests of the mirror reconciler with real coordinators (in-memory `__mirror_state` logs) and
+ * recording partition ports: given a metadata image, when the desired state or an event changes, then
+ * the transitions are persisted in order, before their actions, and the actions run.
+ */
+import { Errors, type MirrorPartitionState, MirrorStateRecords, Uuid } from "@clustermirror/protocol"
+import { describe, expect, it } from "vitest"
+import { ClusterMirrorCoordinator } from "../src/ClusterMirrorCoordinator.js"
+import * as MirrorMetadataManager from "../src/MirrorMetadataManager.js"
+
+type State = MirrorPartitionState.MirrorPartitionState
+
+const TOPIC = "orders"
+const TOPIC_ID = Uuid.random()
+const MIRROR = "m1"
+const SOURCE_ID = "source-cluster-id"
+
+const eventually = async <A>(what: string, f: () => A | undefined, timeoutMs = 3000): Promise<A> => {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const v = f()
+    if (v !== undefined && v !== false) return v
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 5))
+  }
+}
+
+/** A tiny cluster: one mirror topic, `__mirror_state` with `stateLeaders`, per-broker coordinators. */
+class World {
+  desired: State = "MIRRORING"
+  mirrorName: string | null = MIRROR
+  mirrorExists = true
+  leaders = new Map<number, { leader: number; leaderEpoch: number }>([
+    [0, { leader: 1, leaderEpoch: 0 }],
+    [1, { leader: 1, leaderEpoch: 0 }]
+  ])
+  stateLeaders = [1, 2, 1]
+  offset = 100
+  /** Committed `__mirror_state` records per partition (shared by all brokers: it is the replicated log). */
+  readonly stateLogs = new Map<number, Array<MirrorStateRecords.MirrorStateRecord>>()
+  readonly coordinators = new Map<number, ClusterMirrorCoordinator>()
+  failWrites = 0
+
+  coordinator(nodeId: number): ClusterMirrorCoordinator {
+    let c = this.coordinators.get(nodeId)
+    if (c === undefined) {
+      c = new ClusterMirrorCoordinator({
+        log: {
+          readAll: (p) => [...(this.stateLogs.get(p) ?? [])],
+          append: async (p, _epoch, records) => {
+            if (this.failWrites > 0) {
+              this.failWrites--
+              throw Object.assign(new Error("not enough replicas"), { errorCode: Errors.ErrorCode.NOT_ENOUGH_REPLICAS })
+            }
+            const log = this.stateLogs.get(p) ?? []
+            log.push(...records)
+            this.stateLogs.set(p, log)
+          }
+        },
+        context: {
+          topicId: (name) => (name === TOPIC ? TOPIC_ID : undefined),
+          leaderEpoch: (id, p) => (id === TOPIC_ID ? this.leaders.get(p)?.leaderEpoch : undefined)
+        }
+      })
+      this.coordinators.set(nodeId, c)
+    }
+    return c
+  }
+
+  /** Loads the `__mirror_state` partitions each broker leads. */
+  loadCoordinators(managers: ReadonlyMap<number, MirrorMetadataManager.MirrorMetadataManager>): void {
+    this.stateLeaders.forEach((leader, p) => {
+      for (const [id, m] of managers) m.onStatePartition(p, leader === id ? 0 : -1, this.stateLeaders.length)
+    })
+  }
+
+  metadata(nodeId: number): MirrorMetadataManager.MetadataPort {
+    const topic = (): MirrorMetadataManager.MirrorTopic => ({
+      name: TOPIC,
+      topicId: TOPIC_ID,
+      mirrorName: this.mirrorName,
+      desired: this.desired,
+      partitions: this.leaders
+    })
+    return {
+      nodeId,
+      clusterId: "destination",
+      offset: () => this.offset,
+      topicByName: (name) => (name === TOPIC ? topic() : undefined),
+      topicById: (id) => (id === TOPIC_ID ? topic() : undefined),
+      mirrorTopics: () => (this.mirrorName === null ? [] : [topic()]),
+      mirrorConfigs: (name) =>
+        name === MIRROR && this.mirrorExists
+          ? new Map([
+              ["bootstrap.servers", "source:9092"],
+              ["mirror.source.cluster.id", SOURCE_ID]
+            ])
+          : undefined,
+      mirrorNames: () => (this.mirrorExists ? [MIRROR] : []),
+      stateTopic: () => ({
+        numPartitions: this.stateLeaders.length,
+        leader: (p) => this.stateLeaders[p] ?? -1
+      })
+    }
+  }
+}
+
+/** Records what a broker's partitions were asked to do. */
+class Partitions implements MirrorMetadataManager.PartitionPort {
+  readonly calls: Array<string> = []
+  readonly fetching = new Set<number>()
+  epochs = new Map<number, number>()
+  bumpFails = false
+  latestEpoch = (_t: string, p: number) => this.epochs.get(p) ?? -1
+  truncateToEpoch = async (_t: string, p: number, lme: number) => {
+    this.calls.push(`truncate ${p} lme=${lme}`)
+  }
+  startFetcher = (_m: string, _t: string, _id: string, p: number) => {
+    if (!this.fetching.has(p)) this.calls.push(`start ${p}`)
+    this.fetching.add(p)
+  }
+  removeFetcher = (_m: string, _t: string, p: number) => {
+    if (this.fetching.delete(p)) this.calls.push(`remove ${p}`)
+  }
+  lag = (_m: string, _t: string, p: number) =>
+    this.fetching.has(p) ? { sourceHighWatermark: 50, highWatermark: 40, lag: 10, lagMs: 7 } : undefined
+  sourceLeaderEpoch = () => 4
+  bumpLeaderEpochs = async (ps: ReadonlyArray<{ topicId: string; partition: number; minLeaderEpoch: number }>) => {
+    for (const p of ps) this.calls.push(`bump ${p.partition} min=${p.minLeaderEpoch}`)
+    if (this.bumpFails) throw new Error("controller unavailable")
+  }
+  finishStop = async (_t: string, p: number, sourceClusterId: string | null) => {
+    this.calls.push(`finish ${p} ${sourceClusterId}`)
+  }
+}
+
+const setup = (options: { retry?: MirrorStateMachineRetry; lme?: number } = {}) => {
+  const world = new World()
+  const partitions = new Map<number, Partitions>([
+    [1, new Partitions()],
+    [2, new Partitions()]
+  ])
+  const managers = new Map<number, MirrorMetadataManager.MirrorMetadataManager>()
+  const lookups: Array<string> = []
+  for (const id of [1, 2]) {
+    const m = new MirrorMetadataManager.MirrorMetadataManager({
+      metadata: world.metadata(id),
+      coordinator: world.coordinator(id),
+      channel: {
+        read: async (node, request) => world.coordinator(node).read(request),
+        // Over the wire: the request loses the local-only failure object, like a real encoding would.
+        write: async (node, request) =>
+          world.coordinator(node).write({
+            ...request,
+            topics: request.topics.map((t) => ({
+              name: t.name,
+              partitions: t.partitions.map((p) => {
+                const { failure: _f, ...wire } = p as typeof p & { failure?: unknown }
+                return wire
+              })
+            }))
+          })
+      },
+      partitions: partitions.get(id)!,
+      source: {
+        lastMirrorEpochs: async (mirror, topicId, ps) => {
+          lookups.push(`${mirror} ${topicId === TOPIC_ID} ${ps.join(",")}`)
+          return new Map(ps.map((p) => [p, options.lme ?? -1]))
+        }
+      },
+      retry: options.retry ?? { initialBackoffMs: 20, maxBackoffMs: 200, maxAttempts: 100 },
+      random: () => 0.5
+    })
+    managers.set(id, m)
+  }
+  world.loadCoordinators(managers)
+  const update = () => {
+    for (const m of managers.values()) m.onMetadataUpdate()
+  }
+  const stateOf = (p: number) => managers.get(world.leaders.get(p)!.leader)!.stateOf(TOPIC, p)?.state
+  const stored = (p: number) => {
+    const key = MirrorStateRecords.key(MIRROR, TOPIC_ID, p)
+    for (const c of world.coordinators.values()) {
+      const v = c.get(key, world.stateLeaders.length)
+      if (v !== undefined) return v
+    }
+    return undefined
+  }
+  return { world, partitions, managers, update, stateOf, stored, lookups }
+}
+type MirrorStateMachineRetry = { initialBackoffMs: number; maxBackoffMs: number; maxAttempts: number }
+
+describe("MirrorMetadataManager", () => {
+  it("given a topic desired MIRRORING, when its leader sees it, then LOG_TRUNCATION and MIRRORING are persisted before truncation and the fetcher", async () => {
+    const { update, stateOf, stored, partitions, lookups, managers } = setup()
+    update()
+    await eventually("both partitions mirroring", () => stateOf(0) === "MIRRORING" && stateOf(1) === "MIRRORING")
+    expect(partitions.get(1)!.calls).toEqual(
+      expect.arrayContaining(["truncate 0 lme=-1", "start 0", "truncate 1 lme=-1", "start 1"])
+    )
+    expect(partitions.get(1)!.calls.indexOf("truncate 0 lme=-1")).toBeLessThan(
+      partitions.get(1)!.calls.indexOf("start 0")
+    )
+    // Two persisted transitions per partition: the coordinator counted them.
+    expect(stored(0)).toMatchObject({ state: "MIRRORING", stateEpoch: 2 })
+    expect(stored(1)).toMatchObject({ state: "MIRRORING", stateEpoch: 2 })
+    expect(lookups.length).toBeGreaterThan(0)
+    expect(managers.get(1)!.isWritable(TOPIC, 0)).toBe(false)
+    expect(managers.get(2)!.partitionCount).toBe(0)
+  })
+
+  it("given mirroring, when paused and resumed, then the fetcher goes and comes back without truncation, read-only throughout", async () => {
+    const { world, update, stateOf, partitions, managers } = setup()
+    update()
+    await eventually("mirroring", () => stateOf(0) === "MIRRORING")
+    const p = partitions.get(1)!
+    world.desired = "PAUSED"
+    update()
+    await eventually("paused", () => stateOf(0) === "PAUSED" && stateOf(1) === "PAUSED")
+    expect(p.fetching.size).toBe(0)
+    expect(managers.get(1)!.isWritable(TOPIC, 0)).toBe(false)
+    const truncations = p.calls.filter((c) => c.startsWith("truncate")).length
+    world.desired = "MIRRORING"
+    update()
+    await eventually("mirroring again", () => stateOf(0) === "MIRRORING" && p.fetching.size === 2)
+    expect(p.calls.filter((c) => c.startsWith("truncate")).length).toBe(truncations)
+  })
+
+  it("given mirroring, when stopped, then the LME is written, the epoch bumped above it, producers reset, and the partition is writable", async () => {
+    const { world, update, stateOf, stored, partitions, managers } = setup()
+    update()
+    await eventually("mirroring", () => stateOf(0) === "MIRRORING")
+    const p = partitions.get(1)!
+    p.epochs.set(0, 7)
+    world.desired = "STOPPED"
+    update()
+    await eventually("stopped", () => stateOf(0) === "STOPPED" && stateOf(1) === "STOPPED")
+    const calls = p.calls.slice(p.calls.indexOf("remove 0"))
+    expect(calls).toEqual(expect.arrayContaining(["remove 0", "bump 0 min=7", `finish 0 ${SOURCE_ID}`]))
+    expect(calls.indexOf("bump 0 min=7")).toBeLessThan(calls.indexOf(`finish 0 ${SOURCE_ID}`))
+    expect(stored(0)).toMatchObject({ state: "STOPPED", lastMirrorEpoch: 7 })
+    // No epoch in the log: no LME, no bump.
+    expect(stored(1)).toMatchObject({ state: "STOPPED", lastMirrorEpoch: -1 })
+    expect(p.calls).not.toContain("bump 1 min=-1")
+    expect(managers.get(1)!.isWritable(TOPIC, 0)).toBe(true)
+  })
+
+  it("given mirroring, when the fetcher fails, then FAILED with the reason and attempt, retried with growing delay, and back to MIRRORING", async () => {
+    const { update, stateOf, stored, managers, partitions } = setup({
+      retry: { initialBackoffMs: 30, maxBackoffMs: 1000, maxAttempts: 100 }
+    })
+    update()
+    await eventually("mirroring", () => stateOf(0) === "MIRRORING")
+    const m = managers.get(1)!
+    const p = partitions.get(1)!
+    m.fetchFailed(TOPIC, 0, { message: "Fetch IO error: connection refused", retryable: true })
+    await eventually("failed", () => stateOf(0) === "FAILED")
+    // The coordinator holds the reason too (it is the local one here, or a remote one by tagged fields).
+    expect(stored(0)).toMatchObject({ state: "FAILED", retryAttempt: 1, previousState: "MIRRORING" })
+    expect(stored(0)?.errorMessage).toContain("connection refused")
+    await eventually("retried", () => stateOf(0) === "MIRRORING" && p.fetching.has(0))
+    const t0 = Date.now()
+    m.fetchFailed(TOPIC, 0, { message: "Fetch IO error: again", retryable: true })
+    await eventually("failed again", () => stateOf(0) === "FAILED")
+    expect(m.stateOf(TOPIC, 0)).toMatchObject({ retryAttempt: 2, errorMessage: "Fetch IO error: again" })
+    await eventually("retried again", () => stateOf(0) === "MIRRORING")
+    // Second delay is 2 × 30 ms (jitter fixed at 0): at least 60 ms.
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(55)
+    // A fetch that works again starts the count over.
+    m.fetched(TOPIC, 0)
+    expect(m.stateOf(TOPIC, 0)?.retryAttempt).toBe(0)
+  })
+
+  it("given a remote coordinator, when a partition fails, then the reason, attempt and previous state reach it over WriteMirrorStates", async () => {
+    const { world, update, stateOf, stored, managers } = setup({
+      retry: { initialBackoffMs: 5000, maxBackoffMs: 5000, maxAttempts: 100 }
+    })
+    world.stateLeaders = [2, 2, 2]
+    world.loadCoordinators(managers)
+    update()
+    await eventually("mirroring", () => stateOf(0) === "MIRRORING")
+    expect(world.coordinator(1).loadedPartitions()).toEqual([])
+    managers.get(1)!.fetchFailed(TOPIC, 0, { message: "Failed to get source metadata: timeout", retryable: true })
+    await eventually("failed", () => stored(0)?.state === "FAILED")
+    expect(stored(0)).toMatchObject({
+      retryAttempt: 1,
+      previousState: "MIRRORING",
+      errorMessage: "Failed to get source metadata: timeout"
+    })
+  })
+
+  it("given a non-retryable failure, then it stays FAILED until RecoverMirrorTopics", async () => {
+    const { update, stateOf, managers } = setup()
+    update()
+    await eventually("mirroring", () => stateOf(1) === "MIRRORING")
+    const m = managers.get(1)!
+    m.fetchFailed(TOPIC, 1, { message: "The source topic is deleted.", retryable: false })
+    await eventually("failed", () => stateOf(1) === "FAILED")
+    await new Promise((r) => setTimeout(r, 100))
+    expect(m.stateOf(TOPIC, 1)).toMatchObject({ state: "FAILED", retryAttempt: -1 })
+    expect(m.recover(MIRROR, [TOPIC])).toEqual([{ topicName: TOPIC, errorCode: 0, errorMessage: null }])
+    await eventually("recovered", () => stateOf(1) === "MIRRORING")
+    expect(m.stateOf(TOPIC, 1)?.retryAttempt).toBe(0)
+    expect(m.recover(MIRROR, ["nope"])[0]!.errorCode).toBe(Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+  })
+
+  it("given a source batch epoch above the local epoch, then EPOCH_FENCING bumps to source + 10 and mirroring resumes", async () => {
+    const { update, stateOf, managers, partitions, stored } = setup()
+    update()
+    await eventually("mirroring", () => stateOf(0) === "MIRRORING")
+    managers.get(1)!.epochAhead(TOPIC, 0, 12)
+    await eventually("bumped", () => partitions.get(1)!.calls.includes("bump 0 min=22"))
+    await eventually("mirroring", () => stateOf(0) === "MIRRORING" && stored(0)!.stateEpoch === 4)
+  })
+
+  it("given a write the coordinator cannot commit, then it is retried before the action runs", async () => {
+    const { world, update, stateOf, partitions } = setup()
+    world.failWrites = 3
+    update()
+    await eventually("mirroring", () => stateOf(0) === "MIRRORING" && stateOf(1) === "MIRRORING")
+    expect(partitions.get(1)!.calls.filter((c) => c.startsWith("start")).length).toBe(2)
+  })
+
+  it("given leadership moves to another broker, then the old leader drops the fetcher and the new one resumes from the coordinator's state", async () => {
+    const { world, update, stateOf, partitions } = setup()
+    update()
+    await eventually("mirroring", () => stateOf(0) === "MIRRORING")
+    world.leaders.set(0, { leader: 2, leaderEpoch: 1 })
+    update()
+    await eventually("moved", () => stateOf(0) === "MIRRORING" && partitions.get(2)!.fetching.has(0))
+    expect(partitions.get(1)!.fetching.has(0)).toBe(false)
+    // The new leader resumed MIRRORING: no second truncation.
+    expect(partitions.get(2)!.calls).toEqual(["start 0"])
+  })
+
+  it("given a coordinator that lost its state partition, then a new coordinator replays the log and keeps every state", async () => {
+    const { world, update, stateOf, managers, stored } = setup()
+    update()
+    await eventually("mirroring", () => stateOf(0) === "MIRRORING" && stateOf(1) === "MIRRORING")
+    const before = [stored(0), stored(1)]
+    // Broker 1 loses every `__mirror_state` partition to broker 2, which replays them.
+    world.stateLeaders = world.stateLeaders.map(() => 2)
+    world.loadCoordinators(managers)
+    expect(world.coordinator(1).loadedPartitions()).toEqual([])
+    expect([stored(0), stored(1)]).toEqual(before)
+  })
+
+  it("validates operations against desired and actual states and stamps the metadata offset (§5.8)", async () => {
+    const { world, update, stateOf, managers } = setup()
+    const m = managers.get(2)!
+    expect(await m.validate("start", MIRROR, [TOPIC])).toMatchObject({
+      _tag: "Invalid",
+      errorCode: Errors.ErrorCode.INVALID_CLUSTER_MIRROR_STATES
+    })
+    world.desired = "STOPPED"
+    expect(await m.validate("start", MIRROR, [TOPIC])).toEqual({ _tag: "Valid", stateValidationOffset: 100 })
+    world.desired = "MIRRORING"
+    update()
+    await eventually("mirroring", () => stateOf(0) === "MIRRORING" && stateOf(1) === "MIRRORING")
+    expect(await m.validate("pause", MIRROR, [TOPIC])).toEqual({ _tag: "Valid", stateValidationOffset: 100 })
+    const refused = await m.validate("resume", MIRROR, [TOPIC])
+    expect(refused).toMatchObject({ _tag: "Invalid", errorCode: Errors.ErrorCode.INVALID_CLUSTER_MIRROR_STATES })
+    // Unknown topics are the controller's to refuse, per topic.
+    expect(await m.validate("stop", MIRROR, ["unknown"])).toMatchObject({ _tag: "Valid" })
+    world.desired = "STOPPED"
+    expect(await m.validate("delete", MIRROR, null)).toMatchObject({ _tag: "Invalid" })
+    update()
+    await eventually("stopped", () => stateOf(0) === "STOPPED" && stateOf(1) === "STOPPED")
+    expect(await m.validate("delete", MIRROR, null)).toMatchObject({ _tag: "Valid" })
+  })
+
+  it("describes the partitions it leads with state and lag, and answers LME lookups for the keys it coordinates", async () => {
+    const { world, update, stateOf, managers, partitions } = setup()
+    update()
+    await eventually("mirroring", () => stateOf(0) === "MIRRORING" && stateOf(1) === "MIRRORING")
+    const d = managers.get(1)!.describe({
+      mirrorNames: [],
+      includeAuthorizedOperations: false,
+      clusterId: null,
+      lastMirrorEpochLookups: []
+    })
+    expect(d.mirrors).toHaveLength(1)
+    expect(d.mirrors[0]!.topics[0]!.partitions.map((p) => [p.partitionIndex, p.stateValue, p.lag])).toEqual([
+      [0, "MIRRORING", 10n],
+      [1, "MIRRORING", 10n]
+    ])
+    expect(
+      managers.get(1)!.describe({
+        mirrorNames: ["nope"],
+        includeAuthorizedOperations: false,
+        clusterId: null,
+        lastMirrorEpochLookups: []
+      }).mirrors[0]!.errorCode
+    ).toBe(Errors.ErrorCode.UNKNOWN_CLUSTER_MIRROR)
+    partitions.get(1)!.epochs.set(0, 5)
+    partitions.get(1)!.epochs.set(1, 6)
+    world.desired = "STOPPED"
+    update()
+    await eventually("stopped", () => stateOf(0) === "STOPPED" && stateOf(1) === "STOPPED")
+    const lookup = (id: number) =>
+      managers
+        .get(id)!
+        .describe({
+          mirrorNames: [],
+          includeAuthorizedOperations: false,
+          clusterId: SOURCE_ID,
+          lastMirrorEpochLookups: [{ topicId: TOPIC_ID, partitions: [0, 1] }]
+        })
+        .lookupResults[0]!.partitions.map((p) => p.lastMirrorEpoch)
+    // Each broker answers only for the keys it coordinates; the max over brokers is the answer.
+    const merged = [0, 1].map((i) => Math.max(lookup(1)[i]!, lookup(2)[i]!))
+    expect(merged).toEqual([5, 6])
+  })
+
+  it("when the mirror is deleted, then the coordinators tombstone its state", async () => {
+    const { world, update, stateOf, stored } = setup()
+    update()
+    await eventually("mirroring", () => stateOf(0) === "MIRRORING")
+    world.mirrorExists = false
+    world.mirrorName = null
+    update()
+    await eventually("tombstoned", () => stored(0)?.state === "UNKNOWN" && stored(1)?.state === "UNKNOWN")
+    const tombstones = [...world.stateLogs.values()].flat().filter((r) => r.value === null)
+    expect(tombstones.length).toBe(4)
+  })
+})
