@@ -25,7 +25,7 @@ const WARMUP_TOPIC = "bench-replication-warmup"
 const METADATA_VERSION = 9
 const CONTROLLER_ID = 1000
 /** Distinct payload lines in the file ProducerPerformance picks each record's value from at random. */
-const PAYLOAD_LINES = 4096
+export const PAYLOAD_LINES = 4096
 const READY_TIMEOUT_MS = 60_000
 const PERF_TIMEOUT_MS = 240_000
 const PROFILE_TOP = 20
@@ -260,8 +260,9 @@ const createTopic = async (s: Setup, o: Options, topic: string): Promise<void> =
   })
 }
 
-const producerPerf = async (
-  s: Setup,
+/** Runs ProducerPerformance against `s` with `o.producerProps`; fails unless every record was acknowledged. */
+export const producerPerf = async (
+  s: Pick<Setup, "name" | "bootstrap">,
   o: Options,
   topic: string,
   records: number,
@@ -514,6 +515,41 @@ const profileOf = (dir: string, pid: number): string | undefined => {
   return f === undefined ? undefined : join(dir, f)
 }
 
+const setupResult = (r: Running, processes: ReadonlyArray<ProcessReport>): SetupResult => ({
+  setup: r.setup.name,
+  startSeconds: r.startSeconds,
+  warmup: r.warmup,
+  rounds: r.rounds,
+  median: medianRound(r.rounds),
+  peakRssMb: processes.reduce((a, p) => a + p.peakRssMb, 0),
+  processes
+})
+
+/**
+ * Our cluster only, without Apache Kafka: the same start, warm-up and measured rounds as `run`, for
+ * suites that compare something with our replication. Prints its progress lines; saves nothing.
+ */
+export const runOurs = async (o: Options): Promise<SetupResult> => {
+  const records = Math.max(1, Math.round(o.totalBytes / o.recordSize))
+  const scratch = mkdtempSync(join(tmpdir(), "clustermirror-bench-replication-"))
+  try {
+    const payloadFile = join(scratch, "payloads.txt")
+    writeFileSync(payloadFile, payloadLines(PAYLOAD_LINES, o.recordSize).join("\n"))
+    const r = await prepare(startOurs, "clustermirror", o, records, payloadFile)
+    let processes: ReadonlyArray<ProcessReport>
+    try {
+      for (let round = 0; round < o.rounds; round++)
+        r.rounds.push(await measureRound(r, o, round, records, payloadFile))
+      processes = r.setup.processes.map((p) => ({ role: p.role, pid: p.pid(), peakRssMb: p.peakRssMb() }))
+    } finally {
+      await r.setup.stop()
+    }
+    return setupResult(r, processes)
+  } finally {
+    rmSync(scratch, { recursive: true, force: true })
+  }
+}
+
 /** Runs the suite, prints its table (and profile summaries) and saves `replication.json` in `resultsDir`. */
 export const run = async (o: Options, resultsDir: string, repoRoot: string): Promise<Result> => {
   const records = Math.max(1, Math.round(o.totalBytes / o.recordSize))
@@ -547,18 +583,7 @@ export const run = async (o: Options, resultsDir: string, repoRoot: string): Pro
       running.reverse()
     }
     const [ours, kafka] = running as [Running, Running]
-    const setups: SetupResult[] = running.map((r, i) => {
-      const processes = rssPeaks[i]!
-      return {
-        setup: r.setup.name,
-        startSeconds: r.startSeconds,
-        warmup: r.warmup,
-        rounds: r.rounds,
-        median: medianRound(r.rounds),
-        peakRssMb: processes.reduce((a, p) => a + p.peakRssMb, 0),
-        processes
-      }
-    })
+    const setups: SetupResult[] = running.map((r, i) => setupResult(r, rssPeaks[i]!))
     const kafkaMbPerSec = setups[1]!.median.summary.mbPerSec
     const ratio = setups[0]!.median.summary.mbPerSec / kafkaMbPerSec
     const roundRatios = ours.rounds.map((r, i) => r.summary.mbPerSec / kafka.rounds[i]!.summary.mbPerSec)

@@ -1,14 +1,18 @@
 /**
- * `pnpm bench [suite] [--mb <n>] [--profile]`: runs one named benchmark suite (default `produce-fetch`),
- * prints its table and saves `bench-results/<suite>.json`. `--mb` (or `BENCH_MB`) sets the MB of record
- * values each produce phase sends; `--profile` runs the server under `--cpu-prof` into `bench-results/`
- * and prints its hottest functions.
+ * `pnpm bench [suite] [--mb <n>] [--partitions <n>] [--profile]`: runs one named benchmark suite
+ * (default `produce-fetch`), prints its table and saves `bench-results/<suite>.json`. `--mb` (or
+ * `BENCH_MB`) sets the MB of record values each produce phase sends; `--partitions` the idle partitions
+ * of `mirror-memory`; `--profile` runs the server under `--cpu-prof` into `bench-results/` and prints its
+ * hottest functions.
  *
- * The only entrypoint of the bench app; the hidden `__baseline` command is the baseline child process.
+ * The only entrypoint of the bench app; the hidden `__baseline` and `__mirror-memory-child` commands are
+ * child processes of the suites.
  */
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as Baseline from "./Baseline.js"
+import * as Mirror from "./Mirror.js"
+import * as MirrorMemory from "./MirrorMemory.js"
 import * as ProduceFetch from "./ProduceFetch.js"
 import * as Profile from "./Profile.js"
 import * as Replication from "./Replication.js"
@@ -19,6 +23,8 @@ const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..")
 
 interface SuiteArgs {
   readonly mb: number
+  /** `--partitions`, when given. */
+  readonly partitions: number | undefined
   readonly profileDir: string | undefined
 }
 
@@ -48,10 +54,37 @@ const suites: Readonly<Record<string, Suite>> = {
         resultsDir,
         repoRoot
       )
+  },
+  mirror: {
+    description: `mirror catch-up of --mb MB (default ${Mirror.DEFAULT_MB}) and steady state between two clusters of ours, vs our replication`,
+    defaultMb: Mirror.DEFAULT_MB,
+    runAndReport: (a) => {
+      const baselineMb = Math.min(a.mb, Mirror.BASELINE_MB)
+      return Mirror.run(
+        {
+          ...Mirror.defaults,
+          totalBytes: a.mb * 1024 * 1024,
+          baselineBytes: baselineMb * 1024 * 1024,
+          steadyBytes: baselineMb * 1024 * 1024,
+          cpuProfileDir: a.profileDir
+        },
+        resultsDir,
+        repoRoot
+      )
+    }
+  },
+  "mirror-memory": {
+    description: `heap and RSS per idle mirrored vs plain partition of one destination broker (--partitions, default ${MirrorMemory.DEFAULT_PARTITIONS})`,
+    defaultMb: DEFAULT_MB,
+    runAndReport: (a) =>
+      MirrorMemory.run(
+        { ...MirrorMemory.defaults, partitions: a.partitions ?? MirrorMemory.DEFAULT_PARTITIONS },
+        resultsDir
+      )
   }
 }
 
-const usage = `usage: pnpm bench [${Object.keys(suites).join("|")}] [--mb <n>] [--profile]
+const usage = `usage: pnpm bench [${Object.keys(suites).join("|")}] [--mb <n>] [--partitions <n>] [--profile]
 ${Object.entries(suites)
   .map(([name, s]) => `  ${name}: ${s.description}`)
   .join("\n")}`
@@ -64,14 +97,19 @@ const fail = (message: string): never => {
 const main = async (): Promise<void> => {
   const argv = process.argv.slice(2)
   if (argv[0] === Baseline.CHILD_COMMAND) return Baseline.runChild(argv[1] ?? fail("missing baseline file"))
+  if (argv[0] === MirrorMemory.CHILD_COMMAND)
+    return MirrorMemory.runChild(argv[1] ?? fail("missing mirror-memory child settings"))
   let suiteName = "produce-fetch"
   let mbArg = process.env["BENCH_MB"]
+  let partitionsArg: string | undefined
   let profile = false
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!
     if (a === "--profile") profile = true
     else if (a === "--mb") mbArg = argv[++i] ?? fail("--mb needs a number")
     else if (a.startsWith("--mb=")) mbArg = a.slice(5)
+    else if (a === "--partitions") partitionsArg = argv[++i] ?? fail("--partitions needs a number")
+    else if (a.startsWith("--partitions=")) partitionsArg = a.slice(13)
     else if (a === "--help" || a === "-h") {
       process.stdout.write(`${usage}\n`)
       return
@@ -81,12 +119,15 @@ const main = async (): Promise<void> => {
   const suite = suites[suiteName]!
   const mb = mbArg === undefined ? ("defaultMb" in suite ? suite.defaultMb : DEFAULT_MB) : Number(mbArg)
   if (!Number.isFinite(mb) || mb <= 0) fail("--mb must be a positive number")
+  const partitions = partitionsArg === undefined ? undefined : Number(partitionsArg)
+  if (partitions !== undefined && (!Number.isInteger(partitions) || partitions < 100 || partitions % 100 !== 0))
+    fail("--partitions must be a positive multiple of 100")
   if ("runAndReport" in suite) {
-    await suite.runAndReport({ mb, profileDir: profile ? resultsDir : undefined })
+    await suite.runAndReport({ mb, partitions, profileDir: profile ? resultsDir : undefined })
     return
   }
   const started = Date.now()
-  const result = await suite.run({ mb, profileDir: profile ? resultsDir : undefined })
+  const result = await suite.run({ mb, partitions, profileDir: profile ? resultsDir : undefined })
   process.stdout.write(`\n${suiteName} (${mb} MB of record values per produce phase)\n`)
   process.stdout.write(`${Report.table(result.rows)}\n`)
   process.stdout.write(

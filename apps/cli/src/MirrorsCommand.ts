@@ -244,6 +244,7 @@ export const formatJson = (rows: ReadonlyArray<MirrorPartition>): string =>
       sourceOffset: Number(r.sourceOffset),
       destinationOffset: Number(r.destinationOffset),
       lag: Number(r.lag),
+      lagTimeMs: Number(r.lagTimeMs),
       state: r.state,
       retryAttempt: r.retryAttempt,
       errorMessage: r.errorMessage

@@ -106,6 +106,7 @@ const described = (
   partition,
   sourceOffset: 120n,
   destinationOffset: 100n,
+  lagTimeMs: -1n,
   lag: 20n,
   state: "MIRRORING",
   retryAttempt: 0,
@@ -194,6 +195,7 @@ describe("MirrorsCommand --describe output", () => {
         sourceOffset: -1,
         destinationOffset: -1,
         lag: -1,
+        lagTimeMs: -1,
         state: "FAILED",
         retryAttempt: -1,
         errorMessage: "source topic deleted"
@@ -205,6 +207,7 @@ describe("MirrorsCommand --describe output", () => {
         sourceOffset: -1,
         destinationOffset: -1,
         lag: -1,
+        lagTimeMs: -1,
         state: "FAILED",
         retryAttempt: 3,
         errorMessage: "source unreachable"

@@ -87,6 +87,7 @@ describe("Demo", () => {
         sourceOffset: 10n,
         destinationOffset: 8n,
         lag: 2n,
+        lagTimeMs: 40n,
         state: "MIRRORING",
         retryAttempt: -1,
         errorMessage: null

@@ -274,7 +274,7 @@ export const start = async (
     replicas,
     producerIds: new ProducerIdManager(admin),
     describeMirrorConfigs: (name, keys) => MirrorApis.describeMirrorConfigs(image, name, keys),
-    mirrorWritable: (topic, partition) => mirrors.isWritable(topic, partition)
+    mirrorProduceState: (topic, partition) => mirrors.produceState(topic, partition)
   }
   const groups = new GroupApis.GroupShards(ctx)
 

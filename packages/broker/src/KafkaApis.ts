@@ -38,10 +38,11 @@ export interface BrokerContext {
     keys: ReadonlyArray<string> | null
   ) => ReturnType<typeof MirrorApis.describeMirrorConfigs>
   /**
-   * KIP-1279 §6.8: whether clients may produce to a partition of a mirror topic this broker leads (its
-   * actual mirror state is STOPPED). Without it, mirror topics are read-only.
+   * KIP-1279 §6.8: whether clients may produce to a partition of a mirror topic this broker leads: its
+   * actual mirror state is STOPPED ("writable"), its stop is under way ("stopping": a retriable refusal),
+   * or it mirrors ("readOnly"). Without it, mirror topics are read-only.
    */
-  readonly mirrorWritable?: (topic: string, partition: number) => boolean
+  readonly mirrorProduceState?: (topic: string, partition: number) => "writable" | "stopping" | "readOnly"
 }
 
 /** Hands out producer ids from blocks the controller allocates. */
@@ -165,23 +166,35 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
           errorMessage: "The topic is mirrored by a cluster mirror and read-only until the mirror stops it.",
           currentLeader: { leaderId: -1, leaderEpoch: -1 }
         }
+        // Failover under way: clients retry (after a metadata refresh) until the partition is stopped.
+        const stopping: ReplicaManager.ProduceResult = {
+          ...readOnly,
+          errorCode: Errors.ErrorCode.NOT_LEADER_OR_FOLLOWER,
+          errorMessage: "The mirror topic is being stopped; retry once it is writable."
+        }
         const pending = request.topicData.map((t) => {
           const name = t.name !== "" ? t.name : (ctx.view.topicById(t.topicId)?.name ?? "")
           return {
             name: t.name,
             topicId: t.topicId,
-            partitionResponses: t.partitionData.map((p) =>
-              ctx.view.topicByName(name)?.readOnly === true && ctx.mirrorWritable?.(name, p.index) !== true
+            partitionResponses: t.partitionData.map((p) => {
+              const mirror =
+                ctx.view.topicByName(name)?.readOnly === true
+                  ? (ctx.mirrorProduceState?.(name, p.index) ?? "readOnly")
+                  : "writable"
+              return mirror === "readOnly"
                 ? readOnly
-                : ctx.replicas.appendAsLeader(
-                    name,
-                    p.index,
-                    p.records as Buffer | null,
-                    true,
-                    request.acks,
-                    request.timeoutMs
-                  )
-            )
+                : mirror === "stopping"
+                  ? stopping
+                  : ctx.replicas.appendAsLeader(
+                      name,
+                      p.index,
+                      p.records as Buffer | null,
+                      true,
+                      request.acks,
+                      request.timeoutMs
+                    )
+            })
           }
         })
         if (request.acks === 0) return NoResponse

@@ -62,8 +62,8 @@ export interface MirrorRuntime {
   readonly onStatePartition: (partition: number, leader: number, leaderEpoch: number, numPartitions: number) => void
   /** The metadata image changed (after partitions were applied). */
   readonly onMetadataUpdate: () => void
-  /** Whether clients may produce to a partition this broker leads (READ_ONLY_TOPIC otherwise). */
-  readonly isWritable: (topic: string, partition: number) => boolean
+  /** Whether clients may produce to a partition this broker leads (READ_ONLY_TOPIC, or a retriable wait while stopping). */
+  readonly produceState: (topic: string, partition: number) => "writable" | "stopping" | "readOnly"
   /** Mirror fetchers per mirror, for tests and metrics. */
   readonly fetchers: () => ReadonlyMap<string, MirrorFetcherManager.MirrorFetcherManager>
   readonly register: (handlers: Handlers) => void
@@ -192,6 +192,12 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
       events: {
         fetched: (tp, p) => {
           manager.fetched(tp.topic, tp.partition)
+          // The local log start follows the source's (retention on the source, §6.2), within what is committed.
+          const local = replicas.get(tp.topic, tp.partition)?.log
+          if (local !== undefined && p.sourceLogStartOffset > local.logStartOffset) {
+            const to = Math.min(p.sourceLogStartOffset, local.highWatermark)
+            if (to > local.logStartOffset) local.deleteRecordsBefore(to)
+          }
           if (p.resetToSourceLogStart)
             log(
               `mirror ${mirror}: ${tp.topic}-${tp.partition} restarted at the source log start ${p.sourceLogStartOffset}`
@@ -645,7 +651,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
         }
       manager.onMetadataUpdate()
     },
-    isWritable: (topic, partition) => manager.isWritable(topic, partition),
+    produceState: (topic, partition) => manager.produceState(topic, partition),
     fetchers: () => new Map([...fetcherManagers].map(([k, v]) => [k, v.manager])),
     register,
     close: async () => {

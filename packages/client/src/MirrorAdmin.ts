@@ -75,6 +75,8 @@ export interface PartitionDescription {
   /** The local high watermark. */
   readonly destinationOffset: bigint
   readonly lag: bigint
+  /** How long the partition has not been caught up with the source (ms); -1 unless MIRRORING. */
+  readonly lagTimeMs: bigint
   /** The state's name, e.g. "MIRRORING", "FAILED", "UNKNOWN". */
   readonly state: string
   /** Retries of a FAILED partition so far; -1 when it is not retried. */
@@ -172,6 +174,7 @@ const partitionDescription = (topic: string, p: DescribedPartition): PartitionDe
   sourceOffset: p.sourceOffset,
   destinationOffset: p.destinationOffset,
   lag: p.lag,
+  lagTimeMs: p.lagTimeMs ?? -1n,
   state: p.stateValue,
   retryAttempt: p.retryAttempt,
   errorMessage: p.errorMessage

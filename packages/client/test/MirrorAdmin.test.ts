@@ -30,6 +30,7 @@ const partition = (partitionIndex: number, over: Partial<Partition> = {}): Parti
   sourceOffset: 10n,
   destinationOffset: 8n,
   lag: 2n,
+  lagTimeMs: 5n,
   stateValue: "MIRRORING",
   retryAttempt: 0,
   errorMessage: null,
@@ -85,6 +86,7 @@ describe("MirrorAdmin.mergeDescriptions", () => {
       sourceOffset: 10n,
       destinationOffset: 8n,
       lag: 2n,
+      lagTimeMs: 5n,
       state: "MIRRORING",
       retryAttempt: 0,
       errorMessage: null

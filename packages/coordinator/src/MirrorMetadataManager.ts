@@ -328,16 +328,23 @@ export class MirrorMetadataManager {
   // ------------------------------------------------------------------------------------------ queries
 
   /**
-   * Whether clients may produce to a partition this broker leads (§6.8): not a mirror topic, or its
-   * actual state is STOPPED (or it never mirrored and its topic is desired STOPPED).
+   * Whether clients may produce to a partition this broker leads (§6.8): "writable" when its topic is not
+   * a mirror topic or its actual state is STOPPED (or it never mirrored and its topic is desired STOPPED);
+   * "stopping" while a topic desired STOPPED has not finished stopping here (a retriable wait: failover is
+   * under way); "readOnly" otherwise.
    */
-  isWritable(topic: string, partition: number): boolean {
+  produceState(topic: string, partition: number): "writable" | "stopping" | "readOnly" {
     const t = this.options.metadata.topicByName(topic)
-    if (t === undefined || t.mirrorName === null) return true
-    const part = this.parts.get(partKey(topic, partition))
-    const v = part?.value
-    if (v === undefined) return false
-    return v.state === "STOPPED" || (v.state === "UNKNOWN" && t.desired === "STOPPED")
+    if (t === undefined || t.mirrorName === null) return "writable"
+    const v = this.parts.get(partKey(topic, partition))?.value
+    if (v !== undefined && (v.state === "STOPPED" || (v.state === "UNKNOWN" && t.desired === "STOPPED")))
+      return "writable"
+    return t.desired === "STOPPED" ? "stopping" : "readOnly"
+  }
+
+  /** `produceState(...) === "writable"`. */
+  isWritable(topic: string, partition: number): boolean {
+    return this.produceState(topic, partition) === "writable"
   }
 
   /** The actual state of a partition this broker leads; undefined when it leads none or has not loaded it. */
@@ -384,7 +391,8 @@ export class MirrorMetadataManager {
           lag: lag === undefined ? -1n : BigInt(lag.lag),
           stateValue: state,
           retryAttempt: v?.retryAttempt ?? 0,
-          errorMessage: v?.errorMessage ?? null
+          errorMessage: v?.errorMessage ?? null,
+          lagTimeMs: lag === undefined ? -1n : BigInt(lag.lagMs)
         })
       }
       return {

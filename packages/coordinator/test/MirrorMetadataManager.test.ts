@@ -232,8 +232,11 @@ describe("MirrorMetadataManager", () => {
     await eventually("mirroring", () => stateOf(0) === "MIRRORING")
     const p = partitions.get(1)!
     p.epochs.set(0, 7)
+    expect(managers.get(1)!.produceState(TOPIC, 0)).toBe("readOnly")
     world.desired = "STOPPED"
     update()
+    // Failover under way: producers get a retriable answer until the partition is stopped.
+    expect(managers.get(1)!.produceState(TOPIC, 0)).toBe("stopping")
     await eventually("stopped", () => stateOf(0) === "STOPPED" && stateOf(1) === "STOPPED")
     const calls = p.calls.slice(p.calls.indexOf("remove 0"))
     expect(calls).toEqual(expect.arrayContaining(["remove 0", "bump 0 min=7", `finish 0 ${SOURCE_ID}`]))

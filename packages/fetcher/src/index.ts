@@ -1,6 +1,7 @@
 /**
  * @clustermirror/fetcher: fetchers that copy record batches from partition leaders into local logs
- * (the replica fetcher of followers now; mirror fetchers later), reporting outcomes as events.
+ * (the replica fetcher of followers, and the mirror fetchers that copy from a source cluster), reporting
+ * outcomes as events.
  */
 export * as FetcherConfig from "./FetcherConfig.js"
 export * as FetcherError from "./FetcherError.js"

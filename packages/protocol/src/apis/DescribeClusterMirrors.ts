@@ -61,7 +61,9 @@ export const Response = S.message({
           S.string("StateValue"),
           // -1 marks a failure that is not retried.
           S.int16("RetryAttempt", { default: 0 }),
-          S.string("ErrorMessage", { nullableVersions: "0+", default: null })
+          S.string("ErrorMessage", { nullableVersions: "0+", default: null }),
+          // Ours, tagged: how long the partition has not been caught up with the source (ms); -1 unless MIRRORING.
+          S.int64("LagTimeMs", { default: -1n, taggedVersions: "0+", tag: 0, ignorable: true })
         ])
       ])
     ]),
