@@ -445,6 +445,13 @@ export const start = async (
     brokerEpoch = res.brokerEpoch
   }
 
+  // A function of its own, so that the decoded records are not kept alive by the loop's frame while it
+  // waits for the next fetch.
+  const applyFetched = async (records: Buffer): Promise<void> => {
+    const batches = await Effect.runPromise(metadataLog.appendFetched(records))
+    if (batches.length > 0) await Effect.runPromise(loader.handleCommit(batches))
+  }
+
   const metadataLoop = async () => {
     while (!stopped) {
       try {
@@ -481,10 +488,7 @@ export const start = async (
           await sleep(200)
           continue
         }
-        if (p.records !== null && p.records.length > 0) {
-          const batches = await Effect.runPromise(metadataLog.appendFetched(Buffer.from(p.records)))
-          if (batches.length > 0) await Effect.runPromise(loader.handleCommit(batches))
-        }
+        if (p.records !== null && p.records.length > 0) await applyFetched(Buffer.from(p.records))
         if ((await Effect.runPromise(metadataLog.logEndOffset)) >= Number(p.highWatermark)) markCaughtUp(round)
       } catch (e) {
         if (!stopped) {

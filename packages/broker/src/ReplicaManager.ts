@@ -43,8 +43,11 @@ export interface PartitionState {
   /** An ISR change sent to the controller and not answered yet. */
   pendingIsr: ReadonlyArray<number> | null
   minInsyncReplicas: number
-  readonly followers: Map<number, FollowerState>
+  /** The followers' positions while this broker leads; a shared empty map for single-replica partitions. */
+  followers: ReadonlyMap<number, FollowerState>
 }
+
+const NO_FOLLOWERS: ReadonlyMap<number, FollowerState> = new Map()
 
 /** The controller side of ISR changes (AlterPartition); resolves with the registration it committed. */
 export interface IsrChannel {
@@ -175,7 +178,7 @@ export class ReplicaManager {
         isr: reg.isr,
         pendingIsr: null,
         minInsyncReplicas,
-        followers: new Map()
+        followers: NO_FOLLOWERS
       }
       this.partitions.set(k, state)
     } else {
@@ -190,16 +193,17 @@ export class ReplicaManager {
     const isLeader = reg.leader === this.nodeId
     const becameLeader = isLeader && (!wasLeader || reg.leaderEpoch > oldEpoch)
     if (becameLeader) {
-      state.followers.clear()
       const now = this.now()
+      const followers = new Map<number, FollowerState>()
       for (const r of reg.replicas)
         if (r !== this.nodeId)
-          state.followers.set(r, {
+          followers.set(r, {
             logEndOffset: -1,
             lastCaughtUpTimeMs: reg.isr.includes(r) ? now : 0,
             lastFetchLeaderLogEndOffset: -1,
             lastFetchTimeMs: 0
           })
+      state.followers = followers.size === 0 ? NO_FOLLOWERS : followers
     }
     if (isLeader) this.maybeIncrementHighWatermark(state)
     // A partition that changes hands must fail any producer still waiting on it.

@@ -59,19 +59,34 @@ export const brokerFromRecord = (r: RecordOf<"RegisterBrokerRecord">): BrokerReg
   logDirs: r.data.logDirs
 })
 
+// Replica lists repeat across partitions (every RF=1 partition on broker 1 has [1]): registrations share
+// one frozen array per distinct list, so a broker's image does not grow by seven arrays per partition.
+const interned = new Map<string, ReadonlyArray<unknown>>()
+const shared = <A extends number | string>(list: ReadonlyArray<A>): ReadonlyArray<A> => {
+  const key = `${typeof list[0]}:${list.join(",")}`
+  const found = interned.get(key)
+  if (found !== undefined) return found as ReadonlyArray<A>
+  if (interned.size >= 100_000) interned.clear()
+  const frozen = Object.freeze([...list])
+  interned.set(key, frozen)
+  return frozen
+}
+const sharedOrNull = <A extends number | string>(list: ReadonlyArray<A> | null): ReadonlyArray<A> | null =>
+  list === null ? null : shared(list)
+
 /** The registration a PartitionRecord describes (null ELR lists read as empty, as in Kafka). */
 export const partitionFromRecord = (r: RecordOf<"PartitionRecord">): PartitionRegistration => ({
-  replicas: r.data.replicas,
-  directories: r.data.directories,
-  isr: r.data.isr,
-  removingReplicas: r.data.removingReplicas,
-  addingReplicas: r.data.addingReplicas,
+  replicas: shared(r.data.replicas),
+  directories: shared(r.data.directories),
+  isr: shared(r.data.isr),
+  removingReplicas: shared(r.data.removingReplicas),
+  addingReplicas: shared(r.data.addingReplicas),
   leader: r.data.leader,
   leaderRecoveryState: r.data.leaderRecoveryState,
   leaderEpoch: r.data.leaderEpoch,
   partitionEpoch: r.data.partitionEpoch,
-  eligibleLeaderReplicas: r.data.eligibleLeaderReplicas ?? [],
-  lastKnownElr: r.data.lastKnownElr ?? []
+  eligibleLeaderReplicas: shared(r.data.eligibleLeaderReplicas ?? []),
+  lastKnownElr: shared(r.data.lastKnownElr ?? [])
 })
 
 /**
@@ -103,17 +118,17 @@ export const mergePartitionChange = (
     leaderRecoveryState = d.leaderRecoveryState
   }
   return {
-    replicas: d.replicas ?? prev.replicas,
-    directories: d.directories ?? prev.directories,
-    isr: d.isr ?? prev.isr,
-    removingReplicas: d.removingReplicas ?? prev.removingReplicas,
-    addingReplicas: d.addingReplicas ?? prev.addingReplicas,
+    replicas: sharedOrNull(d.replicas) ?? prev.replicas,
+    directories: sharedOrNull(d.directories) ?? prev.directories,
+    isr: sharedOrNull(d.isr) ?? prev.isr,
+    removingReplicas: sharedOrNull(d.removingReplicas) ?? prev.removingReplicas,
+    addingReplicas: sharedOrNull(d.addingReplicas) ?? prev.addingReplicas,
     leader: leaderPresent ? d.leader : prev.leader,
     leaderRecoveryState,
     leaderEpoch,
     partitionEpoch: prev.partitionEpoch + 1,
-    eligibleLeaderReplicas: d.eligibleLeaderReplicas ?? prev.eligibleLeaderReplicas,
-    lastKnownElr: d.lastKnownElr ?? prev.lastKnownElr
+    eligibleLeaderReplicas: sharedOrNull(d.eligibleLeaderReplicas) ?? prev.eligibleLeaderReplicas,
+    lastKnownElr: sharedOrNull(d.lastKnownElr) ?? prev.lastKnownElr
   }
 }
 

@@ -33,6 +33,18 @@ export interface PartitionLogStoreService {
   readonly closeAll: () => void
 }
 
+// Logs with the same settings share one config object: a broker with thousands of idle partitions
+// would otherwise hold a copy per partition.
+const interned = new Map<string, LogConfig>()
+const internConfig = (c: LogConfig): LogConfig => {
+  const key = JSON.stringify(c)
+  const found = interned.get(key)
+  if (found !== undefined) return found
+  if (interned.size >= 10_000) interned.clear()
+  interned.set(key, c)
+  return c
+}
+
 export class PartitionLogStore extends Context.Tag("@clustermirror/storage/PartitionLogStore")<
   PartitionLogStore,
   PartitionLogStoreService
@@ -68,7 +80,7 @@ export const make = (root: Root): PartitionLogStoreService => {
   return {
     open: (topic, partition, config, topicId) => {
       const key = dirName(topic, partition)
-      const full: LogConfig = { ...defaultConfig, ...config }
+      const full = internConfig({ ...defaultConfig, ...config })
       const existing = live(key)
       if (existing !== undefined) {
         existing.updateConfig(full)

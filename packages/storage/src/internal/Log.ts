@@ -605,8 +605,10 @@ export class Log implements PartitionLog {
     this.volume.remove(CLEAN_SHUTDOWN)
     this._logStartOffset = Math.max(persistedStart, this.segments[0]!.baseOffset)
     if (this._logStartOffset > this._logEndOffset) this._logEndOffset = this._logStartOffset
-    this.epochs.truncateFromEnd(this._logEndOffset)
+    // Start first: an entry moved up to the log start must then meet the same end rule whether it came
+    // from the checkpoint (clean shutdown) or from scanning batches below the log start (recovery).
     this.epochs.truncateFromStart(this._logStartOffset)
+    this.epochs.truncateFromEnd(this._logEndOffset)
     this.producers.onLogStartOffset(this._logStartOffset)
     this._highWatermark = Math.min(Math.max(num("highWatermark", 0), this._logStartOffset), this._logEndOffset)
     this.writeEpochCheckpoint()

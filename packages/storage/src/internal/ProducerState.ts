@@ -55,9 +55,14 @@ const nextSequence = (seq: number): number => (seq === INT32_MAX ? 0 : seq + 1)
 /** Pending per-request view so several batches of one append are checked against each other. */
 export type Pending = Map<bigint, { epoch: number; lastSeq: number }>
 
+// Idle partitions (most of a mirror's) never see a producer: they share these empty values and get their
+// own map and list on the first write.
+const NO_PRODUCERS: ReadonlyMap<bigint, ProducerEntry> = new Map()
+const NO_ABORTED: ReadonlyArray<AbortedTxn> = []
+
 export class ProducerState {
-  private producers = new Map<bigint, ProducerEntry>()
-  private aborted: AbortedTxn[] = []
+  private producers: ReadonlyMap<bigint, ProducerEntry> = NO_PRODUCERS
+  private aborted: ReadonlyArray<AbortedTxn> = NO_ABORTED
 
   /**
    * Checks a leader append of `info`: returns the original batch when it is a duplicate, undefined when it is
@@ -109,13 +114,13 @@ export class ProducerState {
   apply(info: BatchInfo): void {
     if (info.isControl) {
       if (info.controlType === CONTROL_MIRROR_PID_RESET) {
-        this.producers.clear()
+        this.producers = NO_PRODUCERS
         return
       }
       if (info.producerId < 0n) return
       const entry = this.entry(info.producerId, info.producerEpoch)
       if (info.controlType === CONTROL_ABORT && entry.txnFirstOffset >= 0)
-        this.aborted.push({
+        this.abortedList().push({
           producerId: info.producerId,
           firstOffset: entry.txnFirstOffset,
           lastOffset: info.baseOffset
@@ -139,12 +144,22 @@ export class ProducerState {
     let entry = this.producers.get(producerId)
     if (entry === undefined) {
       entry = { epoch, batches: [], txnFirstOffset: -1 }
-      this.producers.set(producerId, entry)
+      this.producerMap().set(producerId, entry)
     } else if (epoch !== entry.epoch) {
       entry.epoch = epoch
       entry.batches = []
     }
     return entry
+  }
+
+  private producerMap(): Map<bigint, ProducerEntry> {
+    if (this.producers === NO_PRODUCERS) this.producers = new Map<bigint, ProducerEntry>()
+    return this.producers as Map<bigint, ProducerEntry>
+  }
+
+  private abortedList(): AbortedTxn[] {
+    if (this.aborted === NO_ABORTED) this.aborted = []
+    return this.aborted as AbortedTxn[]
   }
 
   /** The first offset of the oldest open transaction, or undefined. */
@@ -178,8 +193,8 @@ export class ProducerState {
   }
 
   clear(): void {
-    this.producers.clear()
-    this.aborted = []
+    this.producers = NO_PRODUCERS
+    this.aborted = NO_ABORTED
   }
 
   /** A JSON-friendly snapshot, written at clean shutdown. */
@@ -213,7 +228,7 @@ export class ProducerState {
         if (!isNums(b, 4)) return undefined
         metas.push({ firstSeq: b[0]!, lastSeq: b[1]!, firstOffset: b[2]!, lastOffset: b[3]! })
       }
-      state.producers.set(BigInt(String(id)), {
+      state.producerMap().set(BigInt(String(id)), {
         epoch: Number(epoch),
         txnFirstOffset: Number(txnFirstOffset),
         batches: metas
@@ -221,7 +236,7 @@ export class ProducerState {
     }
     for (const t of aborted) {
       if (!Array.isArray(t) || t.length !== 3 || typeof t[0] !== "string" || !isNums(t.slice(1), 2)) return undefined
-      state.aborted.push({ producerId: BigInt(t[0]), firstOffset: Number(t[1]), lastOffset: Number(t[2]) })
+      state.abortedList().push({ producerId: BigInt(t[0]), firstOffset: Number(t[1]), lastOffset: Number(t[2]) })
     }
     return state
   }
