@@ -19,6 +19,7 @@ import {
   DeleteClusterMirror,
   DescribeClusterMirrors,
   Errors,
+  ListClusterMirrors,
   MirrorStateRecords,
   PauseMirrorTopics,
   ReadMirrorStates,
@@ -236,9 +237,10 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
   }
 
   type Lookup = {
+    readonly topic: string
     readonly topicId: string
     readonly partitions: ReadonlyArray<number>
-    readonly resolve: (m: ReadonlyMap<number, number>) => void
+    readonly resolve: (info: MirrorMetadataManager.TruncationInfo) => void
     readonly reject: (e: unknown) => void
   }
   let lookups = new Map<string, Array<Lookup>>()
@@ -251,8 +253,18 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
       void lookupOnSource(mirror, list).then(
         (found) => {
           for (const l of list) {
-            const byPartition = found.get(l.topicId)
-            l.resolve(new Map(l.partitions.map((p) => [p, byPartition?.get(p) ?? -1])))
+            const byPartition = found.lastMirrorEpochs.get(l.topicId)
+            const notStopped = found.notStopped.get(l.topic)
+            const loop = found.loops.get(l.topic)
+            l.resolve({
+              lastMirrorEpochs: new Map(l.partitions.map((p) => [p, byPartition?.get(p) ?? -1])),
+              refusal:
+                loop !== undefined
+                  ? `Detected mirror loop for mirror:${loop}`
+                  : notStopped !== undefined
+                    ? `Source mirror(s) ${[...new Set(notStopped.map((n) => n.mirror))].join(", ")} have not stopped for partition(s) ${notStopped.map((n) => `${l.topic}-${n.partition} (${n.state})`).join(", ")}`
+                    : null
+            })
           }
         },
         (e) => {
@@ -260,17 +272,42 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
         }
       )
   }
-  /** DescribeClusterMirrors to every source broker with this cluster's id; max per partition. */
+  const unsupported = (e: unknown) => /unsupported/i.test(messageOf(e))
+  /**
+   * §5.5 steps 1-5 on the source: its mirrors (ListClusterMirrors) for the loop check, then
+   * DescribeClusterMirrors to every source broker with this cluster's id: the last mirror epochs (max per
+   * partition) and the states of the source's own mirrors of these topics.
+   */
   const lookupOnSource = async (
     mirror: string,
     list: ReadonlyArray<Lookup>
-  ): Promise<ReadonlyMap<string, ReadonlyMap<number, number>>> => {
+  ): Promise<{
+    readonly lastMirrorEpochs: ReadonlyMap<string, ReadonlyMap<number, number>>
+    readonly loops: ReadonlyMap<string, string>
+    readonly notStopped: ReadonlyMap<string, ReadonlyArray<{ mirror: string; partition: number; state: string }>>
+  }> => {
     const client = sourceClient(mirror)
     const byTopic = new Map<string, Set<number>>()
+    const topics = new Set<string>()
     for (const l of list) {
+      topics.add(l.topic)
       let s = byTopic.get(l.topicId)
       if (s === undefined) byTopic.set(l.topicId, (s = new Set()))
       for (const p of l.partitions) s.add(p)
+    }
+    // Mirrors on the source that mirror from this cluster: a loop if they still mirror one of these topics.
+    const back = new Set<string>()
+    const loops = new Map<string, string>()
+    try {
+      const listed = await client.sendToAnyBroker(ListClusterMirrors.api, { includeTopicNames: true })
+      for (const m of listed.mirrors) {
+        if (m.sourceClusterId !== options.clusterId) continue
+        back.add(m.mirrorName)
+        for (const t of m.topicNames) if (topics.has(t)) loops.set(t, m.mirrorName)
+      }
+    } catch (e) {
+      // A source without KIP-1279 has no mirrors: no loop possible (§5.5 step 1).
+      if (!unsupported(e)) throw e
     }
     const request = {
       mirrorNames: [],
@@ -280,6 +317,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     }
     const brokers = (await client.metadata([])).brokers
     const result = new Map<string, Map<number, number>>()
+    const notStopped = new Map<string, Array<{ mirror: string; partition: number; state: string }>>()
     let supported = false
     for (const b of brokers.values()) {
       let res: DescribeClusterMirrors.Response
@@ -287,7 +325,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
         res = await client.sendToNode(b.nodeId, DescribeClusterMirrors.api, request)
       } catch (e) {
         // A source without KIP-1279 cannot hold last mirror epochs: mirroring is one way (§5.5 step 5).
-        if (/unsupported/i.test(messageOf(e))) continue
+        if (unsupported(e)) continue
         throw e
       }
       supported = true
@@ -298,9 +336,22 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
         for (const p of t.partitions)
           m.set(p.partitionIndex, Math.max(m.get(p.partitionIndex) ?? -1, p.lastMirrorEpoch))
       }
+      for (const m of res.mirrors) {
+        if (!back.has(m.mirrorName)) continue
+        for (const t of m.topics) {
+          if (!topics.has(t.topicName)) continue
+          for (const p of t.partitions)
+            if (p.stateValue !== "STOPPED") {
+              let l = notStopped.get(t.topicName)
+              if (l === undefined) notStopped.set(t.topicName, (l = []))
+              l.push({ mirror: m.mirrorName, partition: p.partitionIndex, state: p.stateValue })
+            }
+        }
+      }
     }
-    if (!supported && brokers.size > 0) log(`mirror ${mirror}: the source does not support last mirror epoch lookups`)
-    return result
+    if (!supported && brokers.size > 0)
+      log(`mirror ${mirror}: the source does not support last mirror epoch lookups; mirroring is one way`)
+    return { lastMirrorEpochs: result, loops, notStopped }
   }
 
   // -------------------------------------------------------------------------------------------------
@@ -464,11 +515,11 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
   }
 
   const source: MirrorMetadataManager.SourcePort = {
-    lastMirrorEpochs: (mirror, topicId, ps) =>
+    prepareTruncation: (mirror, topic, topicId, ps) =>
       new Promise((resolve, reject) => {
         let list = lookups.get(mirror)
         if (list === undefined) lookups.set(mirror, (list = []))
-        list.push({ topicId, partitions: ps, resolve, reject })
+        list.push({ topic, topicId, partitions: ps, resolve, reject })
         if (!lookupScheduled) {
           lookupScheduled = true
           setImmediate(flushLookups)

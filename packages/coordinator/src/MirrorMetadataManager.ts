@@ -94,18 +94,30 @@ export interface PartitionPort {
   readonly finishStop: (topic: string, partition: number, sourceClusterId: string | null) => Promise<void>
 }
 
+/** What LOG_TRUNCATION learns from the source cluster (§5.5 steps 1-5). */
+export interface TruncationInfo {
+  /** The last mirror epoch per partition (-1 where none; all -1 when the source cannot tell). */
+  readonly lastMirrorEpochs: ReadonlyMap<number, number>
+  /**
+   * Why mirroring must not start: a mirror on the source mirrors this topic from this cluster (a loop), or
+   * the source's mirror of it has not stopped. Null when it may start.
+   */
+  readonly refusal: string | null
+}
+
 /** What the manager asks of the mirror's source cluster. */
 export interface SourcePort {
   /**
-   * The last mirror epochs the source holds for these partitions of a topic (§5.5 step 3: mirrors on the
-   * source whose source is this cluster, max per partition); -1 where none, all -1 when the source does
-   * not support the lookup.
+   * Before truncating partitions of `topic` (§5.5): mirror-loop protection, the check that the source's
+   * own mirror of this topic (failback) is stopped, and the last mirror epochs the source holds for these
+   * partitions (mirrors on the source whose source is this cluster, max per partition).
    */
-  readonly lastMirrorEpochs: (
+  readonly prepareTruncation: (
     mirror: string,
+    topic: string,
     topicId: string,
     partitions: ReadonlyArray<number>
-  ) => Promise<ReadonlyMap<number, number>>
+  ) => Promise<TruncationInfo>
 }
 
 export interface MirrorMetadataManagerOptions {
@@ -122,12 +134,25 @@ export interface MirrorMetadataManagerOptions {
 /** The user operations of §4.5 and the states they accept (desired and actual). */
 export type Operation = "start" | "stop" | "pause" | "resume" | "delete"
 
+/** §4.5: the desired states (metadata) each operation accepts. */
 export const VALID_STATES: Readonly<Record<Operation, ReadonlyArray<State>>> = {
   start: ["STOPPED", "UNKNOWN"],
   stop: ["MIRRORING", "PAUSED"],
   pause: ["MIRRORING"],
   resume: ["PAUSED"],
   delete: ["STOPPED"]
+}
+
+/**
+ * The actual states (coordinators) each operation accepts: §4.5's, except that Stop is accepted from
+ * every state §4.2 lets go to STOPPING (and from UNKNOWN, a partition not picked up yet). An operator
+ * must be able to stop a FAILED partition (a mirror loop, a lost source) or one still truncating; the
+ * state machine runs the stop once the current step ends.
+ */
+export const VALID_ACTUAL_STATES: Readonly<Record<Operation, ReadonlyArray<State>>> = {
+  ...VALID_STATES,
+  stop: ["UNKNOWN", "LOG_TRUNCATION", "EPOCH_FENCING", "MIRRORING", "PAUSING", "PAUSED", "FAILED"],
+  delete: ["STOPPED", "UNKNOWN"]
 }
 
 export type Validation =
@@ -454,6 +479,7 @@ export class MirrorMetadataManager {
     const md = this.options.metadata
     const offset = md.offset()
     const valid = VALID_STATES[op]
+    const validActual = VALID_ACTUAL_STATES[op]
     const topics: Array<MirrorTopic> = []
     if (topicNames === null) {
       for (const t of md.mirrorTopics()) if (t.mirrorName === mirror) topics.push(t)
@@ -482,9 +508,9 @@ export class MirrorMetadataManager {
       const what = `${reads[i]!.topic}-${reads[i]!.partition}`
       if (Either.isLeft(r))
         return { _tag: "Invalid", errorCode: r.left.errorCode, errorMessage: `${what}: ${r.left.errorMessage}` }
-      if (!valid.includes(r.right.state))
+      if (!validActual.includes(r.right.state))
         return invalid(
-          `Partition ${what} of mirror ${mirror} is ${r.right.state}; ${op} needs one of ${valid.join(", ")}`
+          `Partition ${what} of mirror ${mirror} is ${r.right.state}; ${op} needs one of ${validActual.join(", ")}`
         )
     }
     return { _tag: "Valid", stateValidationOffset: offset }
@@ -596,7 +622,12 @@ export class MirrorMetadataManager {
       return
     }
     const v = part.value
-    if (v.state === "FAILED") {
+    if (v.state === "FAILED" && part.desired === "STOPPED" && part.timer !== undefined) {
+      // Stopped by the operator: no retry any more, the stop sequence runs now.
+      clearTimeout(part.timer)
+      part.timer = undefined
+    }
+    if (v.state === "FAILED" && part.desired !== "STOPPED") {
       if (!part.retryDue) return
       part.retryDue = false
       const next = MirrorStateMachine.retry(v, this.retryConfig)
@@ -687,12 +718,20 @@ export class MirrorMetadataManager {
     }
   }
 
-  /** LOG_TRUNCATION (§5.5): last mirror epoch from the source, truncate to its end, then → MIRRORING. */
+  /**
+   * LOG_TRUNCATION (§5.5): loop and stopped checks and the last mirror epoch from the source, truncate to
+   * the end of that epoch here (0 when unknown: mirror from scratch), then → MIRRORING.
+   */
   private async truncate(part: Part): Promise<void> {
     let lme: number
     try {
-      const found = await this.options.source.lastMirrorEpochs(part.mirror, part.topicId, [part.partition])
-      lme = found.get(part.partition) ?? -1
+      const found = await this.options.source.prepareTruncation(part.mirror, part.topic, part.topicId, [part.partition])
+      if (found.refusal !== null) {
+        // Retried with backoff: the operator stops the other direction, and the next attempt goes on.
+        await this.failPart(part, { message: found.refusal, retryable: true })
+        return
+      }
+      lme = found.lastMirrorEpochs.get(part.partition) ?? -1
     } catch (e) {
       await this.failPart(part, { message: `Last mirror epoch lookup failed: ${messageOf(e)}`, retryable: true })
       return

@@ -311,7 +311,9 @@ const keep = (state: State): Plan => ({ target: null, action: resumeAction(state
 
 /**
  * KIP-1279 §4.6 (`applyStateTransition`), evaluated on leadership gain, desired-state change or a
- * new source connection. In order: FAILED stays (the retry timer owns it); desired STOPPED → STOPPING
+ * new source connection. In order: FAILED stays (the retry timer owns it) unless the operator stopped the
+ * topic — a FAILED partition (a mirror loop, a lost source, retries exhausted) must be stoppable, and
+ * §4.2 allows FAILED → STOPPING; desired STOPPED → STOPPING
  * (STOPPED stays); desired PAUSED → PAUSING from MIRRORING (PAUSED stays); PAUSED → MIRRORING; UNKNOWN
  * or STOPPED → LOG_TRUNCATION; otherwise resume the current state's work. Where the KIP's target is not
  * reachable from the current state (pause during truncation, stop of a never-mirrored partition) the
@@ -319,7 +321,7 @@ const keep = (state: State): Plan => ({ target: null, action: resumeAction(state
  */
 export const desiredToActions = (actual: MirrorStateValue, desired: Desired): Plan => {
   const s = actual.state
-  if (s === "FAILED") return { target: null, action: Nothing }
+  if (s === "FAILED" && desired !== "STOPPED") return { target: null, action: Nothing }
   if (desired === "STOPPED") {
     if (s === "STOPPED" || s === "STOPPING") return keep(s)
     return MirrorPartitionState.isValidTransition(s, "STOPPING")

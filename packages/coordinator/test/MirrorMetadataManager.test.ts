@@ -40,6 +40,8 @@ class World {
   readonly stateLogs = new Map<number, Array<MirrorStateRecords.MirrorStateRecord>>()
   readonly coordinators = new Map<number, ClusterMirrorCoordinator>()
   failWrites = 0
+  /** What the source says against starting (a mirror loop, an unstopped mirror there). */
+  sourceRefusal: string | null = null
 
   coordinator(nodeId: number): ClusterMirrorCoordinator {
     let c = this.coordinators.get(nodeId)
@@ -163,9 +165,12 @@ const setup = (options: { retry?: MirrorStateMachineRetry; lme?: number } = {}) 
       },
       partitions: partitions.get(id)!,
       source: {
-        lastMirrorEpochs: async (mirror, topicId, ps) => {
-          lookups.push(`${mirror} ${topicId === TOPIC_ID} ${ps.join(",")}`)
-          return new Map(ps.map((p) => [p, options.lme ?? -1]))
+        prepareTruncation: async (mirror, topic, topicId, ps) => {
+          lookups.push(`${mirror} ${topic} ${topicId === TOPIC_ID} ${ps.join(",")}`)
+          return {
+            lastMirrorEpochs: new Map(ps.map((p) => [p, options.lme ?? -1])),
+            refusal: world.sourceRefusal
+          }
         }
       },
       retry: options.retry ?? { initialBackoffMs: 20, maxBackoffMs: 200, maxAttempts: 100 },
@@ -290,6 +295,35 @@ describe("MirrorMetadataManager", () => {
       previousState: "MIRRORING",
       errorMessage: "Failed to get source metadata: timeout"
     })
+  })
+
+  it("given the source refuses (a mirror loop), then LOG_TRUNCATION fails with its reason and retries until the source allows it", async () => {
+    const { world, update, stateOf, stored, partitions, lookups } = setup({ lme: 3 })
+    world.sourceRefusal = "Detected mirror loop for mirror:back"
+    update()
+    await eventually("failed", () => stored(0)?.state === "FAILED" && stored(0)?.errorMessage === world.sourceRefusal)
+    expect(stored(0)).toMatchObject({ previousState: "LOG_TRUNCATION", retryAttempt: 1 })
+    expect(partitions.get(1)!.calls.some((c) => c.startsWith("truncate"))).toBe(false)
+    world.sourceRefusal = null
+    await eventually("mirroring after the retry", () => stateOf(0) === "MIRRORING" && stateOf(1) === "MIRRORING")
+    // The truncation used the source's last mirror epoch.
+    expect(partitions.get(1)!.calls).toContain("truncate 0 lme=3")
+    expect(lookups).toContain(`${MIRROR} ${TOPIC} true 0`)
+  })
+
+  it("given a FAILED partition, when the operator stops the topic, then it stops without waiting for a retry", async () => {
+    const { world, update, stateOf, managers, stored } = setup({
+      retry: { initialBackoffMs: 60_000, maxBackoffMs: 60_000, maxAttempts: 100 }
+    })
+    update()
+    await eventually("mirroring", () => stateOf(0) === "MIRRORING")
+    managers.get(1)!.fetchFailed(TOPIC, 0, { message: "Fetch IO error: gone", retryable: true })
+    await eventually("failed", () => stateOf(0) === "FAILED")
+    expect(await managers.get(2)!.validate("stop", MIRROR, [TOPIC])).toMatchObject({ _tag: "Valid" })
+    world.desired = "STOPPED"
+    update()
+    await eventually("stopped", () => stateOf(0) === "STOPPED" && stateOf(1) === "STOPPED")
+    expect(stored(0)).toMatchObject({ state: "STOPPED", retryAttempt: 0, errorMessage: null })
   })
 
   it("given a non-retryable failure, then it stays FAILED until RecoverMirrorTopics", async () => {

@@ -286,7 +286,8 @@ describe("MirrorStateMachine.recover (RecoverMirrorTopics)", () => {
 describe("MirrorStateMachine.desiredToActions (KIP-1279 §4.6)", () => {
   const table: ReadonlyArray<readonly [State, M.Desired, State | null, M.Action["_tag"]]> = [
     ["FAILED", "MIRRORING", null, "Nothing"],
-    ["FAILED", "STOPPED", null, "Nothing"],
+    // An operator can stop a FAILED partition (a mirror loop, a lost source): §4.2 allows FAILED → STOPPING.
+    ["FAILED", "STOPPED", "STOPPING", "RunStopSequence"],
     ["FAILED", "PAUSED", null, "Nothing"],
     ["MIRRORING", "STOPPED", "STOPPING", "RunStopSequence"],
     ["PAUSED", "STOPPED", "STOPPING", "RunStopSequence"],

@@ -1,0 +1,174 @@
+/**
+ * Failover and failback between two 3-broker clusters of ours (KIP-1279 §5.4, §5.5): A mirrors to B; B
+ * stops the mirror (failover) and takes writes while A, the old primary, takes writes of its own; then A
+ * mirrors back from B. A must be cut at the last mirrored epoch, lose its own writes after the failover,
+ * and end byte-identical to B. Starting a mirror in both directions on the same topic is refused as a
+ * mirror loop.
+ */
+import { ClusterClient, MirrorAdmin } from "@clustermirror/client"
+import { CreateTopics, Hashing, MirrorPartitionState, ReadMirrorStates } from "@clustermirror/protocol"
+import { Kcat, MirrorCheck, Ports, ServerProcess, Wait } from "@clustermirror/testkit"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+
+const PARTITIONS = 2
+
+const lines = (prefix: string, n: number): string =>
+  `${Array.from({ length: n }, (_, i) => `${prefix}-${i}-${"x".repeat(40)}`).join("\n")}\n`
+
+interface Cluster {
+  readonly server: ServerProcess.ServerHandle
+  readonly bootstrap: string
+  readonly client: ClusterClient.Client
+  readonly admin: MirrorAdmin.MirrorAdmin
+  readonly kcat: (args: ReadonlyArray<string>, opts?: Kcat.KcatOptions) => Promise<Kcat.KcatResult>
+}
+
+const startCluster = async (prefix: string): Promise<Cluster> => {
+  const port = await Ports.freePort()
+  const server = await ServerProcess.start({
+    tempPrefix: prefix,
+    port,
+    args: ["--embedded", "3"],
+    readyLines: 4,
+    config: {
+      "default.replication.factor": 3,
+      "offsets.topic.replication.factor": 3,
+      "broker.heartbeat.interval.ms": 300,
+      "mirror.state.topic.num.partitions": 5,
+      "mirror.failed.retry.initial.backoff.ms": 300,
+      "mirror.failed.retry.max.backoff.ms": 2000
+    }
+  })
+  const bootstrap = [0, 1, 2].map((i) => `127.0.0.1:${port + i}`).join(",")
+  const client = new ClusterClient.Client({ bootstrapServers: bootstrap.split(","), requestTimeoutMs: 30_000 })
+  await Wait.eventually(`${prefix}: 3 brokers`, async () =>
+    (await client.metadata([])).brokers.size === 3 ? true : undefined
+  )
+  return { server, bootstrap, client, admin: new MirrorAdmin.MirrorAdmin(client), kcat: Kcat.forBootstrap(bootstrap) }
+}
+
+describe("failover and failback between two of our clusters", () => {
+  let a: Cluster
+  let b: Cluster
+
+  beforeAll(async () => {
+    ;[a, b] = await Promise.all([startCluster("cm-fb-a-"), startCluster("cm-fb-b-")])
+    const created = await a.client.sendToAnyBroker(CreateTopics.api, {
+      topics: ["fb", "loop"].map((name) => ({
+        name,
+        numPartitions: PARTITIONS,
+        replicationFactor: 3,
+        assignments: [],
+        configs: []
+      })),
+      timeoutMs: 30_000,
+      validateOnly: false
+    })
+    expect(created.topics.map((t) => t.errorCode)).toEqual([0, 0])
+    await a.admin.createClusterMirror("back", new Map([["bootstrap.servers", b.bootstrap]]))
+    await b.admin.createClusterMirror("from-a", new Map([["bootstrap.servers", a.bootstrap]]))
+  })
+
+  afterAll(async () => {
+    await a?.client.close()
+    await b?.client.close()
+    await a?.server.stop()
+    await b?.server.stop()
+  })
+
+  const states = async (on: Cluster, mirror: string, topic: string) =>
+    (await on.admin.describeClusterMirrors([mirror])).mirrors[0]?.partitions.filter((p) => p.topic === topic) ?? []
+
+  const waitStates = (
+    on: Cluster,
+    mirror: string,
+    topic: string,
+    check: (p: MirrorAdmin.PartitionDescription) => boolean,
+    what: string
+  ) =>
+    Wait.eventually(
+      what,
+      async () => {
+        const ps = await states(on, mirror, topic)
+        return ps.length === PARTITIONS && ps.every(check) ? ps : undefined
+      },
+      120_000,
+      250
+    )
+
+  const caughtUp = (p: MirrorAdmin.PartitionDescription) =>
+    p.state === "MIRRORING" && p.lag === 0n && p.sourceOffset >= 0n
+
+  it("refuses a mirror loop: A cannot mirror a topic from B while B mirrors it from A", async () => {
+    await a.kcat(["-P", "-t", "loop", "-z", "lz4", "-X", "enable.idempotence=true"], { input: lines("loop", 500) })
+    await b.admin.startMirrorTopics("from-a", ["loop"])
+    await waitStates(b, "from-a", "loop", caughtUp, "B mirrors loop from A")
+    await a.admin.startMirrorTopics("back", ["loop"])
+    const failed = await waitStates(
+      a,
+      "back",
+      "loop",
+      (p) => p.state === "FAILED" && /mirror loop/.test(p.errorMessage ?? ""),
+      "A refuses the loop"
+    )
+    expect(failed[0]!.errorMessage).toBe("Detected mirror loop for mirror:from-a")
+    // A FAILED partition can be stopped by the operator.
+    await a.admin.stopMirrorTopics("back", ["loop"])
+    await waitStates(a, "back", "loop", (p) => p.state === "STOPPED", "A's loop attempt stopped")
+    await waitStates(b, "from-a", "loop", caughtUp, "B still mirrors loop")
+  })
+
+  it("fails over to B, then fails back: A is cut at the last mirrored epoch and ends identical to B", async () => {
+    await a.kcat(["-P", "-t", "fb", "-z", "lz4", "-X", "enable.idempotence=true"], { input: lines("before", 3000) })
+    await b.admin.startMirrorTopics("from-a", ["fb"])
+    await waitStates(b, "from-a", "fb", caughtUp, "B mirrors fb from A")
+    const before = await MirrorCheck.compareClusters({ source: a.bootstrap, destination: b.bootstrap, topics: ["fb"] })
+    expect(before.identical).toBe(true)
+    const failoverPoint = before.partitions.map((p) => p.sourceEnd)
+
+    // Failover: B stops mirroring and takes writes; A, cut off from its clients' view, takes some too.
+    await b.admin.stopMirrorTopics("from-a", ["fb"])
+    await waitStates(b, "from-a", "fb", (p) => p.state === "STOPPED", "B stopped")
+    await b.kcat(["-P", "-t", "fb", "-z", "lz4", "-X", "enable.idempotence=true"], { input: lines("on-b", 1000) })
+    await a.kcat(["-P", "-t", "fb", "-z", "lz4", "-X", "enable.idempotence=true"], { input: lines("lost-on-a", 500) })
+
+    // B's coordinators hold the last mirrored epoch of each partition.
+    const meta = await b.client.metadata(["fb", "__mirror_state"])
+    const topicId = meta.topics.get("fb")!.topicId
+    const stateTopic = meta.topics.get("__mirror_state")!
+    const lmes: Array<number> = []
+    for (let p = 0; p < PARTITIONS; p++) {
+      const sp = Hashing.mirrorStatePartition("from-a", topicId, p, stateTopic.partitions.size)
+      const res = await b.client.sendToNode(stateTopic.partitions.get(sp)!.leaderId, ReadMirrorStates.api, {
+        mirrorName: "from-a",
+        topics: [{ name: "fb", partitions: [{ partitionIndex: p, leaderEpoch: -1, stateEpoch: -1 }] }]
+      })
+      const r = res.topics[0]!.partitions[0]!
+      expect(r.state).toBe(MirrorPartitionState.toByte("STOPPED"))
+      expect(r.lastMirrorEpoch).toBeGreaterThanOrEqual(0)
+      lmes.push(r.lastMirrorEpoch)
+    }
+
+    // Failback: A mirrors fb back from B.
+    await a.admin.startMirrorTopics("back", ["fb"])
+    await waitStates(a, "back", "fb", caughtUp, "A mirrors fb back from B")
+    const after = await MirrorCheck.compareClusters({
+      source: b.bootstrap,
+      destination: a.bootstrap,
+      topics: ["fb"],
+      upTo: "sourceHighWatermark"
+    })
+    expect(after.partitions.map((p) => p.firstMismatch)).toEqual(after.partitions.map(() => null))
+    expect(after.identical).toBe(true)
+    for (const p of after.partitions) {
+      // A holds exactly B's log: everything up to the failover point, then B's writes; its own are gone.
+      expect(p.destinationEnd).toBe(p.sourceEnd)
+      expect(p.sourceEnd).toBeGreaterThan(failoverPoint[p.partition]!)
+    }
+    const onA = await a.kcat(["-C", "-t", "fb", "-e", "-q", "-o", "beginning", "-f", "%s\\n"])
+    expect(onA.stdout).not.toContain("lost-on-a")
+    expect(onA.stdout.split("\n").filter((l) => l.startsWith("on-b")).length).toBe(1000)
+    expect(onA.stdout.split("\n").filter((l) => l.startsWith("before")).length).toBe(3000)
+    expect(lmes.every((e) => e >= 0)).toBe(true)
+  })
+})
