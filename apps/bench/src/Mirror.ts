@@ -113,7 +113,7 @@ export interface CatchUp extends CopyResult {
 
 export interface SteadyState extends CopyResult {
   readonly produce: Replication.PerfSummary
-  /** From the client's last acknowledgement until the destination reached the source's end offsets. */
+  /** From the producer's exit until the destination was seen at the source's end offsets (0 when it already was). */
   readonly tailSeconds: number
 }
 
@@ -246,7 +246,7 @@ const endOffsets = async (c: Cluster, o: Options): Promise<ReadonlyArray<bigint>
   )
 
 /** Bytes of the topic's segment files under a server's data dir (every broker of the process). */
-export const topicLogBytes = (dataDir: string, topic: string): number => {
+const topicLogBytes = (dataDir: string, topic: string): number => {
   const partitionDir = new RegExp(`^${topic.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}-\\d+$`)
   let total = 0
   const walk = (dir: string, inTopic: boolean): void => {
@@ -555,7 +555,7 @@ export const run = async (o: Options, resultsDir: string, repoRoot: string): Pro
         steady = await steadyState(c, o, payloadFile, steadyRecords, windows)
         log(
           `steady state: ${fmt(steady.seconds, 2)} s end to end, ${fmt(steady.mbPerSec)} MB/s, ` +
-            `${fmt(steady.tailSeconds, 2)} s after the last acknowledgement`
+            `${fmt(steady.tailSeconds, 2)} s after the producer finished`
         )
       }
     } finally {
@@ -603,6 +603,10 @@ export const run = async (o: Options, resultsDir: string, repoRoot: string): Pro
     )
     log(table(result))
     log(
+      "CPU-s and peak RSS: replication = its broker processes' CPU, its controller's and brokers' RSS summed; " +
+        "mirror = the destination process (its controller and brokers)"
+    )
+    log(
       `catch-up: mirror created in ${fmt(catchUpResult.createMirrorSeconds, 2)} s; StartMirrorTopics to all MIRRORING ` +
         `${fmt(catchUpResult.toMirroringSeconds, 2)} s; log bytes source ${fmt(catchUpResult.sourceLogBytes / MB)} MB, ` +
         `destination ${fmt(catchUpResult.destinationLogBytes / MB)} MB; destination RSS before ` +
@@ -611,7 +615,7 @@ export const run = async (o: Options, resultsDir: string, repoRoot: string): Pro
     if (steady !== null)
       log(
         `steady state: producer ${steady.produce.mbPerSec} MB/s; destination caught up ${fmt(steady.tailSeconds, 2)} s ` +
-          `after the last acknowledgement`
+          `after the producer finished`
       )
     log(
       `mirror/replication: catch-up ${fmt(ratios["catchUpMbPerSec"]!, 2)}x MB/s, ${fmt(ratios["catchUpMbPerCpuSecond"]!, 2)}x MB/CPU-s` +

@@ -8,12 +8,13 @@
  * clusters over the wire, so that the child's heap holds the broker and nothing else, and asks the
  * child to measure after five full collections: (a) with a warm-up topic mirrored and caught up, (b)
  * with N more idle partitions, (c) with another N. A second child does the same with plain topics
- * created on the destination. Per partition: (b − a)/N and (c − b)/N.
+ * created on the destination. Per partition: (b − a)/N and (c − b)/N of heapUsed and of RSS (RSS also
+ * moves when V8 returns freed pages to the OS, so its figures are the coarser ones).
  *
  * It measures only, never judges a number. It owns the processes and temp dirs it starts and stops them.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -55,18 +56,21 @@ export const defaults: Omit<Options, "partitions"> = {
   partitionsPerTopic: 100,
   warmupPartitions: 20,
   warmupRecords: 100,
-  settleMs: 15_000,
+  settleMs: 5_000,
   gcRounds: 5,
   stepTimeoutMs: 300_000
 }
 
 export type Mode = "mirrored" | "plain"
 
-/** `process.memoryUsage()` of the child, in bytes, after the collections. */
+/** `process.memoryUsage()` of the child and its `RssAnon`/`RssFile` from `/proc`, in bytes, after the collections. */
 export interface Memory {
   readonly heapUsed: number
   readonly heapTotal: number
   readonly rss: number
+  /** Anonymous resident memory (heaps, stacks): RSS without mapped files such as the node binary's code. */
+  readonly rssAnon: number
+  readonly rssFile: number
   readonly external: number
   readonly arrayBuffers: number
 }
@@ -84,6 +88,7 @@ export interface Step {
 export interface PerPartition {
   readonly heapBytes: number
   readonly rssBytes: number
+  readonly rssAnonBytes: number
 }
 
 export interface RunResult {
@@ -142,12 +147,26 @@ const parseSettings = (json: string): ChildSettings => {
   return { clusterId: u["clusterId"], controllerPort: u["controllerPort"], dataDir: u["dataDir"] }
 }
 
+/** A `kB` line of `/proc/self/status` in bytes (NaN where there is no such line). */
+const statusBytes = (status: string, key: string): number => {
+  const m = new RegExp(`^${key}:\\s+(\\d+)\\s+kB`, "m").exec(status)
+  return m === null ? Number.NaN : Number(m[1]) * 1024
+}
+
 const memoryNow = (): Memory => {
   const m = process.memoryUsage()
+  let status = ""
+  try {
+    status = readFileSync("/proc/self/status", "utf8")
+  } catch {
+    // Not Linux: the anonymous and file-backed shares stay unknown.
+  }
   return {
     heapUsed: m.heapUsed,
     heapTotal: m.heapTotal,
     rss: m.rss,
+    rssAnon: statusBytes(status, "RssAnon"),
+    rssFile: statusBytes(status, "RssFile"),
     external: m.external,
     arrayBuffers: m.arrayBuffers
   }
@@ -360,7 +379,8 @@ const waitMirroring = (admin: MirrorAdmin.MirrorAdmin, count: number, timeoutMs:
 
 const perPartition = (from: Memory, to: Memory, n: number): PerPartition => ({
   heapBytes: (to.heapUsed - from.heapUsed) / n,
-  rssBytes: (to.rss - from.rss) / n
+  rssBytes: (to.rss - from.rss) / n,
+  rssAnonBytes: (to.rssAnon - from.rssAnon) / n
 })
 
 /** One child run: the broker with a warm-up topic, then N and 2N idle partitions of `mode`. */
@@ -473,7 +493,8 @@ const runOne = async (mode: Mode, o: Options): Promise<RunResult> => {
 
 const minus = (x: PerPartition, y: PerPartition): PerPartition => ({
   heapBytes: x.heapBytes - y.heapBytes,
-  rssBytes: x.rssBytes - y.rssBytes
+  rssBytes: x.rssBytes - y.rssBytes,
+  rssAnonBytes: x.rssAnonBytes - y.rssAnonBytes
 })
 
 export const table = (r: Result): string => {
@@ -504,7 +525,18 @@ export const table = (r: Result): string => {
 }
 
 const stepsTable = (runs: ReadonlyArray<RunResult>): string => {
-  const header = ["run", "step", "partitions", "ready s", "heapUsed MB", "heapTotal MB", "RSS MB", "external MB"]
+  const header = [
+    "run",
+    "step",
+    "partitions",
+    "ready s",
+    "heapUsed MB",
+    "heapTotal MB",
+    "RSS MB",
+    "anon RSS MB",
+    "file RSS MB",
+    "external MB"
+  ]
   const body = runs.flatMap((r) =>
     r.steps.map((s) => [
       r.mode,
@@ -514,6 +546,8 @@ const stepsTable = (runs: ReadonlyArray<RunResult>): string => {
       fmt(s.memory.heapUsed / MB, 2),
       fmt(s.memory.heapTotal / MB, 2),
       fmt(s.memory.rss / MB, 1),
+      fmt(s.memory.rssAnon / MB, 1),
+      fmt(s.memory.rssFile / MB, 1),
       fmt(s.memory.external / MB, 1)
     ])
   )
@@ -551,6 +585,10 @@ export const run = async (o: Options, resultsDir: string): Promise<Result> => {
   }
   log(`\nmirror-memory (${o.partitions} idle partitions per step; bytes per partition)`)
   log(table(result))
+  log(
+    "heap = heapUsed (live JS objects after the collections); RSS also moves when V8 or the allocator hands " +
+      "freed memory back to the OS, on its own schedule (the steps below show anonymous and file-backed RSS)"
+  )
   log(`\n${stepsTable([mirrored, plain])}`)
   const file = join(resultsDir, "mirror-memory.json")
   mkdirSync(resultsDir, { recursive: true })

@@ -7,6 +7,7 @@
  *
  * It measures only: it checks that every record was acknowledged and reports whether the ISR stayed
  * whole, but never judges a number. It owns the processes and temp files it starts and stops them all.
+ * `runOurs` measures our cluster alone, as a baseline for other suites.
  */
 import { randomBytes } from "node:crypto"
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"

@@ -9,7 +9,7 @@
  * controller channel, source clusters) and wires events between them. Decisions are the manager's and the
  * controller's; it must not decide state transitions itself.
  */
-import { ClusterClient, Connection } from "@clustermirror/client"
+import { ClientError, ClusterClient, Connection } from "@clustermirror/client"
 import { ClusterMirrorCoordinator, MirrorMetadataManager } from "@clustermirror/coordinator"
 import { MirrorFetcherManager, type SourceCluster } from "@clustermirror/fetcher"
 import { MetadataImage } from "@clustermirror/metadata-log"
@@ -272,7 +272,10 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
         }
       )
   }
-  const unsupported = (e: unknown) => /unsupported/i.test(messageOf(e))
+  /** The source does not speak the API (an Apache Kafka source has no KIP-1279 APIs). */
+  const unsupported = (e: unknown) =>
+    e instanceof ClientError.UnsupportedVersion ||
+    (typeof e === "object" && e !== null && "errorCode" in e && e.errorCode === E.UNSUPPORTED_VERSION)
   /**
    * §5.5 steps 1-5 on the source: its mirrors (ListClusterMirrors) for the loop check, then
    * DescribeClusterMirrors to every source broker with this cluster's id: the last mirror epochs (max per
