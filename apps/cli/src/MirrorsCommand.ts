@@ -12,7 +12,8 @@ import * as fs from "node:fs"
 export const usage = `usage: clustermirror-mirrors --bootstrap-server <host:port> <action> [options]
 actions (exactly one):
   --create   --mirror <name> --mirror-config <file>     create a mirror from a source cluster
-  --start    --mirror <name> --topics <names|regexes> [--exclude <regexes>]
+  --start    --mirror <name> --topics <names|regexes> [--exclude <regexes>] [--dry-run]
+             (--dry-run: per partition, where the start would truncate the local log, and nothing else)
   --stop     --mirror <name> --topics <names|regexes>
   --pause    --mirror <name> --topics <names|regexes>
   --resume   --mirror <name> --topics <names|regexes>
@@ -26,7 +27,7 @@ options:
 const ACTIONS = ["create", "start", "stop", "pause", "resume", "recover", "list", "describe", "delete"] as const
 export type Action = (typeof ACTIONS)[number]
 const WITH_VALUE = new Set(["bootstrap-server", "command-config", "mirror-config", "mirror", "topics", "exclude"])
-const FLAGS = new Set<string>([...ACTIONS, "json", "failed", "help"])
+const FLAGS = new Set<string>([...ACTIONS, "json", "failed", "help", "dry-run"])
 
 export interface Command {
   readonly action: Action
@@ -36,6 +37,8 @@ export interface Command {
   readonly commandConfig: string | null
   readonly topics: ReadonlyArray<string>
   readonly exclude: ReadonlyArray<string>
+  /** `--start --dry-run`: the failback preview only. */
+  readonly dryRun: boolean
   readonly json: boolean
   readonly failed: boolean
 }
@@ -87,6 +90,7 @@ export const parse = (argv: ReadonlyArray<string>): Command => {
   if (action !== "start" && values.has("exclude")) throw new UsageError("--exclude is only valid with --start")
   for (const f of ["json", "failed"] as const)
     if (flags.has(f) && action !== "describe") throw new UsageError(`--${f} is only valid with --describe`)
+  if (flags.has("dry-run") && action !== "start") throw new UsageError("--dry-run is only valid with --start")
   return {
     action,
     bootstrapServer,
@@ -95,6 +99,7 @@ export const parse = (argv: ReadonlyArray<string>): Command => {
     commandConfig: values.get("command-config") ?? null,
     topics,
     exclude,
+    dryRun: flags.has("dry-run"),
     json: flags.has("json"),
     failed: flags.has("failed")
   }
@@ -234,6 +239,33 @@ export const formatFailed = (rows: ReadonlyArray<MirrorPartition>, maxAttempts: 
   ].join("\n")
 }
 
+/** The `--start --dry-run` table: per partition, where a start would cut the local log. */
+export const formatPreview = (mirror: string, rows: ReadonlyArray<MirrorAdmin.TruncationPreview>): string => {
+  if (rows.length === 0) return "No existing topics to truncate: the start would create them."
+  const header = ["MIRROR", "TOPIC", "PARTITION", "LAST-MIRROR-EPOCH", "HIGH-WATERMARK", "TRUNCATE-TO", "RECORDS-CUT"]
+  const widths = [30, 40, 10, 18, 15, 15, 12]
+  const line = (cells: ReadonlyArray<string>) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join(" ")
+      .trimEnd()
+  const sorted = [...rows].sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition))
+  return [
+    line(header),
+    ...sorted.map((r) =>
+      line([
+        mirror,
+        r.topic,
+        String(r.partition),
+        r.lastMirrorEpoch < 0 ? "-" : String(r.lastMirrorEpoch),
+        String(r.highWatermark),
+        String(r.truncateTo),
+        String(r.recordsCut)
+      ])
+    )
+  ].join("\n")
+}
+
 /** The `--describe --json` array (offsets as numbers, -1 kept); `[]` when empty. */
 export const formatJson = (rows: ReadonlyArray<MirrorPartition>): string =>
   JSON.stringify(
@@ -321,6 +353,13 @@ export const run = async (command: Command, io: Io): Promise<number> => {
           const source = await admin.sourceTopics(mirror, null)
           const found = source.filter((t) => !t.isInternal && matches(t.name) && !excluded(t.name)).map((t) => t.name)
           topics = [...new Set([...topics, ...found])]
+        }
+        if (command.dryRun) {
+          // Topics that exist here are the ones a start would truncate; the others would be created.
+          const local = await admin.client.metadata(topics)
+          const existing = topics.filter((t) => local.topics.get(t)?.errorCode === 0)
+          io.out(formatPreview(mirror, await admin.previewTruncation(mirror, existing)))
+          return 0
         }
         const results = await admin.startMirrorTopics(mirror, topics, { include: patterns, exclude: command.exclude })
         const started = results.filter((r) => r.error === null).map((r) => r.name)

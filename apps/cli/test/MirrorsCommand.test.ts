@@ -50,9 +50,36 @@ describe("MirrorsCommand.parse", () => {
       "--bootstrap-server h:1 --recover --mirror m",
       "--bootstrap-server h:1 --recover --mirror m --topics a --failed",
       "--bootstrap-server h:1 --list --nope",
+      "--bootstrap-server h:1 --stop --mirror m --topics a --dry-run",
       "--bootstrap-server"
     ])
       expect(() => parse(bad), bad).toThrow(MirrorsCommand.UsageError)
+  })
+
+  it("reads --dry-run with --start", () => {
+    expect(parse("--bootstrap-server h:1 --start --mirror m --topics a --dry-run").dryRun).toBe(true)
+    expect(parse("--bootstrap-server h:1 --start --mirror m --topics a").dryRun).toBe(false)
+  })
+
+  it("formats the failback preview per partition, sorted, '-' without a last mirror epoch", () => {
+    const lines = MirrorsCommand.formatPreview("back", [
+      { topic: "b", partition: 0, lastMirrorEpoch: -1, highWatermark: 10n, truncateTo: 0n, recordsCut: 10n },
+      { topic: "a", partition: 1, lastMirrorEpoch: 4, highWatermark: 120n, truncateTo: 100n, recordsCut: 20n }
+    ]).split("\n")
+    expect(lines[0]!.split(/\s+/)).toEqual([
+      "MIRROR",
+      "TOPIC",
+      "PARTITION",
+      "LAST-MIRROR-EPOCH",
+      "HIGH-WATERMARK",
+      "TRUNCATE-TO",
+      "RECORDS-CUT"
+    ])
+    expect(lines.slice(1).map((l) => l.split(/\s+/))).toEqual([
+      ["back", "a", "1", "4", "120", "100", "20"],
+      ["back", "b", "0", "-", "10", "0", "10"]
+    ])
+    expect(MirrorsCommand.formatPreview("back", [])).toMatch(/No existing topics/)
   })
 })
 

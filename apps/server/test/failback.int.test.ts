@@ -3,7 +3,7 @@
  * stops the mirror (failover) and takes writes while A, the old primary, takes writes of its own; then A
  * mirrors back from B. A must be cut at the last mirrored epoch, lose its own writes after the failover,
  * and end byte-identical to B. Starting a mirror in both directions on the same topic is refused as a
- * mirror loop.
+ * mirror loop. The dry run (failback preview) names the truncation offsets the failback then applies.
  */
 import { ClusterClient, MirrorAdmin } from "@clustermirror/client"
 import { CreateTopics, Hashing, MirrorPartitionState, ReadMirrorStates } from "@clustermirror/protocol"
@@ -148,6 +148,13 @@ describe("failover and failback between two of our clusters", () => {
       expect(r.lastMirrorEpoch).toBeGreaterThanOrEqual(0)
       lmes.push(r.lastMirrorEpoch)
     }
+
+    // The dry run says where A will be cut: at the failover point, losing A's own later writes.
+    const preview = await a.admin.previewTruncation("back", ["fb"])
+    expect(preview.map((p) => [p.partition, p.lastMirrorEpoch, p.truncateTo])).toEqual(
+      lmes.map((lme, p) => [p, lme, BigInt(failoverPoint[p]!)])
+    )
+    expect(preview.reduce((n, p) => n + p.recordsCut, 0n)).toBe(500n)
 
     // Failback: A mirrors fb back from B.
     await a.admin.startMirrorTopics("back", ["fb"])

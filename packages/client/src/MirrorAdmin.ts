@@ -16,6 +16,8 @@ import {
   DescribeClusterMirrors,
   DescribeConfigs,
   ListClusterMirrors,
+  ListOffsets,
+  OffsetForLeaderEpoch,
   PauseMirrorTopics,
   RecoverMirrorTopics,
   ResumeMirrorTopics,
@@ -83,6 +85,20 @@ export interface PartitionDescription {
   readonly retryAttempt: number
   /** Why the partition is FAILED. */
   readonly errorMessage: string | null
+}
+
+/** What starting a topic of a mirror would cut from a partition here (the failback preview). */
+export interface TruncationPreview {
+  readonly topic: string
+  readonly partition: number
+  /** The last mirror epoch the source holds for the partition; -1 when none (then all local data goes). */
+  readonly lastMirrorEpoch: number
+  /** The local high watermark now. */
+  readonly highWatermark: bigint
+  /** Where the log would be cut: the end of the last mirrored epoch, agreed with the source's log. */
+  readonly truncateTo: bigint
+  /** Records (offsets) that would be removed: highWatermark − truncateTo, at least 0. */
+  readonly recordsCut: bigint
 }
 
 export interface MirrorDescription {
@@ -280,6 +296,106 @@ export class MirrorAdmin {
       config: [...all].map(([n, value]) => ({ name: n, value }))
     })
     checked(`CreateClusterMirror ${name}`, res)
+  }
+
+  /**
+   * The failback preview (KIP-1279 §5.5, without changing anything): for each partition of `topics` on
+   * this cluster, where starting them in mirror `name` would truncate the log. As LOG_TRUNCATION does:
+   * the last mirror epoch the source holds (DescribeClusterMirrors to every source broker with this
+   * cluster's id), the end of that epoch here, then the end the source gives for the epoch found here
+   * (the OffsetForLeaderEpoch check the fetcher does first). No last mirror epoch: the whole log goes.
+   */
+  async previewTruncation(name: string, topics: ReadonlyArray<string>): Promise<ReadonlyArray<TruncationPreview>> {
+    const bootstrap = await this.sourceBootstrap(name)
+    const local = await this.client.metadata(topics)
+    const clusterId = local.clusterId
+    const wanted = topics.map((t) => {
+      const info = local.topics.get(t)
+      if (info === undefined || info.errorCode !== 0)
+        throw new KafkaError({
+          errorCode: info?.errorCode ?? 3,
+          errorMessage: `unknown topic ${t}`,
+          context: "preview"
+        })
+      return { name: t, topicId: info.topicId, partitions: [...info.partitions.keys()].sort((a, b) => a - b) }
+    })
+    return withSource(bootstrap, async (source) => {
+      // The last mirror epochs the source's brokers hold for mirrors whose source is this cluster.
+      const lmes = new Map<string, number>()
+      const brokers = (await source.metadata([])).brokers
+      for (const b of brokers.values()) {
+        const res = await source
+          .sendToNode(b.nodeId, DescribeClusterMirrors.api, {
+            mirrorNames: [],
+            includeAuthorizedOperations: false,
+            clusterId,
+            lastMirrorEpochLookups: wanted.map((t) => ({ topicId: t.topicId, partitions: t.partitions }))
+          })
+          .catch((e: unknown) => {
+            if (e instanceof Error && "_tag" in e && e._tag === "UnsupportedVersion") return undefined
+            throw e
+          })
+        for (const r of res?.lookupResults ?? [])
+          for (const p of r.partitions) {
+            const k = `${r.topicId}:${p.partitionIndex}`
+            lmes.set(k, Math.max(lmes.get(k) ?? -1, p.lastMirrorEpoch))
+          }
+      }
+      const endOf = async (client: Client, topic: string, partition: number, epoch: number) => {
+        const res = await client.sendToLeader(
+          topic,
+          partition,
+          OffsetForLeaderEpoch.api,
+          () => ({
+            replicaId: -1,
+            topics: [{ topic, partitions: [{ partition, currentLeaderEpoch: -1, leaderEpoch: epoch }] }]
+          }),
+          (r) => r.topics[0]?.partitions[0]?.errorCode ?? 0
+        )
+        const p = res.topics[0]!.partitions[0]!
+        return { epoch: p.leaderEpoch, endOffset: p.endOffset }
+      }
+      const out: Array<TruncationPreview> = []
+      for (const t of wanted)
+        for (const partition of t.partitions) {
+          const lastMirrorEpoch = lmes.get(`${t.topicId}:${partition}`) ?? -1
+          const hwRes = await this.client.sendToLeader(
+            t.name,
+            partition,
+            ListOffsets.api,
+            () => ({
+              replicaId: -1,
+              isolationLevel: 0,
+              topics: [
+                { name: t.name, partitions: [{ partitionIndex: partition, currentLeaderEpoch: -1, timestamp: -1n }] }
+              ],
+              timeoutMs: 10_000
+            }),
+            (r) => r.topics[0]?.partitions[0]?.errorCode ?? 0
+          )
+          const highWatermark = hwRes.topics[0]!.partitions[0]!.offset
+          let truncateTo = 0n
+          if (lastMirrorEpoch >= 0) {
+            const here = await endOf(this.client, t.name, partition, lastMirrorEpoch)
+            if (here.epoch >= 0 && here.endOffset >= 0n) {
+              const there = await endOf(source, t.name, partition, here.epoch)
+              truncateTo = here.endOffset
+              // The source ends that epoch earlier (or only knows an older one): the fetcher cuts there too.
+              if (there.endOffset >= 0n && there.endOffset < truncateTo) truncateTo = there.endOffset
+            }
+          }
+          if (truncateTo > highWatermark) truncateTo = highWatermark
+          out.push({
+            topic: t.name,
+            partition,
+            lastMirrorEpoch,
+            highWatermark,
+            truncateTo,
+            recordsCut: highWatermark > truncateTo ? highWatermark - truncateTo : 0n
+          })
+        }
+      return out
+    })
   }
 
   /** A mirror's stored configs; password values come back as null. */

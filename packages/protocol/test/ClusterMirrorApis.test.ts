@@ -108,11 +108,48 @@ describe("KIP-1279 APIs", () => {
       lastMirrorEpoch: 4,
       state: 6,
       leaderEpoch: 9,
-      stateEpoch: 2
+      stateEpoch: 2,
+      previousState: -1,
+      retryAttempt: 0,
+      errorMessage: null
     })
     const old = Either.getOrThrow(WriteMirrorStates.Request.decode(0, plain))
     expect(old.topics[0]!.partitions[0]!.leaderEpoch).toBe(-1)
     expect(old.topics[0]!.partitions[0]!.stateEpoch).toBe(-1)
+  })
+
+  it("WriteMirrorStates carries a FAILED partition's previous state, attempt and reason as tags 2-4", () => {
+    const failed = Either.getOrThrow(
+      WriteMirrorStates.Request.encode(0, {
+        mirrorName: "m",
+        topics: [
+          {
+            name: "t",
+            partitions: [
+              { partitionIndex: 0, lastMirrorEpoch: -1, state: 7, previousState: 2, retryAttempt: 3, errorMessage: "e" }
+            ]
+          }
+        ]
+      })
+    )
+    expect(hex(failed)).toBe(
+      "026d" +
+        "02" +
+        "0274" +
+        "02" +
+        "00000000" +
+        "ffffffff" +
+        "07" +
+        "03" +
+        "020102" + // tag 2, 1 byte: PreviousState MIRRORING
+        "03020003" + // tag 3, 2 bytes: RetryAttempt 3
+        "04020265" + // tag 4, 2 bytes: ErrorMessage "e"
+        "00" +
+        "01" +
+        "00"
+    )
+    const back = Either.getOrThrow(WriteMirrorStates.Request.decode(0, failed))
+    expect(back.topics[0]!.partitions[0]).toMatchObject({ previousState: 2, retryAttempt: 3, errorMessage: "e" })
   })
 
   it("ReadMirrorStatesResponse carries StateEpoch as tag 0 of a partition result", () => {
