@@ -18,10 +18,10 @@ import {
   SyncGroup,
   Uuid
 } from "@clustermirror/protocol"
-import { Either } from "effect"
 import * as GroupCoordinator from "./GroupCoordinator.js"
 import type { BrokerContext } from "./KafkaApis.js"
 import type { Handlers } from "./RequestChannel.js"
+import { keyedRecords } from "./internal/CoordinatorLog.js"
 
 export const OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -36,22 +36,8 @@ const partitionLog = (ctx: BrokerContext, p: number): GroupCoordinator.GroupLog 
   readAll: function* () {
     const state = ctx.replicas.get(OFFSETS_TOPIC, p)
     if (state === undefined) return
-    const log = state.log
-    let offset = log.logStartOffset
-    while (offset < log.logEndOffset) {
-      const { records } = log.read(offset, 4 * 1024 * 1024, { minOneMessage: true })
-      const { batches } = RecordBatch.split(records)
-      if (batches.length === 0) break
-      for (const b of batches) {
-        const batch = records.subarray(b.position, b.position + b.size)
-        offset = RecordBatch.lastOffset(batch) + 1
-        if (RecordBatch.isControl(batch)) continue
-        const decoded = RecordBatch.records(batch)
-        if (Either.isLeft(decoded)) throw new Error(`corrupt batch in ${OFFSETS_TOPIC}-${p}: ${decoded.left.message}`)
-        for (const r of decoded.right)
-          if (r.key !== null) yield { key: Buffer.from(r.key), value: r.value === null ? null : Buffer.from(r.value) }
-      }
-    }
+    for (const r of keyedRecords(state.log, `${OFFSETS_TOPIC}-${p}`))
+      yield { key: Buffer.from(r.key), value: r.value === null ? null : Buffer.from(r.value) }
   }
 })
 

@@ -35,6 +35,7 @@ import {
 import { Either } from "effect"
 import type { BrokerConfig } from "./BrokerConfig.js"
 import type { Channel } from "./internal/Channel.js"
+import { keyedRecords } from "./internal/CoordinatorLog.js"
 import type { ReplicaManager } from "./ReplicaManager.js"
 import type { PartitionLog } from "@clustermirror/storage"
 import type { Handlers } from "./RequestChannel.js"
@@ -114,27 +115,11 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     readAll: function* (partition) {
       const state = replicas.get(MIRROR_STATE_TOPIC, partition)
       if (state === undefined) return
-      const plog = state.log
-      let offset = plog.logStartOffset
-      while (offset < plog.logEndOffset) {
-        const { records } = plog.read(offset, 4 * 1024 * 1024, { minOneMessage: true })
-        const { batches } = RecordBatch.split(records)
-        if (batches.length === 0) break
-        for (const b of batches) {
-          const batch = records.subarray(b.position, b.position + b.size)
-          offset = RecordBatch.lastOffset(batch) + 1
-          if (RecordBatch.isControl(batch)) continue
-          const decoded = RecordBatch.records(batch)
-          if (Either.isLeft(decoded))
-            throw new Error(`corrupt batch in ${MIRROR_STATE_TOPIC}-${partition}: ${decoded.left.message}`)
-          for (const r of decoded.right) {
-            if (r.key === null) continue
-            const record = MirrorStateRecords.decode(r.key, r.value)
-            if (Either.isLeft(record))
-              throw new Error(`bad record in ${MIRROR_STATE_TOPIC}-${partition}: ${record.left.message}`)
-            yield record.right
-          }
-        }
+      const what = `${MIRROR_STATE_TOPIC}-${partition}`
+      for (const r of keyedRecords(state.log, what)) {
+        const record = MirrorStateRecords.decode(r.key, r.value)
+        if (Either.isLeft(record)) throw new Error(`bad record in ${what}: ${record.left.message}`)
+        yield record.right
       }
     },
     append: async (partition, leaderEpoch, records) => {

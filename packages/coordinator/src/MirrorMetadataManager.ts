@@ -223,6 +223,19 @@ const stateValueOf = (p: ReadMirrorStates.Response["topics"][number]["partitions
   stateEpoch: Math.max(p.stateEpoch, 0)
 })
 
+/** Queued entries grouped by topic, in queue order: one request lists each topic once. */
+const groupByTopic = <A extends { readonly part: { readonly topic: string } }>(
+  entries: ReadonlyArray<A>
+): ReadonlyMap<string, ReadonlyArray<A>> => {
+  const byTopic = new Map<string, Array<A>>()
+  for (const e of entries) {
+    let list = byTopic.get(e.part.topic)
+    if (list === undefined) byTopic.set(e.part.topic, (list = []))
+    list.push(e)
+  }
+  return byTopic
+}
+
 const desiredOf = (s: State): MirrorStateMachine.Desired | undefined =>
   s === "MIRRORING" || s === "PAUSED" || s === "STOPPED" ? s : undefined
 
@@ -932,12 +945,7 @@ export class MirrorMetadataManager {
   private async flushWrites(k: string, entries: ReadonlyArray<WriteEntry>): Promise<void> {
     const [nodeText, mirror] = k.split("\u0000") as [string, string]
     const node = Number(nodeText)
-    const byTopic = new Map<string, Array<WriteEntry>>()
-    for (const e of entries) {
-      let list = byTopic.get(e.part.topic)
-      if (list === undefined) byTopic.set(e.part.topic, (list = []))
-      list.push(e)
-    }
+    const byTopic = groupByTopic(entries)
     const local = node === this.options.metadata.nodeId
     const topics = [...byTopic].map(([name, list]) => ({
       name,
@@ -991,12 +999,7 @@ export class MirrorMetadataManager {
 
   private async flushReads(k: string, entries: ReadonlyArray<ReadEntry>): Promise<void> {
     const [nodeText, mirror] = k.split("\u0000") as [string, string]
-    const byTopic = new Map<string, Array<ReadEntry>>()
-    for (const e of entries) {
-      let list = byTopic.get(e.part.topic)
-      if (list === undefined) byTopic.set(e.part.topic, (list = []))
-      list.push(e)
-    }
+    const byTopic = groupByTopic(entries)
     const request: ReadMirrorStates.Request = {
       mirrorName: mirror,
       topics: [...byTopic].map(([name, list]) => ({
