@@ -11,8 +11,8 @@ import {
   ListClusterMirrors,
   PauseMirrorTopics,
   StartMirrorTopics,
-  StopMirrorTopics,
-  Uuid
+  CreateTopics,
+  StopMirrorTopics
 } from "@clustermirror/protocol"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -23,20 +23,37 @@ import * as Node from "../src/Node.js"
 describe("ListClusterMirrors", () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cm-mirror-apis-"))
   let cluster: Node.Embedded
+  // The source of mirror "west": pausing needs partitions that really mirror.
+  let source: Node.Embedded
+  const sourceTopicIds = new Map<string, string>()
   const conns: Array<Connection.Connection> = []
 
   beforeAll(async () => {
-    cluster = await Node.embedded(3, {
-      ...BrokerConfig.defaults,
-      port: 0,
-      dataDir: dir,
-      brokerHeartbeatIntervalMs: 200
-    })
+    const base = { ...BrokerConfig.defaults, port: 0, brokerHeartbeatIntervalMs: 200, mirrorStateTopicNumPartitions: 3 }
+    ;[cluster, source] = await Promise.all([
+      Node.embedded(3, { ...base, dataDir: path.join(dir, "destination") }),
+      Node.embedded(1, { ...base, dataDir: path.join(dir, "source"), offsetsTopicReplicationFactor: 1 })
+    ])
     for (const b of cluster.brokers) conns.push(await Connection.open({ host: "127.0.0.1", port: b.port }))
+    const src = await Connection.open({ host: "127.0.0.1", port: source.brokers[0]!.port })
+    const created = await src.call(CreateTopics.api, {
+      topics: ["a", "b", "c", "d"].map((name) => ({
+        name,
+        numPartitions: 1,
+        replicationFactor: 1,
+        assignments: [],
+        configs: []
+      })),
+      timeoutMs: 10_000,
+      validateOnly: false
+    })
+    for (const t of created.topics) sourceTopicIds.set(t.name, t.topicId)
+    await src.close()
   })
   afterAll(async () => {
     for (const c of conns) await c.close()
     await cluster.close()
+    await source.close()
     fs.rmSync(dir, { recursive: true, force: true })
   })
 
@@ -66,11 +83,12 @@ describe("ListClusterMirrors", () => {
   })
 
   it("lists every mirror with its source, counting MIRRORING topics and naming MIRRORING and PAUSED ones", async () => {
+    const bootstrapOf = (name: string) => (name === "west" ? source.bootstrap : `source-${name}:9092`)
     const create = (name: string, clusterId: string) =>
       conns[0]!.call(CreateClusterMirror.api, {
         mirrorName: name,
         config: [
-          { name: "bootstrap.servers", value: `source-${name}:9092` },
+          { name: "bootstrap.servers", value: bootstrapOf(name) },
           { name: "mirror.source.cluster.id", value: clusterId },
           { name: "ssl.key.password", value: "s3cret" }
         ]
@@ -80,10 +98,20 @@ describe("ListClusterMirrors", () => {
 
     const started = await conns[1]!.call(StartMirrorTopics.api, {
       mirrorName: "west",
-      topics: ["a", "b", "c", "d"].map((topicName) => ({ topicId: Uuid.random(), topicName, numPartitions: 1 }))
+      topics: ["a", "b", "c", "d"].map((topicName) => ({
+        topicId: sourceTopicIds.get(topicName)!,
+        topicName,
+        numPartitions: 1
+      }))
     })
     expect(started.topics.map((t) => t.errorCode)).toEqual([0, 0, 0, 0])
-    const paused = await conns[2]!.call(PauseMirrorTopics.api, { mirrorName: "west", topics: [{ topicName: "b" }] })
+    // Pause needs the partition MIRRORING (the broker checks the actual state first): retried until it is.
+    const pause = () => conns[2]!.call(PauseMirrorTopics.api, { mirrorName: "west", topics: [{ topicName: "b" }] })
+    let paused = await pause()
+    for (let i = 0; i < 200 && paused.errorCode === Errors.ErrorCode.INVALID_CLUSTER_MIRROR_STATES; i++) {
+      await new Promise((r) => setTimeout(r, 50))
+      paused = await pause()
+    }
     expect(paused.errorCode).toBe(0)
     expect(paused.topics.filter((t) => t.errorCode !== 0)).toEqual([])
     const stopped = await conns[0]!.call(StopMirrorTopics.api, { mirrorName: "west", topics: [{ topicName: "c" }] })
@@ -99,7 +127,7 @@ describe("ListClusterMirrors", () => {
       },
       {
         mirrorName: "west",
-        sourceBootstrap: "source-west:9092",
+        sourceBootstrap: source.bootstrap,
         sourceClusterId: "west-cluster",
         topicCount: 2,
         topicNames: ["a", "b", "d"]
@@ -131,7 +159,7 @@ describe("ListClusterMirrors", () => {
     expect(west!.errorCode).toBe(0)
     const shown = west!.configs.filter((c) => c.name !== "mirror.topics.include")
     expect(shown.map((c) => [c.name, c.value, c.isSensitive, c.configSource])).toEqual([
-      ["bootstrap.servers", "source-west:9092", false, 2],
+      ["bootstrap.servers", source.bootstrap, false, 2],
       ["mirror.source.cluster.id", "west-cluster", false, 2],
       ["ssl.key.password", null, true, 2]
     ])

@@ -507,6 +507,10 @@ export class MirrorMetadataManager {
       errorCode: E.INVALID_CLUSTER_MIRROR_STATES,
       errorMessage
     })
+    // A mirror still mirroring or pausing a topic: the controller answers CLUSTER_MIRROR_NOT_EMPTY, a
+    // clearer error than ours.
+    if (op === "delete" && topics.some((t) => t.desired !== "STOPPED"))
+      return { _tag: "Valid", stateValidationOffset: offset }
     for (const t of topics)
       if (!valid.includes(t.desired))
         return invalid(

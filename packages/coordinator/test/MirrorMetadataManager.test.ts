@@ -399,7 +399,10 @@ describe("MirrorMetadataManager", () => {
     expect(refused).toMatchObject({ _tag: "Invalid", errorCode: Errors.ErrorCode.INVALID_CLUSTER_MIRROR_STATES })
     // Unknown topics are the controller's to refuse, per topic.
     expect(await m.validate("stop", MIRROR, ["unknown"])).toMatchObject({ _tag: "Valid" })
+    // Topics still mirroring: the controller's CLUSTER_MIRROR_NOT_EMPTY says it best, so it goes through.
+    expect(await m.validate("delete", MIRROR, null)).toMatchObject({ _tag: "Valid" })
     world.desired = "STOPPED"
+    // Desired STOPPED but still MIRRORING here: not deletable yet.
     expect(await m.validate("delete", MIRROR, null)).toMatchObject({ _tag: "Invalid" })
     update()
     await eventually("stopped", () => stateOf(0) === "STOPPED" && stateOf(1) === "STOPPED")

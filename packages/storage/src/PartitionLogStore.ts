@@ -6,6 +6,7 @@
  */
 import { Buffer } from "node:buffer"
 import { Context, Effect, Layer } from "effect"
+import { LazyLog } from "./internal/LazyLog.js"
 import { Log } from "./internal/Log.js"
 import { fileRoot, memoryRoot, type Root } from "./internal/Volume.js"
 import { defaultConfig, type LogConfig, type PartitionLog } from "./PartitionLog.js"
@@ -68,8 +69,8 @@ const parseTopicId = (bytes: Uint8Array | undefined): string | undefined => {
 
 /** A store over any root of partition directories. */
 export const make = (root: Root): PartitionLogStoreService => {
-  const open = new Map<string, Log>()
-  const live = (key: string): Log | undefined => {
+  const open = new Map<string, Log | LazyLog>()
+  const live = (key: string): Log | LazyLog | undefined => {
     const log = open.get(key)
     if (log?.isClosed) {
       open.delete(key)
@@ -86,10 +87,14 @@ export const make = (root: Root): PartitionLogStoreService => {
         existing.updateConfig(full)
         return existing
       }
-      const volume = root.volume(key)
-      if (topicId !== undefined && parseTopicId(volume.readFile(PARTITION_METADATA)) !== topicId)
-        volume.writeFileAtomic(PARTITION_METADATA, Buffer.from(`version: 0\ntopic_id: ${topicId}\n`))
-      const log = new Log(topic, partition, volume, full)
+      const materialize = (current: LogConfig): Log => {
+        const volume = root.volume(key)
+        if (topicId !== undefined && parseTopicId(volume.readFile(PARTITION_METADATA)) !== topicId)
+          volume.writeFileAtomic(PARTITION_METADATA, Buffer.from(`version: 0\ntopic_id: ${topicId}\n`))
+        return new Log(topic, partition, volume, current)
+      }
+      // A partition that never held a record gets its directory and files with its first write.
+      const log = root.exists(key) ? materialize(full) : new LazyLog(topic, partition, full, materialize)
       open.set(key, log)
       return log
     },

@@ -34,6 +34,8 @@ export interface Volume {
 /** The data directory: one volume per partition directory. */
 export interface Root {
   volume(dir: string): Volume
+  /** Whether the directory exists (without creating it). */
+  exists(dir: string): boolean
   listDirs(): ReadonlyArray<string>
   removeDir(dir: string): void
 }
@@ -148,6 +150,7 @@ export const fileRoot = (dataDir: string): Root => {
   io(`mkdir ${dataDir}`, () => fs.mkdirSync(dataDir, { recursive: true }))
   return {
     volume: (dir) => new FsVolume(path.join(dataDir, dir)),
+    exists: (dir) => io(`stat ${dir}`, () => fs.existsSync(path.join(dataDir, dir))),
     listDirs: () =>
       io(`list ${dataDir}`, () =>
         fs
@@ -234,6 +237,7 @@ export const memoryRoot = (): Root => {
       }
       return new MemoryVolume(files)
     },
+    exists: (dir) => dirs.has(dir),
     listDirs: () => [...dirs.keys()],
     removeDir: (dir) => {
       dirs.delete(dir)

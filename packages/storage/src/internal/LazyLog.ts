@@ -1,0 +1,129 @@
+/**
+ * A partition log that has never held a record and has no directory yet: it answers as the empty log it
+ * is (offsets 0, no epochs, no producers) and becomes a real `Log`, directory and files included, on the
+ * first call that changes it or reads more than the empty answer. A broker hosting thousands of idle
+ * partitions (a mirror's topics before their data arrives) then keeps a few fields per partition instead
+ * of segments, indexes and file handles. Once materialized it only delegates.
+ */
+import { Buffer } from "node:buffer"
+import type {
+  AbortedTransaction,
+  AppendInfo,
+  EpochEndOffset,
+  LogConfig,
+  OpenTransaction,
+  PartitionLog,
+  ReadInfo,
+  ReadOptions,
+  TimestampOffset
+} from "../PartitionLog.js"
+import type { Log } from "./Log.js"
+
+const NO_RECORDS = Buffer.alloc(0)
+const EMPTY_READ: ReadInfo = {
+  records: NO_RECORDS,
+  highWatermark: 0,
+  logStartOffset: 0,
+  lastStableOffset: 0,
+  logEndOffset: 0
+}
+const NO_EPOCH: EpochEndOffset = { epoch: -1, endOffset: -1 }
+const NONE: ReadonlyArray<never> = []
+
+export class LazyLog implements PartitionLog {
+  private real: Log | undefined
+  private closed = false
+
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+    private config: LogConfig,
+    private readonly materialize: (config: LogConfig) => Log
+  ) {}
+
+  /** The real log, created on first use. */
+  private get log(): Log {
+    if (this.real === undefined) {
+      if (this.closed) throw new Error(`log ${this.topic}-${this.partition} is closed`)
+      this.real = this.materialize(this.config)
+    }
+    return this.real
+  }
+
+  get isClosed(): boolean {
+    return this.real?.isClosed ?? this.closed
+  }
+  get logStartOffset(): number {
+    return this.real?.logStartOffset ?? 0
+  }
+  get logEndOffset(): number {
+    return this.real?.logEndOffset ?? 0
+  }
+  get highWatermark(): number {
+    return this.real?.highWatermark ?? 0
+  }
+  get lastStableOffset(): number {
+    return this.real?.lastStableOffset ?? 0
+  }
+  get sizeInBytes(): number {
+    return this.real?.sizeInBytes ?? 0
+  }
+
+  updateConfig(config: LogConfig): void {
+    this.config = config
+    this.real?.updateConfig(config)
+  }
+
+  appendAsLeader(records: Buffer, leaderEpoch: number, now: number): AppendInfo {
+    return this.log.appendAsLeader(records, leaderEpoch, now)
+  }
+  appendAsFollower(records: Buffer, now: number): AppendInfo {
+    return this.log.appendAsFollower(records, now)
+  }
+  read(offset: number, maxBytes: number, opts?: ReadOptions): ReadInfo {
+    // Reading an empty log at its end is the empty answer; anything else is the real log's business
+    // (an out-of-range offset fails there the same way).
+    if (this.real === undefined && offset === 0 && !this.closed) return EMPTY_READ
+    return this.log.read(offset, maxBytes, opts)
+  }
+  updateHighWatermark(offset: number): void {
+    // Clamped to [0, 0] while empty: nothing to record.
+    this.real?.updateHighWatermark(offset)
+  }
+  truncateTo(offset: number): void {
+    if (this.real === undefined && offset >= 0) return
+    this.log.truncateTo(offset)
+  }
+  truncateFullyAndStartAt(offset: number): void {
+    this.log.truncateFullyAndStartAt(offset)
+  }
+  latestEpoch(): number {
+    return this.real?.latestEpoch() ?? -1
+  }
+  endOffsetForEpoch(epoch: number): EpochEndOffset {
+    return this.real?.endOffsetForEpoch(epoch) ?? NO_EPOCH
+  }
+  offsetForTimestamp(timestamp: number): TimestampOffset | null {
+    return this.log.offsetForTimestamp(timestamp)
+  }
+  openTransactions(): ReadonlyArray<OpenTransaction> {
+    return this.real?.openTransactions() ?? NONE
+  }
+  abortedTransactions(fetchOffset: number, upperOffset: number): ReadonlyArray<AbortedTransaction> {
+    return this.real?.abortedTransactions(fetchOffset, upperOffset) ?? NONE
+  }
+  deleteRecordsBefore(offset: number): void {
+    if (this.real === undefined && offset <= 0) return
+    this.log.deleteRecordsBefore(offset)
+  }
+  enforceRetention(now: number): number {
+    return this.real?.enforceRetention(now) ?? 0
+  }
+  flush(): void {
+    this.real?.flush()
+  }
+  close(): void {
+    this.closed = true
+    this.real?.close()
+  }
+}
