@@ -36,7 +36,7 @@ import { Either } from "effect"
 import type { BrokerConfig } from "./BrokerConfig.js"
 import type { Channel } from "./internal/Channel.js"
 import { keyedRecords } from "./internal/CoordinatorLog.js"
-import type { ReplicaManager } from "./ReplicaManager.js"
+import type { PartitionState as ReplicaPartitionState, ReplicaManager } from "./ReplicaManager.js"
 import type { PartitionLog } from "@clustermirror/storage"
 import type { Handlers } from "./RequestChannel.js"
 
@@ -444,7 +444,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
         return
       }
       if (m.has({ topic, partition })) return
-      m.addPartitions([new MirrorTarget(topic, topicId, partition, p.log, replicas)])
+      m.addPartitions([new MirrorTarget(p, replicas)])
     },
     removeFetcher: (mirror, topic, partition) => {
       fetcherManagers.get(mirror)?.manager.removePartitions([{ topic, partition }])
@@ -703,20 +703,32 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
   }
 }
 
-/** A mirror partition as its fetcher sees it; methods on the prototype keep idle partitions small. */
+/**
+ * A mirror partition as its fetcher sees it: a view of the replica manager's partition state, with the
+ * members on the prototype so that an idle partition costs two fields.
+ */
 class MirrorTarget implements MirrorFetcherManager.MirrorPartition {
   constructor(
-    readonly topic: string,
-    readonly topicId: string,
-    readonly partition: number,
-    readonly log: PartitionLog.PartitionLog,
+    private readonly state: ReplicaPartitionState,
     private readonly replicas: ReplicaManager
   ) {}
+  get topic(): string {
+    return this.state.topic
+  }
+  get topicId(): string {
+    return this.state.topicId
+  }
+  get partition(): number {
+    return this.state.partition
+  }
+  get log(): PartitionLog.PartitionLog {
+    return this.state.log
+  }
   destinationLeaderEpoch(): number {
-    return this.replicas.get(this.topic, this.partition)?.leaderEpoch ?? -1
+    return this.replicas.get(this.state.topic, this.state.partition)?.leaderEpoch ?? -1
   }
   onAppend(): void {
-    this.replicas.mirrorAppended(this.topic, this.partition)
+    this.replicas.mirrorAppended(this.state.topic, this.state.partition)
   }
 }
 

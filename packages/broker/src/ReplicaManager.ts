@@ -9,7 +9,7 @@
  * `minBytes` or `maxWaitMs`. Record data moves as bytes: never decoded record by record here. Must not
  * decode wire requests (handlers translate) nor decide leadership (the controller does).
  */
-import { Errors } from "@clustermirror/protocol"
+import { Errors, TopicPartitionMap } from "@clustermirror/protocol"
 import { MemoryLeaderEndpoint } from "@clustermirror/fetcher"
 import type { PartitionLog, PartitionLogStore } from "@clustermirror/storage"
 
@@ -121,7 +121,7 @@ const key = (topic: string, partition: number) => `${topic}\u0000${partition}`
 const E = Errors.ErrorCode
 
 export class ReplicaManager {
-  private readonly partitions = new Map<string, PartitionState>()
+  private readonly partitions = new TopicPartitionMap<PartitionState>()
   private readonly waiters = new Map<string, Set<() => void>>()
   private readonly store: PartitionLogStore.PartitionLogStoreService
   readonly nodeId: number
@@ -138,7 +138,7 @@ export class ReplicaManager {
   }
 
   get(topic: string, partition: number): PartitionState | undefined {
-    return this.partitions.get(key(topic, partition))
+    return this.partitions.get(topic, partition)
   }
 
   all(): IterableIterator<PartitionState> {
@@ -160,7 +160,7 @@ export class ReplicaManager {
     minInsyncReplicas = 1
   ): { readonly state: PartitionState; readonly becameLeader: boolean; readonly becameFollower: boolean } {
     const k = key(topic, partition)
-    let state = this.partitions.get(k)
+    let state = this.partitions.get(topic, partition)
     const wasLeader = state !== undefined && state.leader === this.nodeId
     const oldEpoch = state?.leaderEpoch ?? -1
     if (state === undefined) {
@@ -180,7 +180,7 @@ export class ReplicaManager {
         minInsyncReplicas,
         followers: NO_FOLLOWERS
       }
-      this.partitions.set(k, state)
+      this.partitions.set(topic, partition, state)
     } else {
       state.leader = reg.leader
       state.leaderEpoch = Math.max(state.leaderEpoch, reg.leaderEpoch)
@@ -214,7 +214,7 @@ export class ReplicaManager {
   /** Closes and deletes a partition's log. */
   deletePartition(topic: string, partition: number): void {
     const k = key(topic, partition)
-    if (!this.partitions.delete(k)) return
+    if (!this.partitions.delete(topic, partition)) return
     this.store.delete(topic, partition)
     this.wake(k)
   }
@@ -285,7 +285,7 @@ export class ReplicaManager {
     return new Promise((resolve) => {
       const deadline = setTimeout(() => done(fail(E.REQUEST_TIMED_OUT)), timeoutMs)
       const check = () => {
-        const current = this.partitions.get(k)
+        const current = this.partitions.get(p.topic, p.partition)
         if (current === undefined) return done(fail(E.UNKNOWN_TOPIC_OR_PARTITION))
         if (current.leader !== this.nodeId || current.leaderEpoch !== epoch)
           return done(fail(E.NOT_LEADER_OR_FOLLOWER, null, this.leaderHint(current)))

@@ -193,11 +193,14 @@ export class Connection {
     body: Spec.StructInput<Req>,
     options?: RequestOptions
   ): Promise<Spec.StructType<Res>> {
+    // Encoded here, outside any closure, so the body is garbage once it is bytes: a long-polling Fetch
+    // does not keep its per-partition request objects alive until the answer.
+    const encoded = this.encode(api, version, body)
     return new Promise((resolve, reject) => {
       this.send(
         api,
         version,
-        body,
+        encoded,
         options?.timeoutMs,
         (frame) => {
           const decoded = Api.decodeResponse(api, version, frame)
@@ -230,7 +233,10 @@ export class Connection {
     body: Spec.StructInput<Req>,
     options?: RequestOptions
   ): Promise<Buffer> {
-    return new Promise<Buffer>((resolve, reject) => this.send(api, version, body, options?.timeoutMs, resolve, reject))
+    const encoded = this.encode(api, version, body)
+    return new Promise<Buffer>((resolve, reject) =>
+      this.send(api, version, encoded, options?.timeoutMs, resolve, reject)
+    )
   }
 
   /**
@@ -266,17 +272,26 @@ export class Connection {
 
   // -------------------------------------------------------------------------------------------------
 
+  /** A request's frame with the next correlation id, or why it cannot be encoded. */
+  private encode<Req extends Spec.Fields, Res extends Spec.Fields>(
+    api: Api.ApiDef<Req, Res>,
+    version: number,
+    body: Spec.StructInput<Req>
+  ): { readonly correlationId: number; readonly frame: ReturnType<typeof Api.encodeRequest> } {
+    const correlationId = this.correlationId()
+    return { correlationId, frame: Api.encodeRequest(api, version, correlationId, this.clientId, body) }
+  }
+
   private send<Req extends Spec.Fields, Res extends Spec.Fields>(
     api: Api.ApiDef<Req, Res>,
     version: number,
-    body: Spec.StructInput<Req>,
+    request: { readonly correlationId: number; readonly frame: ReturnType<typeof Api.encodeRequest> },
     timeoutMs: number | undefined,
     onFrame: (frame: Buffer) => void,
     onError: (e: ClientError) => void
   ): void {
     if (this.failure !== null) return onError(this.failure)
-    const correlationId = this.correlationId()
-    const encoded = Api.encodeRequest(api, version, correlationId, this.clientId, body)
+    const { correlationId, frame: encoded } = request
     if (Either.isLeft(encoded))
       return onError(new ProtocolFailure({ api: api.name, version, message: encoded.left.message }))
     const entry: Pending = { onFrame, onError, timer: undefined }

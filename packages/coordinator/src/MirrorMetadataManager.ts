@@ -20,6 +20,7 @@ import {
   MirrorPartitionState,
   MirrorStateRecords,
   type ReadMirrorStates,
+  TopicPartitionMap,
   type WriteMirrorStates
 } from "@clustermirror/protocol"
 import { Either, Option } from "effect"
@@ -169,23 +170,64 @@ type PartEvent =
   | { readonly _tag: "EpochAhead"; readonly sourceEpoch: number }
   | { readonly _tag: "Recover" }
 
-/** One mirror partition this broker leads. Kept small: thousands of idle ones live on a broker. */
-interface Part {
-  readonly key: string
-  readonly mirror: string
-  readonly topic: string
-  readonly topicId: string
-  readonly partition: number
-  leaderEpoch: number
-  desired: State
+const RUNNING = 1
+const AGAIN = 2
+const RETRY_DUE = 4
+const GONE = 8
+
+/**
+ * One mirror partition this broker leads. Kept small: thousands of idle ones live on a broker, so the
+ * four step flags share one field.
+ */
+class Part {
   /** The persisted actual state; undefined until read from the coordinator. */
-  value: Value | undefined
-  event: PartEvent | undefined
-  running: boolean
-  again: boolean
-  retryDue: boolean
-  timer: ReturnType<typeof setTimeout> | undefined
-  gone: boolean
+  value: Value | undefined = undefined
+  event: PartEvent | undefined = undefined
+  timer: ReturnType<typeof setTimeout> | undefined = undefined
+  private flags = 0
+
+  constructor(
+    readonly mirror: string,
+    readonly topic: string,
+    readonly topicId: string,
+    readonly partition: number,
+    public leaderEpoch: number,
+    public desired: State,
+    /** The metadata update that last saw this broker lead the partition. */
+    public seen: number
+  ) {}
+
+  private flag(bit: number, on: boolean): void {
+    this.flags = on ? this.flags | bit : this.flags & ~bit
+  }
+  /** A step runs now. */
+  get running(): boolean {
+    return (this.flags & RUNNING) !== 0
+  }
+  set running(on: boolean) {
+    this.flag(RUNNING, on)
+  }
+  /** A trigger arrived while a step ran: run another. */
+  get again(): boolean {
+    return (this.flags & AGAIN) !== 0
+  }
+  set again(on: boolean) {
+    this.flag(AGAIN, on)
+  }
+  /** The FAILED retry timer fired. */
+  get retryDue(): boolean {
+    return (this.flags & RETRY_DUE) !== 0
+  }
+  set retryDue(on: boolean) {
+    this.flag(RETRY_DUE, on)
+  }
+  /** No longer led here (or the manager closed). */
+  get gone(): boolean {
+    return (this.flags & GONE) !== 0
+  }
+  set gone(on: boolean) {
+    this.flag(GONE, on)
+  }
 }
 
 type WriteEntry = {
@@ -211,7 +253,6 @@ type ReadEntry = {
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref())
-const partKey = (topic: string, partition: number) => `${topic}\u0000${partition}`
 const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e))
 
 const stateValueOf = (p: ReadMirrorStates.Response["topics"][number]["partitions"][number]): Value => ({
@@ -240,7 +281,8 @@ const desiredOf = (s: State): MirrorStateMachine.Desired | undefined =>
   s === "MIRRORING" || s === "PAUSED" || s === "STOPPED" ? s : undefined
 
 export class MirrorMetadataManager {
-  private readonly parts = new Map<string, Part>()
+  private readonly parts = new TopicPartitionMap<Part>()
+  private updates = 0
   private readonly retryConfig: MirrorStateMachine.RetryConfig
   private readonly random: () => number
   private readonly log: (line: string) => void
@@ -263,46 +305,30 @@ export class MirrorMetadataManager {
   onMetadataUpdate(): void {
     if (this.closed) return
     const md = this.options.metadata
-    const seen = new Set<string>()
+    const update = ++this.updates
     for (const t of md.mirrorTopics()) {
       const mirror = t.mirrorName
       if (mirror === null || md.mirrorConfigs(mirror) === undefined) continue
       for (const [partition, reg] of t.partitions) {
         if (reg.leader !== md.nodeId) continue
-        const k = partKey(t.name, partition)
-        seen.add(k)
-        let part = this.parts.get(k)
+        let part = this.parts.get(t.name, partition)
         if (part !== undefined && (part.topicId !== t.topicId || part.mirror !== mirror)) {
           this.drop(part)
           part = undefined
         }
         if (part === undefined) {
-          part = {
-            key: k,
-            mirror,
-            topic: t.name,
-            topicId: t.topicId,
-            partition,
-            leaderEpoch: reg.leaderEpoch,
-            desired: t.desired,
-            value: undefined,
-            event: undefined,
-            running: false,
-            again: false,
-            retryDue: false,
-            timer: undefined,
-            gone: false
-          }
-          this.parts.set(k, part)
+          part = new Part(mirror, t.name, t.topicId, partition, reg.leaderEpoch, t.desired, update)
+          this.parts.set(t.name, partition, part)
           this.kick(part)
         } else if (part.leaderEpoch !== reg.leaderEpoch || part.desired !== t.desired) {
           part.leaderEpoch = reg.leaderEpoch
           part.desired = t.desired
           this.kick(part)
         }
+        part.seen = update
       }
     }
-    for (const part of [...this.parts.values()]) if (!seen.has(part.key)) this.drop(part)
+    for (const part of [...this.parts.values()]) if (part.seen !== update) this.drop(part)
     const names = new Set(md.mirrorNames())
     for (const name of this.knownMirrors) if (!names.has(name)) this.pendingDeletes.add(name)
     this.knownMirrors = names
@@ -338,7 +364,7 @@ export class MirrorMetadataManager {
 
   /** A source batch's epoch is close to the local leader epoch (§6.4 case 2): bump without stopping. */
   epochNearlyAhead(topic: string, partition: number, sourceEpoch: number): void {
-    const part = this.parts.get(partKey(topic, partition))
+    const part = this.parts.get(topic, partition)
     if (part === undefined || part.gone) return
     this.options.partitions
       .bumpLeaderEpochs([
@@ -349,13 +375,13 @@ export class MirrorMetadataManager {
 
   /** The fetcher appended: a partition that works again starts its failure count over (§4.4). */
   fetched(topic: string, partition: number): void {
-    const part = this.parts.get(partKey(topic, partition))
+    const part = this.parts.get(topic, partition)
     if (part?.value !== undefined && part.value.retryAttempt > 0 && part.value.state !== "FAILED")
       part.value = MirrorStateMachine.fetchSucceeded(part.value)
   }
 
   private send(topic: string, partition: number, event: PartEvent): void {
-    const part = this.parts.get(partKey(topic, partition))
+    const part = this.parts.get(topic, partition)
     if (part === undefined || part.gone) return
     // A failure outranks an epoch report: the fetcher stopped either way.
     if (part.event?._tag === "FetchFailed" && event._tag !== "FetchFailed") return
@@ -374,7 +400,7 @@ export class MirrorMetadataManager {
   produceState(topic: string, partition: number): "writable" | "stopping" | "readOnly" {
     const t = this.options.metadata.topicByName(topic)
     if (t === undefined || t.mirrorName === null) return "writable"
-    const v = this.parts.get(partKey(topic, partition))?.value
+    const v = this.parts.get(topic, partition)?.value
     if (v !== undefined && (v.state === "STOPPED" || (v.state === "UNKNOWN" && t.desired === "STOPPED")))
       return "writable"
     return t.desired === "STOPPED" ? "stopping" : "readOnly"
@@ -387,7 +413,7 @@ export class MirrorMetadataManager {
 
   /** The actual state of a partition this broker leads; undefined when it leads none or has not loaded it. */
   stateOf(topic: string, partition: number): Value | undefined {
-    return this.parts.get(partKey(topic, partition))?.value
+    return this.parts.get(topic, partition)?.value
   }
 
   /** How many led mirror partitions are in each state (the `<State>PartitionState` gauges of §10.1). */
@@ -579,7 +605,7 @@ export class MirrorMetadataManager {
     part.gone = true
     if (part.timer !== undefined) clearTimeout(part.timer)
     part.timer = undefined
-    this.parts.delete(part.key)
+    this.parts.delete(part.topic, part.partition)
     this.options.partitions.removeFetcher(part.mirror, part.topic, part.partition)
   }
 
@@ -833,11 +859,12 @@ export class MirrorMetadataManager {
       )
       if (r.errorCode === E.NONE) {
         const stateEpoch = writeState ? (r.stateEpoch >= 0 ? r.stateEpoch : next.stateEpoch) : part.value!.stateEpoch
-        part.value = {
+        const written: Value = {
           ...(writeState ? next : part.value!),
           lastMirrorEpoch: lastMirrorEpoch >= 0 ? lastMirrorEpoch : next.lastMirrorEpoch,
           stateEpoch
         }
+        part.value = this.sharedWithCoordinator(part, written)
         return true
       }
       if (r.errorCode === E.FENCED_STATE_EPOCH) {
@@ -857,6 +884,25 @@ export class MirrorMetadataManager {
       await sleep(backoff)
       backoff = Math.min(backoff * 2, 2000)
     }
+  }
+
+  /**
+   * When this broker coordinates the partition too, its cache and the coordinator's hold equal immutable
+   * values: keep one object (thousands of idle partitions otherwise hold two copies each).
+   */
+  private sharedWithCoordinator(part: Part, value: Value): Value {
+    const n = this.options.metadata.stateTopic()?.numPartitions
+    if (n === undefined) return value
+    const stored = this.options.coordinator.get(MirrorStateRecords.key(part.mirror, part.topicId, part.partition), n)
+    return stored !== undefined &&
+      stored.state === value.state &&
+      stored.previousState === value.previousState &&
+      stored.retryAttempt === value.retryAttempt &&
+      stored.errorMessage === value.errorMessage &&
+      stored.lastMirrorEpoch === value.lastMirrorEpoch &&
+      stored.stateEpoch === value.stateEpoch
+      ? stored
+      : value
   }
 
   // ------------------------------------------------------------------------------------------ routing
@@ -989,10 +1035,10 @@ export class MirrorMetadataManager {
       fail(res.errorCode, res.errorMessage ?? Errors.message(res.errorCode))
       return
     }
-    const answers = new Map<string, (typeof res.topics)[number]["partitions"][number]>()
-    for (const t of res.topics) for (const p of t.partitions) answers.set(partKey(t.name, p.partitionIndex), p)
+    const answers = new TopicPartitionMap<(typeof res.topics)[number]["partitions"][number]>()
+    for (const t of res.topics) for (const p of t.partitions) answers.set(t.name, p.partitionIndex, p)
     for (const e of entries) {
-      const a = answers.get(partKey(e.part.topic, e.part.partition))
+      const a = answers.get(e.part.topic, e.part.partition)
       e.resolve(
         a === undefined
           ? { errorCode: E.UNKNOWN_SERVER_ERROR, errorMessage: "no answer for the partition", stateEpoch: -1 }
@@ -1025,10 +1071,10 @@ export class MirrorMetadataManager {
       fail(res.errorCode, res.errorMessage ?? Errors.message(res.errorCode))
       return
     }
-    const answers = new Map<string, (typeof res.topics)[number]["partitions"][number]>()
-    for (const t of res.topics) for (const p of t.partitions) answers.set(partKey(t.name, p.partitionIndex), p)
+    const answers = new TopicPartitionMap<(typeof res.topics)[number]["partitions"][number]>()
+    for (const t of res.topics) for (const p of t.partitions) answers.set(t.name, p.partitionIndex, p)
     for (const e of entries) {
-      const a = answers.get(partKey(e.part.topic, e.part.partition))
+      const a = answers.get(e.part.topic, e.part.partition)
       if (a === undefined) e.resolve(Either.left({ errorCode: E.UNKNOWN_SERVER_ERROR, errorMessage: "no answer" }))
       else if (a.errorCode !== E.NONE)
         e.resolve(Either.left({ errorCode: a.errorCode, errorMessage: a.errorMessage ?? Errors.message(a.errorCode) }))

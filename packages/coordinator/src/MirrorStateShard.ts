@@ -21,9 +21,10 @@ import {
   MirrorPartitionState,
   MirrorStateRecords,
   type ReadMirrorStates,
+  TopicPartitionMap,
   type WriteMirrorStates
 } from "@clustermirror/protocol"
-import { Either, HashMap, Option } from "effect"
+import { Either, Option } from "effect"
 import * as CoordinatorResult from "./CoordinatorResult.js"
 import * as MirrorStateMachine from "./MirrorStateMachine.js"
 
@@ -43,7 +44,8 @@ export interface State {
   readonly numPartitions: number
   /** The leader epoch of the `__mirror_state` partition the shard was loaded under; -1: not leading. */
   readonly leaderEpoch: number
-  readonly entries: HashMap.HashMap<string, Entry>
+  /** Never mutated once a state is returned: replay copies it (once per call) and fills the copy. */
+  readonly entries: Entries
 }
 
 /** A shard with nothing cached. With leader epoch -1 (leadership lost) it answers NOT_COORDINATOR. */
@@ -51,11 +53,14 @@ export const empty = (partition: number, numPartitions: number, leaderEpoch = -1
   partition,
   numPartitions,
   leaderEpoch,
-  entries: HashMap.empty()
+  entries: new TopicPartitionMap<Value>()
 })
 
 // The topic ID has a fixed length and the partition is decimal, so the string is unambiguous.
-const keyString = (key: Key): string => `${key.mirrorName}\u0000${key.topicId}\u0000${key.partition}`
+/** Entries by (mirror and topic id, partition): no key string per partition. */
+type Entries = Pick<TopicPartitionMap<Value>, "get" | "entries" | "size" | "clone">
+
+const topicOf = (key: Key): string => `${key.mirrorName}\u0000${key.topicId}`
 
 /** Whether a mirror partition's records live in this shard's `__mirror_state` partition (KIP-1279 §3.6). */
 export const owns = (state: State, key: Key): boolean =>
@@ -63,14 +68,15 @@ export const owns = (state: State, key: Key): boolean =>
 
 /** The cached value of a mirror partition; `initial` (UNKNOWN, no LME) when nothing is stored. */
 export const get = (state: State, key: Key): Value =>
-  Option.match(HashMap.get(state.entries, keyString(key)), {
-    onNone: () => MirrorStateMachine.initial,
-    onSome: (e) => e.value
-  })
+  state.entries.get(topicOf(key), key.partition) ?? MirrorStateMachine.initial
 
 /** Every cached partition, ordered by key (mirror name, topic ID, partition). */
 export const entries = (state: State): ReadonlyArray<Entry> =>
-  Array.from(HashMap.values(state.entries)).sort((a, b) => compareKeys(a.key, b.key))
+  Array.from(state.entries.entries(), ([topic, partition, value]) => {
+    // The inner key is "<mirror>\0<topic id>": a key object per partition is built only when listed.
+    const cut = topic.lastIndexOf("\u0000")
+    return { key: MirrorStateRecords.key(topic.slice(0, cut), topic.slice(cut + 1), partition), value }
+  }).sort((a, b) => compareKeys(a.key, b.key))
 
 const compareKeys = (a: Key, b: Key): number =>
   a.mirrorName < b.mirrorName
@@ -90,32 +96,30 @@ const isBlank = (v: Value): boolean =>
   v.errorMessage === null &&
   v.lastMirrorEpoch === -1
 
-const put = (state: State, key: Key, value: Value): State => ({
-  ...state,
-  entries: isBlank(value)
-    ? HashMap.remove(state.entries, keyString(key))
-    : HashMap.set(state.entries, keyString(key), { key, value })
-})
+/** A state whose entries this module may still fill (a fresh copy, not yet returned). */
+type Draft = State & { readonly entries: TopicPartitionMap<Value> }
 
-/**
- * Applies one `__mirror_state` record. A state record replaces the state and failure info and adds one
- * to the state epoch; an LME record sets the last mirror epoch; tombstones clear what their type holds,
- * and a partition with nothing left is dropped. Dies on a key that hashes to another partition or an
- * unknown state byte: either means the log is not what this shard thinks it is.
- */
-export const replay = (state: State, record: MirrorStateRecords.MirrorStateRecord): State => {
+const draftOf = (state: State): Draft => ({ ...state, entries: state.entries.clone() })
+
+const put = (draft: Draft, key: Key, value: Value): void => {
+  if (isBlank(value)) draft.entries.delete(topicOf(key), key.partition)
+  else draft.entries.set(topicOf(key), key.partition, value)
+}
+
+/** Applies one record to a draft (see `replay`). */
+const replayInto = (draft: Draft, record: MirrorStateRecords.MirrorStateRecord): void => {
   const key = record.key
-  if (!owns(state, key))
+  if (!owns(draft, key))
     throw new Error(
-      `${record.type} record for ${key.mirrorName}:${key.topicId}:${key.partition} does not belong to __mirror_state partition ${state.partition}`
+      `${record.type} record for ${key.mirrorName}:${key.topicId}:${key.partition} does not belong to __mirror_state partition ${draft.partition}`
     )
-  const current = get(state, key)
+  const current = get(draft, key)
   switch (record.type) {
     case "LastMirrorEpochs":
-      return put(state, key, { ...current, lastMirrorEpoch: record.value === null ? -1 : record.value.lastMirrorEpoch })
+      return put(draft, key, { ...current, lastMirrorEpoch: record.value === null ? -1 : record.value.lastMirrorEpoch })
     case "MirrorPartitionState": {
       if (record.value === null)
-        return put(state, key, {
+        return put(draft, key, {
           ...MirrorStateMachine.initial,
           lastMirrorEpoch: current.lastMirrorEpoch,
           stateEpoch: current.stateEpoch
@@ -126,7 +130,7 @@ export const replay = (state: State, record: MirrorStateRecords.MirrorStateRecor
         throw new Error(
           `MirrorPartitionState record for ${key.mirrorName}:${key.topicId}:${key.partition} has unknown state ${v.state}`
         )
-      return put(state, key, {
+      return put(draft, key, {
         state: next.value,
         // The prototype's schema default (16) is no state: it means "none", like -1.
         previousState: Option.getOrElse(MirrorPartitionState.fromByte(v.previousState), () => "UNKNOWN" as const),
@@ -139,11 +143,23 @@ export const replay = (state: State, record: MirrorStateRecords.MirrorStateRecor
   }
 }
 
-/** Replays records in log order. */
+/**
+ * Applies one `__mirror_state` record. A state record replaces the state and failure info and adds one
+ * to the state epoch; an LME record sets the last mirror epoch; tombstones clear what their type holds,
+ * and a partition with nothing left is dropped. Dies on a key that hashes to another partition or an
+ * unknown state byte: either means the log is not what this shard thinks it is.
+ */
+export const replay = (state: State, record: MirrorStateRecords.MirrorStateRecord): State => {
+  const draft = draftOf(state)
+  replayInto(draft, record)
+  return draft
+}
+
+/** Replays records in log order (one copy of the entries for the whole sequence). */
 export const replayAll = (state: State, records: Iterable<MirrorStateRecords.MirrorStateRecord>): State => {
-  let s = state
-  for (const record of records) s = replay(s, record)
-  return s
+  const draft = draftOf(state)
+  for (const record of records) replayInto(draft, record)
+  return draft
 }
 
 /** Leadership gained: the shard rebuilt from its `__mirror_state` partition, read from the start. */
@@ -285,7 +301,9 @@ export const writeMirrorStates = (
   ctx: Context
 ): CoordinatorResult.CoordinatorResult<WriteMirrorStates.Response> => {
   const records: Array<MirrorStateRecords.MirrorStateRecord> = []
-  let candidate = state
+  // One copy of the entries for the whole request: each partition's records go into it before the next
+  // partition is decided, so later partitions see earlier ones.
+  const candidate = draftOf(state)
   const topics = request.topics.map((topic) => ({
     name: topic.name,
     partitions: topic.partitions.map((p) => {
@@ -319,7 +337,7 @@ export const writeMirrorStates = (
           })
         )
       }
-      candidate = replayAll(candidate, partitionRecords)
+      for (const r of partitionRecords) replayInto(candidate, r)
       records.push(...partitionRecords)
       return {
         partitionIndex: p.partitionIndex,

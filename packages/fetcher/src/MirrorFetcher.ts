@@ -17,7 +17,15 @@
  */
 import { Buffer } from "node:buffer"
 import { performance } from "node:perf_hooks"
-import { Errors, Fetch, ListOffsets, OffsetForLeaderEpoch, RecordBatch, ZERO_UUID } from "@clustermirror/protocol"
+import {
+  Errors,
+  Fetch,
+  ListOffsets,
+  OffsetForLeaderEpoch,
+  RecordBatch,
+  TopicPartitionMap,
+  ZERO_UUID
+} from "@clustermirror/protocol"
 import type { PartitionLog } from "@clustermirror/storage"
 import type { TopicPartition } from "./FetcherEvents.js"
 import { toBuffer } from "./internal/Bytes.js"
@@ -549,24 +557,15 @@ export class MirrorFetcher {
   // -------------------------------------------------------------------------------------------------
   // Fetch (§6.1)
 
-  private async fetch(connection: SourceConnection, ready: ReadonlyArray<PartitionState>): Promise<RoundResult> {
-    const owner = this.options.owner
-    const config = owner.config
-    const negotiated = connection.versionFor(Fetch.api)
-    if (negotiated === undefined || negotiated < MIN_FETCH_VERSION) {
-      const speaks = negotiated === undefined ? "no Fetch version we know" : `Fetch up to v${negotiated}`
-      for (const s of ready)
-        owner.fail(
-          s,
-          `Fetch IO error: source broker ${this.options.sourceBrokerId} speaks ${speaks}, mirroring needs v${MIN_FETCH_VERSION}+`,
-          true
-        )
-      return { _tag: "Fetched", partitions: 0, bytes: 0 }
-    }
-    const version = Math.min(negotiated, Fetch.api.maxVersion)
+  private sendFetch(
+    connection: SourceConnection,
+    ready: ReadonlyArray<PartitionState>,
+    version: number,
+    sent: TopicPartitionMap<Sent>
+  ): Promise<Fetch.Response> {
+    const config = this.options.owner.config
     const byId = version >= TOPIC_ID_FETCH_VERSION
     const topics = new Map<string, { topic: string; topicId: string; partitions: FetchPartition[] }>()
-    const sent = new Map<string, Sent>()
     for (const s of ready) {
       const p = s.partition
       const topicKey = byId ? p.topicId : p.topic
@@ -587,7 +586,7 @@ export class MirrorFetcher {
         highWatermark: MAX_INT64,
         mirrorLeaderEpoch: -1
       })
-      sent.set(sentKey(topicKey, p.partition), { state: s, generation: s.generation, fetchOffset })
+      sent.set(topicKey, p.partition, { state: s, generation: s.generation, fetchOffset })
     }
     const request: Fetch.Request = {
       clusterId: null,
@@ -605,9 +604,31 @@ export class MirrorFetcher {
       forgottenTopicsData: [],
       rackId: ""
     }
+    return connection.request(Fetch.api, request, version)
+  }
+
+  private async fetch(connection: SourceConnection, ready: ReadonlyArray<PartitionState>): Promise<RoundResult> {
+    const owner = this.options.owner
+    const negotiated = connection.versionFor(Fetch.api)
+    if (negotiated === undefined || negotiated < MIN_FETCH_VERSION) {
+      const speaks = negotiated === undefined ? "no Fetch version we know" : `Fetch up to v${negotiated}`
+      for (const s of ready)
+        owner.fail(
+          s,
+          `Fetch IO error: source broker ${this.options.sourceBrokerId} speaks ${speaks}, mirroring needs v${MIN_FETCH_VERSION}+`,
+          true
+        )
+      return { _tag: "Fetched", partitions: 0, bytes: 0 }
+    }
+    const version = Math.min(negotiated, Fetch.api.maxVersion)
+    const byId = version >= TOPIC_ID_FETCH_VERSION
+    const sent = new TopicPartitionMap<Sent>()
+    // Built and sent by a helper, so that the request's per-partition objects are not kept alive by this
+    // frame while the source holds the long poll (an idle mirror waits here most of the time).
+    const sending = this.sendFetch(connection, ready, version, sent)
     let response: Fetch.Response
     try {
-      response = await connection.request(Fetch.api, request, version)
+      response = await sending
     } catch (e) {
       return this.connectionFailed(`Fetch IO error: ${describeError(e)}`)
     }
@@ -621,7 +642,7 @@ export class MirrorFetcher {
     let bytes = 0
     for (const t of response.responses)
       for (const p of t.partitions) {
-        const a = sent.get(sentKey(byId ? t.topicId : t.topic, p.partitionIndex))
+        const a = sent.get(byId ? t.topicId : t.topic, p.partitionIndex)
         if (a === undefined || answered.has(a)) continue
         answered.add(a)
         // Removed, moved or truncated while the request was in flight: the answer is for another position.

@@ -13,7 +13,7 @@
  * the events, and adds or removes partitions. Backoff waits use real timers; `now` drives `failAfterMs`,
  * lag in time and append times.
  */
-import { Errors, Metadata, ZERO_UUID } from "@clustermirror/protocol"
+import { Errors, Metadata, TopicPartitionMap, ZERO_UUID } from "@clustermirror/protocol"
 import type { TopicPartition } from "./FetcherEvents.js"
 import {
   describeError,
@@ -73,13 +73,11 @@ export interface Lag {
   readonly lagMs: number
 }
 
-const key = (topic: string, partition: number): string => `${topic}\u0000${partition}`
-
 type MetadataTopic = Metadata.Response["topics"][number]
 type MetadataPartition = MetadataTopic["partitions"][number]
 
 export class MirrorFetcherManager {
-  private readonly partitions = new Map<string, PartitionState>()
+  private readonly partitions = new TopicPartitionMap<PartitionState>()
   /** By source broker id and address: a broker that moves gets a new fetcher. */
   private readonly fetchers = new Map<string, MirrorFetcher>()
   private readonly stopping = new Set<Promise<void>>()
@@ -120,14 +118,13 @@ export class MirrorFetcherManager {
     if (this.closed) return
     const now = this.now()
     for (const p of ps) {
-      const k = key(p.topic, p.partition)
-      const existing = this.partitions.get(k)
+      const existing = this.partitions.get(p.topic, p.partition)
       if (existing !== undefined && existing.log === p.log) {
         existing.partition = p
         continue
       }
       if (existing !== undefined) this.detach(existing)
-      this.partitions.set(k, new PartitionState(p, now))
+      this.partitions.set(p.topic, p.partition, new PartitionState(p, now))
     }
     this.releaseIdleFetchers()
     if (this.metadataLoop === undefined) this.metadataLoop = this.runMetadata()
@@ -137,17 +134,16 @@ export class MirrorFetcherManager {
   /** Stops mirroring partitions: nothing is appended for them once this returns. */
   removePartitions(tps: ReadonlyArray<TopicPartition>): void {
     for (const tp of tps) {
-      const k = key(tp.topic, tp.partition)
-      const state = this.partitions.get(k)
+      const state = this.partitions.get(tp.topic, tp.partition)
       if (state === undefined) continue
-      this.partitions.delete(k)
+      this.partitions.delete(tp.topic, tp.partition)
       this.detach(state)
     }
     this.releaseIdleFetchers()
   }
 
   has(tp: TopicPartition): boolean {
-    return this.partitions.has(key(tp.topic, tp.partition))
+    return this.partitions.has(tp.topic, tp.partition)
   }
 
   /**
@@ -155,7 +151,7 @@ export class MirrorFetcherManager {
    * reached the source HW at the last answer, otherwise the time since it last did (or since it was added).
    */
   lag(tp: TopicPartition): Lag | undefined {
-    const s = this.partitions.get(key(tp.topic, tp.partition))
+    const s = this.partitions.get(tp.topic, tp.partition)
     if (s === undefined) return undefined
     return {
       sourceHighWatermark: s.sourceHighWatermark,
@@ -167,7 +163,7 @@ export class MirrorFetcherManager {
 
   /** The partition's source leader epoch from the last source metadata, if known. */
   sourceLeaderEpoch(tp: TopicPartition): number | undefined {
-    const s = this.partitions.get(key(tp.topic, tp.partition))
+    const s = this.partitions.get(tp.topic, tp.partition)
     return s === undefined || s.sourceLeaderEpoch < 0 ? undefined : s.sourceLeaderEpoch
   }
 
@@ -190,7 +186,7 @@ export class MirrorFetcherManager {
   // Outcomes reported by fetchers
 
   private isTracked(state: PartitionState): boolean {
-    return !this.closed && this.partitions.get(key(state.partition.topic, state.partition.partition)) === state
+    return !this.closed && this.partitions.get(state.partition.topic, state.partition.partition) === state
   }
 
   private retry(state: PartitionState, error: string, refreshMetadata: boolean): void {
@@ -213,7 +209,7 @@ export class MirrorFetcherManager {
   private fail(state: PartitionState, message: string, retryable: boolean): void {
     if (!this.isTracked(state)) return
     const tp = state.tp
-    this.partitions.delete(key(tp.topic, tp.partition))
+    this.partitions.delete(tp.topic, tp.partition)
     this.detach(state)
     this.releaseIdleFetchers()
     this.log(`${tp.topic}-${tp.partition} failed (${retryable ? "retryable" : "not retryable"}): ${message}`)
@@ -223,7 +219,7 @@ export class MirrorFetcherManager {
   private epochAhead(state: PartitionState, batchEpoch: number): void {
     if (!this.isTracked(state)) return
     const tp = state.tp
-    this.partitions.delete(key(tp.topic, tp.partition))
+    this.partitions.delete(tp.topic, tp.partition)
     this.detach(state)
     this.releaseIdleFetchers()
     const sourceLeaderEpoch = state.sourceLeaderEpoch

@@ -18,6 +18,7 @@ export * as MirrorStateRecords from "./MirrorStateRecords.js"
 export * as ProtocolError from "./ProtocolError.js"
 export * as RecordBatch from "./RecordBatch.js"
 export * as Spec from "./Spec.js"
+export { TopicPartitionMap } from "./TopicPartitionMap.js"
 export * as Uuid from "./Uuid.js"
 export { Reader, Writer, uuidFromString, uuidToString, ZERO_UUID } from "./internal/Bytes.js"
 // APIs (one module each)

@@ -5,8 +5,9 @@
  * one contract suite. The store knows partitions by name only: no metadata, no mirrors.
  */
 import { Buffer } from "node:buffer"
+import { TopicPartitionMap } from "@clustermirror/protocol"
 import { Context, Effect, Layer } from "effect"
-import { LazyLog } from "./internal/LazyLog.js"
+import { LazyLog, type Materialize } from "./internal/LazyLog.js"
 import { Log } from "./internal/Log.js"
 import { fileRoot, memoryRoot, type Root } from "./internal/Volume.js"
 import { defaultConfig, type LogConfig, type PartitionLog } from "./PartitionLog.js"
@@ -69,42 +70,42 @@ const parseTopicId = (bytes: Uint8Array | undefined): string | undefined => {
 
 /** A store over any root of partition directories. */
 export const make = (root: Root): PartitionLogStoreService => {
-  const open = new Map<string, Log | LazyLog>()
-  const live = (key: string): Log | LazyLog | undefined => {
-    const log = open.get(key)
+  const open = new TopicPartitionMap<Log | LazyLog>()
+  const live = (topic: string, partition: number): Log | LazyLog | undefined => {
+    const log = open.get(topic, partition)
     if (log?.isClosed) {
-      open.delete(key)
+      open.delete(topic, partition)
       return undefined
     }
     return log
   }
+  const materialize: Materialize = (topic, partition, topicId, config) => {
+    const volume = root.volume(dirName(topic, partition))
+    if (topicId !== undefined && parseTopicId(volume.readFile(PARTITION_METADATA)) !== topicId)
+      volume.writeFileAtomic(PARTITION_METADATA, Buffer.from(`version: 0\ntopic_id: ${topicId}\n`))
+    return new Log(topic, partition, volume, config)
+  }
   return {
     open: (topic, partition, config, topicId) => {
-      const key = dirName(topic, partition)
       const full = internConfig({ ...defaultConfig, ...config })
-      const existing = live(key)
+      const existing = live(topic, partition)
       if (existing !== undefined) {
         existing.updateConfig(full)
         return existing
       }
-      const materialize = (current: LogConfig): Log => {
-        const volume = root.volume(key)
-        if (topicId !== undefined && parseTopicId(volume.readFile(PARTITION_METADATA)) !== topicId)
-          volume.writeFileAtomic(PARTITION_METADATA, Buffer.from(`version: 0\ntopic_id: ${topicId}\n`))
-        return new Log(topic, partition, volume, current)
-      }
       // A partition that never held a record gets its directory and files with its first write.
-      const log = root.exists(key) ? materialize(full) : new LazyLog(topic, partition, full, materialize)
-      open.set(key, log)
+      const log = root.exists(dirName(topic, partition))
+        ? materialize(topic, partition, topicId, full)
+        : new LazyLog(topic, partition, topicId, full, materialize)
+      open.set(topic, partition, log)
       return log
     },
-    get: (topic, partition) => live(dirName(topic, partition)),
+    get: (topic, partition) => live(topic, partition),
     delete: (topic, partition) => {
-      const key = dirName(topic, partition)
-      const log = open.get(key)
-      open.delete(key)
+      const log = open.get(topic, partition)
+      open.delete(topic, partition)
       if (log !== undefined && !log.isClosed) log.close()
-      root.removeDir(key)
+      root.removeDir(dirName(topic, partition))
     },
     list: () => {
       const found: StoredPartition[] = []

@@ -30,6 +30,9 @@ const EMPTY_READ: ReadInfo = {
 const NO_EPOCH: EpochEndOffset = { epoch: -1, endOffset: -1 }
 const NONE: ReadonlyArray<never> = []
 
+/** How a lazy log becomes real; one function for all of a store's lazy logs (no closure per log). */
+export type Materialize = (topic: string, partition: number, topicId: string | undefined, config: LogConfig) => Log
+
 export class LazyLog implements PartitionLog {
   private real: Log | undefined
   private closed = false
@@ -37,15 +40,16 @@ export class LazyLog implements PartitionLog {
   constructor(
     readonly topic: string,
     readonly partition: number,
+    private readonly topicId: string | undefined,
     private config: LogConfig,
-    private readonly materialize: (config: LogConfig) => Log
+    private readonly materialize: Materialize
   ) {}
 
   /** The real log, created on first use. */
   private get log(): Log {
     if (this.real === undefined) {
       if (this.closed) throw new Error(`log ${this.topic}-${this.partition} is closed`)
-      this.real = this.materialize(this.config)
+      this.real = this.materialize(this.topic, this.partition, this.topicId, this.config)
     }
     return this.real
   }
