@@ -12,6 +12,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 const PARTITIONS = 2
 
+/** Produces `n` lines to every partition (kcat's sticky partitioner could leave a partition empty). */
+const produceEach = async (c: Cluster, topic: string, prefix: string, n: number) => {
+  for (let p = 0; p < PARTITIONS; p++)
+    await c.kcat(["-P", "-t", topic, "-p", String(p), "-z", "lz4", "-X", "enable.idempotence=true"], {
+      input: lines(prefix, n)
+    })
+}
+
 const lines = (prefix: string, n: number): string =>
   `${Array.from({ length: n }, (_, i) => `${prefix}-${i}-${"x".repeat(40)}`).join("\n")}\n`
 
@@ -119,7 +127,7 @@ describe("failover and failback between two of our clusters", () => {
   })
 
   it("fails over to B, then fails back: A is cut at the last mirrored epoch and ends identical to B", async () => {
-    await a.kcat(["-P", "-t", "fb", "-z", "lz4", "-X", "enable.idempotence=true"], { input: lines("before", 3000) })
+    await produceEach(a, "fb", "before", 1500)
     await b.admin.startMirrorTopics("from-a", ["fb"])
     await waitStates(b, "from-a", "fb", caughtUp, "B mirrors fb from A")
     const before = await MirrorCheck.compareClusters({ source: a.bootstrap, destination: b.bootstrap, topics: ["fb"] })
@@ -129,8 +137,8 @@ describe("failover and failback between two of our clusters", () => {
     // Failover: B stops mirroring and takes writes; A, cut off from its clients' view, takes some too.
     await b.admin.stopMirrorTopics("from-a", ["fb"])
     await waitStates(b, "from-a", "fb", (p) => p.state === "STOPPED", "B stopped")
-    await b.kcat(["-P", "-t", "fb", "-z", "lz4", "-X", "enable.idempotence=true"], { input: lines("on-b", 1000) })
-    await a.kcat(["-P", "-t", "fb", "-z", "lz4", "-X", "enable.idempotence=true"], { input: lines("lost-on-a", 500) })
+    await produceEach(b, "fb", "on-b", 500)
+    await produceEach(a, "fb", "lost-on-a", 250)
 
     // B's coordinators hold the last mirrored epoch of each partition.
     const meta = await b.client.metadata(["fb", "__mirror_state"])
