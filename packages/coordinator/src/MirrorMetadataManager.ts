@@ -145,20 +145,27 @@ export const VALID_STATES: Readonly<Record<Operation, ReadonlyArray<State>>> = {
 }
 
 /**
- * The actual states (coordinators) each operation accepts: §4.5's, except that Stop is accepted from
- * every state §4.2 lets go to STOPPING (and from UNKNOWN, a partition not picked up yet). An operator
- * must be able to stop a FAILED partition (a mirror loop, a lost source) or one still truncating; the
- * state machine runs the stop once the current step ends.
+ * The actual states (coordinators) each operation accepts: §4.5's, widened to the states on the way to
+ * them, so that an operation right after the previous one works: Stop from every state §4.2 lets go to
+ * STOPPING (and UNKNOWN, a partition not picked up yet) — an operator must be able to stop a FAILED
+ * partition (a mirror loop, a lost source) or one still truncating; Pause while the partition is still
+ * on its way to MIRRORING; Resume while it is still PAUSING. The state machine applies the new desired
+ * state once the current step ends.
  */
 export const VALID_ACTUAL_STATES: Readonly<Record<Operation, ReadonlyArray<State>>> = {
-  ...VALID_STATES,
+  start: VALID_STATES.start,
   stop: ["UNKNOWN", "LOG_TRUNCATION", "EPOCH_FENCING", "MIRRORING", "PAUSING", "PAUSED", "FAILED"],
+  pause: ["UNKNOWN", "LOG_TRUNCATION", "EPOCH_FENCING", "MIRRORING"],
+  resume: ["PAUSING", "PAUSED"],
   delete: ["STOPPED", "UNKNOWN"]
 }
 
 export type Validation =
   | { readonly _tag: "Valid"; readonly stateValidationOffset: number }
   | { readonly _tag: "Invalid"; readonly errorCode: number; readonly errorMessage: string }
+
+/** How long a delete waits for partitions still STOPPING before it is refused. */
+export const STOPPING_WAIT_MS = 15_000
 
 /** §6.5: a bump sets the destination epoch this far above the source epoch. */
 export const LEADER_EPOCH_BUMP_INCREMENT = 10
@@ -515,6 +522,21 @@ export class MirrorMetadataManager {
    * Topics unknown here or belonging to another mirror are left to the controller's per-topic errors.
    */
   async validate(op: Operation, mirror: string, topicNames: ReadonlyArray<string> | null): Promise<Validation> {
+    // A delete right after a stop finds partitions still STOPPING: wait for them (briefly) rather than
+    // fail a scripted "stop, then delete".
+    const deadline = Date.now() + STOPPING_WAIT_MS
+    for (;;) {
+      const v = await this.validateOnce(op, mirror, topicNames)
+      if (v._tag === "Valid" || op !== "delete" || !v.stopping || Date.now() > deadline) return v
+      await sleep(100)
+    }
+  }
+
+  private async validateOnce(
+    op: Operation,
+    mirror: string,
+    topicNames: ReadonlyArray<string> | null
+  ): Promise<Validation & { readonly stopping?: boolean }> {
     const md = this.options.metadata
     const offset = md.offset()
     const valid = VALID_STATES[op]
@@ -552,9 +574,12 @@ export class MirrorMetadataManager {
       if (Either.isLeft(r))
         return { _tag: "Invalid", errorCode: r.left.errorCode, errorMessage: `${what}: ${r.left.errorMessage}` }
       if (!validActual.includes(r.right.state))
-        return invalid(
-          `Partition ${what} of mirror ${mirror} is ${r.right.state}; ${op} needs one of ${validActual.join(", ")}`
-        )
+        return {
+          ...invalid(
+            `Partition ${what} of mirror ${mirror} is ${r.right.state}; ${op} needs one of ${validActual.join(", ")}`
+          ),
+          stopping: r.right.state === "STOPPING"
+        }
     }
     return { _tag: "Valid", stateValidationOffset: offset }
   }
