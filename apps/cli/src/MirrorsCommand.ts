@@ -439,3 +439,22 @@ export const run = async (command: Command, io: Io): Promise<number> => {
     await client.close()
   }
 }
+
+/**
+ * The whole command: usage on no arguments or `--help`, parsing, then `run`. Both entrypoints use it:
+ * `clustermirror-mirrors ...` and `clustermirror mirrors ...`.
+ */
+export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number> => {
+  if (argv.length === 0 || argv.includes("--help")) {
+    io.out(usage)
+    return argv.length === 0 ? 2 : 0
+  }
+  let command: Command
+  try {
+    command = parse(argv)
+  } catch (e) {
+    io.err(`${e instanceof Error ? e.message : String(e)}\n${usage}`)
+    return 2
+  }
+  return run(command, io)
+}

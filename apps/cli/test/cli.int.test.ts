@@ -91,6 +91,17 @@ describe("clustermirror-mirrors", () => {
     const lines = listed.stdout.trimEnd().split("\n")
     expect(lines[0]!.split(/\s+/)).toEqual(["MIRROR", "TOPICS", "SOURCE-CLUSTER-ID", "SOURCE-BOOTSTRAP-SERVER"])
     expect(lines.slice(1).map((l) => l.split(/\s+/))).toEqual([["dr", "1", sourceClusterId, source.bootstrap]])
+    // `clustermirror mirrors ...` (the server app's command) is the same command.
+    const viaServer = await new Promise<Run>((resolve) =>
+      execFile(
+        process.execPath,
+        ["--import", "tsx", "src/main.ts", "mirrors", "--bootstrap-server", destination.bootstrap, "--list"],
+        { cwd: fileURLToPath(new URL("../../server/", import.meta.url)), timeout: 60_000 },
+        (error, stdout, stderr) =>
+          resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : -1, stdout, stderr })
+      )
+    )
+    expect(viaServer).toEqual(listed)
 
     // The partitions' actual states come from their leaders: wait for both to mirror.
     const describeUntil = async (state: string) => {

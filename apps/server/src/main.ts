@@ -1,13 +1,17 @@
 /**
  * `clustermirror server --port <port> --data-dir <dir> [--config <file>] [--host <host>]`
+ * `clustermirror mirrors --bootstrap-server <host:port> <action> ...`
  *
  * The only entrypoint of the server app: builds the broker from its config and runs it until SIGTERM
- * or SIGINT, then shuts down cleanly (sockets closed, logs flushed and closed).
+ * or SIGINT, then shuts down cleanly (sockets closed, logs flushed and closed). `mirrors` runs the
+ * cluster-mirror command of `@clustermirror/cli` (the same as `clustermirror-mirrors`).
  */
+import * as MirrorsCommand from "@clustermirror/cli"
 import { BrokerConfig, Node } from "@clustermirror/broker"
 import { Effect, Exit, Fiber } from "effect"
 
-const usage = `usage: clustermirror server [--port <port>] [--data-dir <dir>] [--config <file>] [--host <host>] [--node-id <id>] [--embedded <brokers>]`
+const usage = `usage: clustermirror server [--port <port>] [--data-dir <dir>] [--config <file>] [--host <host>] [--node-id <id>] [--embedded <brokers>]
+       clustermirror mirrors --bootstrap-server <host:port> <action> ...   (cluster mirrors; --help for the actions)`
 
 const parseArgs = (argv: ReadonlyArray<string>): Map<string, string> => {
   const out = new Map<string, string>()
@@ -46,6 +50,13 @@ const log = (line: string) => process.stdout.write(`[${new Date().toISOString()}
 
 const main = async () => {
   const [command, ...rest] = process.argv.slice(2)
+  if (command === "mirrors") {
+    process.exitCode = await MirrorsCommand.main(rest, {
+      out: (line) => process.stdout.write(`${line}\n`),
+      err: (line) => process.stderr.write(`${line}\n`)
+    })
+    return
+  }
   if (command !== "server") {
     process.stderr.write(`${usage}\n`)
     process.exit(command === undefined || command === "--help" ? 0 : 2)
