@@ -66,8 +66,6 @@ export interface MirrorRuntime {
   readonly onMetadataUpdate: () => void
   /** Whether clients may produce to a partition this broker leads (READ_ONLY_TOPIC, or a retriable wait while stopping). */
   readonly produceState: (topic: string, partition: number) => "writable" | "stopping" | "readOnly"
-  /** Mirror fetchers per mirror, for tests and metrics. */
-  readonly fetchers: () => ReadonlyMap<string, MirrorFetcherManager.MirrorFetcherManager>
   readonly register: (handlers: Handlers) => void
   readonly close: () => Promise<void>
 }
@@ -555,76 +553,36 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
       api: Api.ApiDef<Req, Res>,
       op: MirrorMetadataManager.Operation,
       topicsOf: (request: Spec.StructType<Req>) => ReadonlyArray<string> | null,
-      refuse: (request: Spec.StructType<Req>, errorCode: number, errorMessage: string) => Spec.StructInput<Res>
+      refuse: (topics: ReadonlyArray<string>, errorCode: number, errorMessage: string) => Spec.StructInput<Res>
     ) =>
       handlers.register(api, async (_req, request) => {
         const mirrorName = (request as { readonly mirrorName: string }).mirrorName
-        const v = await manager.validate(op, mirrorName, topicsOf(request))
-        if (v._tag === "Invalid") return refuse(request, v.errorCode, v.errorMessage)
+        const topics = topicsOf(request)
+        const v = await manager.validate(op, mirrorName, topics)
+        if (v._tag === "Invalid") return refuse(topics ?? [], v.errorCode, v.errorMessage)
         const stamped = { ...request, stateValidationOffset: BigInt(v.stateValidationOffset) }
         const response = await controller.request(api, stamped as Spec.StructInput<Req>)
         await options.catchUp()
         return response as Spec.StructInput<Res>
       })
-    const topicsRefusal = (topics: ReadonlyArray<string>, errorCode: number, errorMessage: string) => ({
+    const topicNames = (r: { readonly topics: ReadonlyArray<{ readonly topicName: string }> }) =>
+      r.topics.map((t) => t.topicName)
+    /** The refusal of a topic operation: the whole request and every topic with the validation's error. */
+    const refuseTopics = (topics: ReadonlyArray<string>, errorCode: number, errorMessage: string) => ({
       throttleTimeMs: 0,
       errorCode,
       errorMessage,
       topics: topics.map((name) => ({ name, errorCode, errorMessage }))
     })
-    validated(
-      StartMirrorTopics.api,
-      "start",
-      (r) => r.topics.map((t) => t.topicName),
-      (r, code, message) => ({
-        throttleTimeMs: 0,
-        errorCode: code,
-        errorMessage: message,
-        topics: r.topics.map((t) => ({ name: t.topicName, errorCode: code, errorMessage: message }))
-      })
-    )
-    validated(
-      StopMirrorTopics.api,
-      "stop",
-      (r) => r.topics.map((t) => t.topicName),
-      (r, code, message) =>
-        topicsRefusal(
-          r.topics.map((t) => t.topicName),
-          code,
-          message
-        )
-    )
-    validated(
-      PauseMirrorTopics.api,
-      "pause",
-      (r) => r.topics.map((t) => t.topicName),
-      (r, code, message) =>
-        topicsRefusal(
-          r.topics.map((t) => t.topicName),
-          code,
-          message
-        )
-    )
-    validated(
-      ResumeMirrorTopics.api,
-      "resume",
-      (r) => r.topics.map((t) => t.topicName),
-      (r, code, message) =>
-        topicsRefusal(
-          r.topics.map((t) => t.topicName),
-          code,
-          message
-        )
-    )
+    validated(StartMirrorTopics.api, "start", topicNames, refuseTopics)
+    validated(StopMirrorTopics.api, "stop", topicNames, refuseTopics)
+    validated(PauseMirrorTopics.api, "pause", topicNames, refuseTopics)
+    validated(ResumeMirrorTopics.api, "resume", topicNames, refuseTopics)
     validated(
       DeleteClusterMirror.api,
       "delete",
       () => null,
-      (_r, code, message) => ({
-        throttleTimeMs: 0,
-        errorCode: code,
-        errorMessage: message
-      })
+      (_topics, errorCode, errorMessage) => ({ throttleTimeMs: 0, errorCode, errorMessage })
     )
 
     // RecoverMirrorTopics: the leaders of the topics' partitions recover them; a broker that receives the
@@ -691,7 +649,6 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
       manager.onMetadataUpdate()
     },
     produceState: (topic, partition) => manager.produceState(topic, partition),
-    fetchers: () => new Map([...fetcherManagers].map(([k, v]) => [k, v.manager])),
     register,
     close: async () => {
       manager.close()

@@ -413,24 +413,9 @@ export class MirrorMetadataManager {
     return t.desired === "STOPPED" ? "stopping" : "readOnly"
   }
 
-  /** `produceState(...) === "writable"`. */
-  isWritable(topic: string, partition: number): boolean {
-    return this.produceState(topic, partition) === "writable"
-  }
-
   /** The actual state of a partition this broker leads; undefined when it leads none or has not loaded it. */
   stateOf(topic: string, partition: number): Value | undefined {
     return this.parts.get(topic, partition)?.value
-  }
-
-  /** How many led mirror partitions are in each state (the `<State>PartitionState` gauges of §10.1). */
-  stateCounts(): ReadonlyMap<State, number> {
-    const counts = new Map<State, number>()
-    for (const p of this.parts.values()) {
-      const s = p.value?.state ?? "UNKNOWN"
-      counts.set(s, (counts.get(s) ?? 0) + 1)
-    }
-    return counts
   }
 
   get partitionCount(): number {

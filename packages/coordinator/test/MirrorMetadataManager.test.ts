@@ -210,7 +210,7 @@ describe("MirrorMetadataManager", () => {
     expect(stored(0)).toMatchObject({ state: "MIRRORING", stateEpoch: 2 })
     expect(stored(1)).toMatchObject({ state: "MIRRORING", stateEpoch: 2 })
     expect(lookups.length).toBeGreaterThan(0)
-    expect(managers.get(1)!.isWritable(TOPIC, 0)).toBe(false)
+    expect(managers.get(1)!.produceState(TOPIC, 0)).toBe("readOnly")
     expect(managers.get(2)!.partitionCount).toBe(0)
   })
 
@@ -223,7 +223,7 @@ describe("MirrorMetadataManager", () => {
     update()
     await eventually("paused", () => stateOf(0) === "PAUSED" && stateOf(1) === "PAUSED")
     expect(p.fetching.size).toBe(0)
-    expect(managers.get(1)!.isWritable(TOPIC, 0)).toBe(false)
+    expect(managers.get(1)!.produceState(TOPIC, 0)).toBe("readOnly")
     const truncations = p.calls.filter((c) => c.startsWith("truncate")).length
     world.desired = "MIRRORING"
     update()
@@ -250,7 +250,7 @@ describe("MirrorMetadataManager", () => {
     // No epoch in the log: no LME, no bump.
     expect(stored(1)).toMatchObject({ state: "STOPPED", lastMirrorEpoch: -1 })
     expect(p.calls).not.toContain("bump 1 min=-1")
-    expect(managers.get(1)!.isWritable(TOPIC, 0)).toBe(true)
+    expect(managers.get(1)!.produceState(TOPIC, 0)).toBe("writable")
   })
 
   it("given mirroring, when the fetcher fails, then FAILED with the reason and attempt, retried with growing delay, and back to MIRRORING", async () => {
