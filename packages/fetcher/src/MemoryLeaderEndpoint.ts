@@ -8,7 +8,6 @@
  * The leader-side helpers (`leaderEndOffsetForEpoch`, `checkLastFetchedEpoch`) are exported so the
  * broker's leader answers exactly like this one.
  */
-import { Buffer } from "node:buffer"
 import { Errors, Fetch, type OffsetForLeaderEpoch } from "@clustermirror/protocol"
 import type { PartitionLog } from "@clustermirror/storage"
 import { Either } from "effect"
@@ -21,6 +20,7 @@ import {
   type OffsetAndEpoch,
   TOPIC_ID_FETCH_VERSION
 } from "./LeaderEndpoint.js"
+import * as FetchAnswers from "./internal/FetchAnswers.js"
 
 const { ErrorCode } = Errors
 
@@ -96,7 +96,7 @@ const key = (topic: string, partition: number): string => `${topic}\u0000${parti
 
 const timer = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
-type ResponsePartition = Fetch.Response["responses"][number]["partitions"][number]
+type ResponsePartition = FetchAnswers.ResponsePartition
 
 /** An in-process leader of some partitions. */
 export class MemoryLeader {
@@ -224,20 +224,7 @@ export class MemoryLeader {
       const topic = version >= TOPIC_ID_FETCH_VERSION ? this.byTopicId.get(t.topicId) : t.topic
       const partitions: ResponsePartition[] = []
       for (const rp of t.partitions) {
-        const base: ResponsePartition = {
-          partitionIndex: rp.partition,
-          errorCode: 0,
-          highWatermark: -1n,
-          lastStableOffset: -1n,
-          logStartOffset: -1n,
-          divergingEpoch: { epoch: -1, endOffset: -1n },
-          currentLeader: { leaderId: -1, leaderEpoch: -1 },
-          snapshotId: { endOffset: -1n, epoch: -1 },
-          abortedTransactions: null,
-          preferredReadReplica: -1,
-          records: Buffer.alloc(0),
-          mirrorLeaderEpoch: -1
-        }
+        const base = FetchAnswers.emptyPartition(rp.partition)
         if (topic === undefined) {
           anyError = true
           partitions.push({ ...base, errorCode: ErrorCode.UNKNOWN_TOPIC_ID })

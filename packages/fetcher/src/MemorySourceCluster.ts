@@ -22,6 +22,7 @@ import { type PartitionLog, PartitionLogStore } from "@clustermirror/storage"
 import { Either } from "effect"
 import { checkLastFetchedEpoch, leaderEndOffsetForEpoch } from "./MemoryLeaderEndpoint.js"
 import type { SourceAddress, SourceConnection, SourceConnector } from "./SourceCluster.js"
+import * as FetchAnswers from "./internal/FetchAnswers.js"
 
 const { ErrorCode } = Errors
 
@@ -75,7 +76,7 @@ const SERVED: ReadonlySet<number> = new Set([
 const PORT = 9092
 const UNSET_OPS = -2147483648
 
-type FetchResponsePartition = Fetch.Response["responses"][number]["partitions"][number]
+type FetchResponsePartition = FetchAnswers.ResponsePartition
 
 const roundTrip = <A>(
   encoded: Either.Either<Buffer, Error>,
@@ -469,20 +470,7 @@ export class MemorySourceCluster implements SourceConnector {
       const topic = version >= 13 ? this.topicNames.get(t.topicId) : this.topics.has(t.topic) ? t.topic : undefined
       const partitions: FetchResponsePartition[] = []
       for (const rp of t.partitions) {
-        const base: FetchResponsePartition = {
-          partitionIndex: rp.partition,
-          errorCode: ErrorCode.NONE,
-          highWatermark: -1n,
-          lastStableOffset: -1n,
-          logStartOffset: -1n,
-          divergingEpoch: { epoch: -1, endOffset: -1n },
-          currentLeader: { leaderId: -1, leaderEpoch: -1 },
-          snapshotId: { endOffset: -1n, epoch: -1 },
-          abortedTransactions: null,
-          preferredReadReplica: -1,
-          records: Buffer.alloc(0),
-          mirrorLeaderEpoch: -1
-        }
+        const base = FetchAnswers.emptyPartition(rp.partition)
         if (topic === undefined) {
           answerNow = true
           const errorCode = version >= 13 ? ErrorCode.UNKNOWN_TOPIC_ID : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

@@ -329,7 +329,25 @@ const MAX_INT64 = 9223372036854775807n
 /** Kafka's request.timeout.ms default, sent as ListOffsets' TimeoutMs. */
 const LIST_OFFSETS_TIMEOUT_MS = 30_000
 
-const sentKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`
+/**
+ * The partitions of a request grouped by topic name, and the request entry of each (topic, partition)
+ * for matching the answers.
+ */
+const byTopic = <P>(
+  asked: ReadonlyArray<Sent>,
+  partition: (a: Sent) => P
+): { readonly topics: Map<string, Array<P>>; readonly sent: TopicPartitionMap<Sent> } => {
+  const topics = new Map<string, Array<P>>()
+  const sent = new TopicPartitionMap<Sent>()
+  for (const a of asked) {
+    const p = a.state.partition
+    let partitions = topics.get(p.topic)
+    if (partitions === undefined) topics.set(p.topic, (partitions = []))
+    partitions.push(partition(a))
+    sent.set(p.topic, p.partition, a)
+  }
+  return { topics, sent }
+}
 
 export class MirrorFetcher {
   /** In fetch order: a partition that got data moves to the back, so byte limits serve every partition. */
@@ -493,19 +511,11 @@ export class MirrorFetcher {
       else asked.push({ state: s, generation: s.generation, fetchOffset: s.log.logEndOffset })
     }
     if (asked.length === 0 || version === undefined) return undefined
-    const topics = new Map<string, Array<{ partition: number; currentLeaderEpoch: number; leaderEpoch: number }>>()
-    const byKey = new Map<string, Sent>()
-    for (const a of asked) {
-      const p = a.state.partition
-      let partitions = topics.get(p.topic)
-      if (partitions === undefined) topics.set(p.topic, (partitions = []))
-      partitions.push({
-        partition: p.partition,
-        currentLeaderEpoch: a.state.sourceLeaderEpoch,
-        leaderEpoch: a.state.log.latestEpoch()
-      })
-      byKey.set(sentKey(p.topic, p.partition), a)
-    }
+    const { topics, sent: byKey } = byTopic(asked, (a) => ({
+      partition: a.state.partition.partition,
+      currentLeaderEpoch: a.state.sourceLeaderEpoch,
+      leaderEpoch: a.state.log.latestEpoch()
+    }))
     let response: OffsetForLeaderEpoch.Response
     try {
       response = await connection.request(
@@ -523,7 +533,7 @@ export class MirrorFetcher {
     const answered = new Set<Sent>()
     for (const t of response.topics)
       for (const p of t.partitions) {
-        const a = byKey.get(sentKey(t.topic, p.partition))
+        const a = byKey.get(t.topic, p.partition)
         if (a === undefined || answered.has(a) || !this.isCurrent(a)) continue
         answered.add(a)
         const s = a.state
@@ -785,19 +795,11 @@ export class MirrorFetcher {
       for (const a of states) owner.retry(a.state, "Fetch error: OFFSET_OUT_OF_RANGE and no ListOffsets", true)
       return undefined
     }
-    const topics = new Map<string, Array<{ partitionIndex: number; currentLeaderEpoch: number; timestamp: bigint }>>()
-    const byKey = new Map<string, Sent>()
-    for (const a of states) {
-      const p = a.state.partition
-      let partitions = topics.get(p.topic)
-      if (partitions === undefined) topics.set(p.topic, (partitions = []))
-      partitions.push({
-        partitionIndex: p.partition,
-        currentLeaderEpoch: a.state.sourceLeaderEpoch,
-        timestamp: EARLIEST_TIMESTAMP
-      })
-      byKey.set(sentKey(p.topic, p.partition), a)
-    }
+    const { topics, sent: byKey } = byTopic(states, (a) => ({
+      partitionIndex: a.state.partition.partition,
+      currentLeaderEpoch: a.state.sourceLeaderEpoch,
+      timestamp: EARLIEST_TIMESTAMP
+    }))
     let response: ListOffsets.Response
     try {
       response = await connection.request(
@@ -816,7 +818,7 @@ export class MirrorFetcher {
     const answered = new Set<Sent>()
     for (const t of response.topics)
       for (const p of t.partitions) {
-        const a = byKey.get(sentKey(t.name, p.partitionIndex))
+        const a = byKey.get(t.name, p.partitionIndex)
         if (a === undefined || answered.has(a)) continue
         answered.add(a)
         if (!this.isCurrent(a) || a.state.log.logEndOffset !== a.fetchOffset) continue
