@@ -184,6 +184,5 @@ describe("failover and failback between two of our clusters", () => {
     expect(onA.stdout).not.toContain("lost-on-a")
     expect(onA.stdout.split("\n").filter((l) => l.startsWith("on-b")).length).toBe(1000)
     expect(onA.stdout.split("\n").filter((l) => l.startsWith("before")).length).toBe(3000)
-    expect(lmes.every((e) => e >= 0)).toBe(true)
   })
 })

@@ -130,6 +130,8 @@ export interface MirrorMetadataManagerOptions {
   readonly retry?: MirrorStateMachine.RetryConfig
   readonly random?: () => number
   readonly log?: (line: string) => void
+  /** How long a delete waits for the partitions of stopped topics to reach STOPPED (default 15 s). */
+  readonly stoppingWaitMs?: number
 }
 
 /** The user operations of §4.5 and the states they accept (desired and actual). */
@@ -164,7 +166,7 @@ export type Validation =
   | { readonly _tag: "Valid"; readonly stateValidationOffset: number }
   | { readonly _tag: "Invalid"; readonly errorCode: number; readonly errorMessage: string }
 
-/** How long a delete waits for partitions still STOPPING before it is refused. */
+/** How long a delete waits for partitions of stopped topics to reach STOPPED before it is refused. */
 export const STOPPING_WAIT_MS = 15_000
 
 /** §6.5: a bump sets the destination epoch this far above the source epoch. */
@@ -507,9 +509,9 @@ export class MirrorMetadataManager {
    * Topics unknown here or belonging to another mirror are left to the controller's per-topic errors.
    */
   async validate(op: Operation, mirror: string, topicNames: ReadonlyArray<string> | null): Promise<Validation> {
-    // A delete right after a stop finds partitions still STOPPING: wait for them (briefly) rather than
-    // fail a scripted "stop, then delete".
-    const deadline = Date.now() + STOPPING_WAIT_MS
+    // A delete right after a stop finds partitions not STOPPED yet (stopping, or finishing the step they
+    // were in): wait for them (briefly) rather than fail a scripted "stop, then delete".
+    const deadline = Date.now() + (this.options.stoppingWaitMs ?? STOPPING_WAIT_MS)
     for (;;) {
       const v = await this.validateOnce(op, mirror, topicNames)
       if (v._tag === "Valid" || op !== "delete" || !v.stopping || Date.now() > deadline) return v
@@ -563,7 +565,8 @@ export class MirrorMetadataManager {
           ...invalid(
             `Partition ${what} of mirror ${mirror} is ${r.right.state}; ${op} needs one of ${validActual.join(", ")}`
           ),
-          stopping: r.right.state === "STOPPING"
+          // Delete only gets here with every topic desired STOPPED: a partition not STOPPED yet is on its way.
+          stopping: op === "delete"
         }
     }
     return { _tag: "Valid", stateValidationOffset: offset }

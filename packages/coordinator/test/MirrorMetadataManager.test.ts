@@ -174,7 +174,8 @@ const setup = (options: { retry?: MirrorStateMachineRetry; lme?: number } = {}) 
         }
       },
       retry: options.retry ?? { initialBackoffMs: 20, maxBackoffMs: 200, maxAttempts: 100 },
-      random: () => 0.5
+      random: () => 0.5,
+      stoppingWaitMs: 300
     })
     managers.set(id, m)
   }
@@ -402,11 +403,16 @@ describe("MirrorMetadataManager", () => {
     // Topics still mirroring: the controller's CLUSTER_MIRROR_NOT_EMPTY says it best, so it goes through.
     expect(await m.validate("delete", MIRROR, null)).toMatchObject({ _tag: "Valid" })
     world.desired = "STOPPED"
-    // Desired STOPPED but still MIRRORING here: not deletable yet.
-    expect(await m.validate("delete", MIRROR, null)).toMatchObject({ _tag: "Invalid" })
+    // Desired STOPPED but the leader has not acted on it (no metadata update): refused once the wait ends.
+    expect(await m.validate("delete", MIRROR, null)).toMatchObject({
+      _tag: "Invalid",
+      errorCode: Errors.ErrorCode.INVALID_CLUSTER_MIRROR_STATES
+    })
+    // Right after the stop reaches the leader: the delete waits for the partitions to be STOPPED.
     update()
-    await eventually("stopped", () => stateOf(0) === "STOPPED" && stateOf(1) === "STOPPED")
+    expect(stateOf(0)).not.toBe("STOPPED")
     expect(await m.validate("delete", MIRROR, null)).toMatchObject({ _tag: "Valid" })
+    expect([stateOf(0), stateOf(1)]).toEqual(["STOPPED", "STOPPED"])
   })
 
   it("describes the partitions it leads with state and lag, and answers LME lookups for the keys it coordinates", async () => {
