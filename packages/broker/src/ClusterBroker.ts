@@ -41,6 +41,7 @@ import { type BrokerContext, INTERNAL_TOPICS, ProducerIdManager, register } from
 import type * as MetadataView from "./MetadataView.js"
 import * as MirrorApis from "./MirrorApis.js"
 import * as MirrorRuntime from "./MirrorRuntime.js"
+import type * as MirrorSync from "./MirrorSync.js"
 import { ReplicaManager } from "./ReplicaManager.js"
 import { Handlers } from "./RequestChannel.js"
 import * as SocketServer from "./SocketServer.js"
@@ -52,6 +53,8 @@ export interface ClusterBroker {
   readonly replicas: ReplicaManager
   /** The metadata image this broker has loaded. */
   readonly image: () => MetadataImage.MetadataImage
+  /** The mirror-level sync tasks of this broker (§5.9 c), whose statuses it reports. */
+  readonly mirrorSyncTasks: ReadonlyArray<MirrorSync.CoordinatorTask>
   readonly close: () => Promise<void>
 }
 
@@ -548,6 +551,7 @@ export const start = async (
     nodeId,
     replicas,
     image: () => image,
+    mirrorSyncTasks: mirrors.syncTasks,
     close: async () => {
       if (stopped) return
       stopped = true

@@ -39,6 +39,7 @@ import { keyedRecords } from "./internal/CoordinatorLog.js"
 import type { PartitionState as ReplicaPartitionState, ReplicaManager } from "./ReplicaManager.js"
 import type { PartitionLog } from "@clustermirror/storage"
 import type { Handlers } from "./RequestChannel.js"
+import * as MirrorSync from "./MirrorSync.js"
 
 export const MIRROR_STATE_TOPIC = "__mirror_state"
 
@@ -67,6 +68,8 @@ export interface MirrorRuntime {
   /** Whether clients may produce to a partition this broker leads (READ_ONLY_TOPIC, or a retriable wait while stopping). */
   readonly produceState: (topic: string, partition: number) => "writable" | "stopping" | "readOnly"
   readonly register: (handlers: Handlers) => void
+  /** The mirror-level sync tasks (§5.9 c) for the refresh loop; their group statuses answer DescribeClusterMirrors. */
+  readonly syncTasks: ReadonlyArray<MirrorSync.CoordinatorTask>
   readonly close: () => Promise<void>
 }
 
@@ -526,6 +529,8 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     }
   }
 
+  const groupSync = new MirrorSync.GroupSyncStatusStore()
+
   manager = new MirrorMetadataManager.MirrorMetadataManager({
     metadata,
     coordinator,
@@ -546,7 +551,9 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
   const register = (handlers: Handlers) => {
     handlers.register(ReadMirrorStates.api, (_req, request) => coordinator.read(request))
     handlers.register(WriteMirrorStates.api, (_req, request) => coordinator.write(request))
-    handlers.register(DescribeClusterMirrors.api, (_req, request) => manager.describe(request))
+    handlers.register(DescribeClusterMirrors.api, (_req, request) =>
+      MirrorSync.withGroupSync(manager.describe(request), groupSync)
+    )
 
     /** Phase 1 of §5.8, then the controller with the stamp; a refusal answers every topic. */
     const validated = <Req extends Spec.Fields, Res extends Spec.Fields>(
@@ -650,6 +657,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     },
     produceState: (topic, partition) => manager.produceState(topic, partition),
     register,
+    syncTasks: MirrorSync.coordinatorTasks({ store: groupSync }),
     close: async () => {
       manager.close()
       await Promise.all([...fetcherManagers.values()].map((f) => f.manager.close()))

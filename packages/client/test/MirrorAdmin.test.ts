@@ -54,7 +54,8 @@ const mirror = (
   errorCode,
   mirrorName,
   authorizedOperations: -2147483648,
-  topics: Object.entries(topics).map(([topicName, partitions]) => ({ topicName, partitions: [...partitions] }))
+  topics: Object.entries(topics).map(([topicName, partitions]) => ({ topicName, partitions: [...partitions] })),
+  groupSyncStatuses: []
 })
 
 const answered = (nodeId: number, res: Response): MirrorAdmin.BrokerDescription => ({

@@ -430,7 +430,13 @@ export class MirrorMetadataManager {
     const names = request.mirrorNames.length === 0 ? [...md.mirrorNames()].sort() : request.mirrorNames
     const mirrors = names.map((name) => {
       if (md.mirrorConfigs(name) === undefined)
-        return { errorCode: E.UNKNOWN_CLUSTER_MIRROR, mirrorName: name, authorizedOperations: -2147483648, topics: [] }
+        return {
+          errorCode: E.UNKNOWN_CLUSTER_MIRROR,
+          mirrorName: name,
+          authorizedOperations: -2147483648,
+          topics: [],
+          groupSyncStatuses: []
+        }
       const topics = new Map<
         string,
         Array<DescribeClusterMirrors.Response["mirrors"][number]["topics"][number]["partitions"][number]>
@@ -462,7 +468,9 @@ export class MirrorMetadataManager {
           .map(([topicName, partitions]) => ({
             topicName,
             partitions: partitions.sort((a, b) => a.partitionIndex - b.partitionIndex)
-          }))
+          })),
+        // Filled by the broker running the mirror's coordinator tasks, not here.
+        groupSyncStatuses: []
       }
     })
     return {

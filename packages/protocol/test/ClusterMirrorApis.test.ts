@@ -2,7 +2,14 @@ import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
 import * as Api from "../src/Api.js"
 import * as Apis from "../src/Apis.js"
-import { ReadMirrorStates, RecoverMirrorTopics, StartMirrorTopics, WriteMirrorStates } from "../src/index.js"
+import {
+  DescribeClusterMirrors,
+  ReadMirrorStates,
+  RecoverMirrorTopics,
+  StartMirrorTopics,
+  WriteMirrorStates
+} from "../src/index.js"
+import * as S from "../src/Spec.js"
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex")
 // Bytes 00..0f as a Kafka UUID string.
@@ -190,5 +197,67 @@ describe("KIP-1279 APIs", () => {
     const back = Either.getOrThrow(Api.decodeResponse(RecoverMirrorTopics.api, 0, frame))
     expect(back.correlationId).toBe(3)
     expect(back.body.topics).toEqual([{ topicName: "t", errorCode: 0, errorMessage: null }])
+  })
+
+  describe("DescribeClusterMirrorsResponse GroupSyncStatuses (tag 0 of a mirror)", () => {
+    // The prototype's layout of the response: no tags of ours.
+    const P0721Response = S.message({
+      name: "DescribeClusterMirrorsResponse",
+      apiKey: 99,
+      type: "response",
+      validVersions: "0",
+      flexibleVersions: "0+",
+      fields: [
+        S.int32("ThrottleTimeMs"),
+        S.int16("ErrorCode"),
+        S.string("ErrorMessage", { nullableVersions: "0+", default: null }),
+        S.array("Mirrors", [
+          S.int16("ErrorCode"),
+          S.string("MirrorName"),
+          S.int32("AuthorizedOperations", { default: -2147483648 }),
+          S.array("Topics", [
+            S.string("TopicName"),
+            S.array("Partitions", [
+              S.int32("PartitionIndex"),
+              S.int64("SourceOffset", { default: -1n }),
+              S.int64("DestinationOffset", { default: -1n }),
+              S.int64("Lag", { default: -1n }),
+              S.string("StateValue"),
+              S.int16("RetryAttempt", { default: 0 }),
+              S.string("ErrorMessage", { nullableVersions: "0+", default: null })
+            ])
+          ])
+        ])
+      ]
+    })
+    const mirror = { errorCode: 0, mirrorName: "dr", topics: [] }
+    const statuses = [
+      {
+        groupId: "billing",
+        state: "CLAMPED",
+        detail: null,
+        timeMs: 1_700_000_000_123n,
+        lastSyncedMs: 1_700_000_000_123n,
+        offsets: [{ topicName: "orders", partitionIndex: 2, sourceOffset: 5n, offset: 40n, leaderEpoch: 3 }]
+      },
+      { groupId: "live", state: "SKIPPED_ACTIVE", detail: "Stable", timeMs: 7n, lastSyncedMs: -1n, offsets: [] }
+    ]
+
+    it("is absent when empty: the bytes are the prototype's", () => {
+      const ours = Either.getOrThrow(DescribeClusterMirrors.Response.encode(0, { mirrors: [mirror] }))
+      const theirs = Either.getOrThrow(P0721Response.encode(0, { mirrors: [mirror] }))
+      expect(hex(ours)).toBe(hex(theirs))
+    })
+
+    it("round-trips, and a peer without the tag decodes the rest unchanged", () => {
+      const bytes = Either.getOrThrow(
+        DescribeClusterMirrors.Response.encode(0, { mirrors: [{ ...mirror, groupSyncStatuses: statuses }] })
+      )
+      const back = Either.getOrThrow(DescribeClusterMirrors.Response.decode(0, bytes))
+      expect(back.mirrors[0]!.groupSyncStatuses).toEqual(statuses)
+      expect(back.mirrors[0]!.mirrorName).toBe("dr")
+      const old = Either.getOrThrow(P0721Response.decode(0, bytes))
+      expect(old.mirrors).toEqual([{ ...mirror, authorizedOperations: -2147483648 }])
+    })
   })
 })

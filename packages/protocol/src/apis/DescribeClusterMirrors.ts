@@ -8,8 +8,12 @@
  * DescribeClusterMirrorsResponse => ThrottleTimeMs ErrorCode ErrorMessage
  *   [Mirrors: ErrorCode MirrorName AuthorizedOperations
  *     [Topics: TopicName [Partitions: PartitionIndex SourceOffset DestinationOffset Lag StateValue
- *       RetryAttempt ErrorMessage]]]
+ *       RetryAttempt ErrorMessage  tagged: 0 LagTimeMs]]
+ *     tagged: 0 GroupSyncStatuses [GroupId State Detail TimeMs LastSyncedMs
+ *       [Offsets: TopicName PartitionIndex SourceOffset Offset LeaderEpoch]]]
  *   tagged: 0 LookupResults [TopicId [Partitions: PartitionIndex LastMirrorEpoch]]
+ *
+ * LagTimeMs and GroupSyncStatuses are ours (tagged, ignorable): P-0721 peers skip them.
  */
 import * as Api from "../Api.js"
 import * as S from "../Spec.js"
@@ -65,7 +69,33 @@ export const Response = S.message({
           // Ours, tagged: how long the partition has not been caught up with the source (ms); -1 unless MIRRORING.
           S.int64("LagTimeMs", { default: -1n, taggedVersions: "0+", tag: 0, ignorable: true })
         ])
-      ])
+      ]),
+      // Ours, tagged: the consumer-group offset sync per group, from the broker running the mirror's
+      // coordinator tasks (empty on the others).
+      S.array(
+        "GroupSyncStatuses",
+        [
+          S.string("GroupId"),
+          // SYNCED, SKIPPED_ACTIVE, FILTERED, CLAMPED or FAILED.
+          S.string("State"),
+          // The destination group's state when skipped, the error when failed.
+          S.string("Detail", { nullableVersions: "0+", default: null }),
+          // When this status was recorded (ms since the epoch).
+          S.int64("TimeMs"),
+          // When offsets of the group were last committed on the destination; -1 never.
+          S.int64("LastSyncedMs", { default: -1n }),
+          S.array("Offsets", [
+            S.string("TopicName"),
+            S.int32("PartitionIndex"),
+            // The offset committed on the source.
+            S.int64("SourceOffset"),
+            // The offset committed on the destination (differs from SourceOffset when clamped).
+            S.int64("Offset"),
+            S.int32("LeaderEpoch", { default: -1 })
+          ])
+        ],
+        { taggedVersions: "0+", tag: 0, ignorable: true }
+      )
     ]),
     S.array(
       "LookupResults",

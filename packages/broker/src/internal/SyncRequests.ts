@@ -1,0 +1,355 @@
+/**
+ * The requests of the mirror-level sync (KIP-1279 §5.9 step c) over a `ClusterClient.Client`: topic
+ * configs (DescribeConfigs, IncrementalAlterConfigs), consumer groups (ListGroups on every broker,
+ * FindCoordinator, DescribeGroups, OffsetFetch, OffsetCommit in the admin form) and the bounds of
+ * partition logs (ListOffsets, OffsetForLeaderEpoch). Each call is written to work with any version the
+ * peer negotiates, so a real Apache Kafka source answers as well as ours.
+ *
+ * Translation only: what to copy, skip or clamp is decided in `MirrorSync`.
+ */
+import type { ClusterClient } from "@clustermirror/client"
+import {
+  DescribeConfigs,
+  DescribeGroups,
+  Errors,
+  FindCoordinator,
+  IncrementalAlterConfigs,
+  ListGroups,
+  ListOffsets,
+  OffsetCommit,
+  OffsetFetch,
+  OffsetForLeaderEpoch
+} from "@clustermirror/protocol"
+
+type Client = ClusterClient.Client
+
+/** The config resource type of a topic. */
+export const TOPIC_RESOURCE = 2
+
+/** A failed request, with the Kafka error and what was asked. */
+export class SyncRequestError extends Error {
+  constructor(
+    readonly errorCode: number,
+    what: string,
+    errorMessage?: string | null
+  ) {
+    super(`${what}: ${errorMessage ?? Errors.message(errorCode)}`)
+  }
+}
+
+export interface ConfigEntry {
+  readonly name: string
+  readonly value: string | null
+  /** Kafka's ConfigSource (1 = DYNAMIC_TOPIC_CONFIG). */
+  readonly source: number
+}
+
+/** A topic's configs, or why they could not be described. */
+export type TopicConfigs =
+  | { readonly _tag: "Configs"; readonly entries: ReadonlyArray<ConfigEntry> }
+  | { readonly _tag: "Error"; readonly message: string }
+
+/** The configs of `topics` in one DescribeConfigs to any broker. */
+export const describeTopicConfigs = async (
+  client: Client,
+  topics: ReadonlyArray<string>
+): Promise<ReadonlyMap<string, TopicConfigs>> => {
+  const out = new Map<string, TopicConfigs>()
+  if (topics.length === 0) return out
+  const res = await client.sendToAnyBroker(DescribeConfigs.api, {
+    resources: topics.map((resourceName) => ({ resourceType: TOPIC_RESOURCE, resourceName, configurationKeys: null })),
+    includeSynonyms: false,
+    includeDocumentation: false
+  })
+  for (const r of res.results)
+    out.set(
+      r.resourceName,
+      r.errorCode !== 0
+        ? { _tag: "Error", message: r.errorMessage || Errors.message(r.errorCode) }
+        : {
+            _tag: "Configs",
+            entries: r.configs.map((c) => ({ name: c.name, value: c.value, source: c.configSource }))
+          }
+    )
+  return out
+}
+
+/** IncrementalAlterConfigs operations. */
+export const ConfigOperation = { SET: 0, DELETE: 1 } as const
+
+export interface ConfigChange {
+  readonly name: string
+  readonly operation: "SET" | "DELETE"
+  readonly value: string | null
+}
+
+/** Applies changes per topic in one IncrementalAlterConfigs; per topic the error message, or null. */
+export const alterTopicConfigs = async (
+  client: Client,
+  changes: ReadonlyMap<string, ReadonlyArray<ConfigChange>>
+): Promise<ReadonlyMap<string, string | null>> => {
+  const out = new Map<string, string | null>()
+  if (changes.size === 0) return out
+  const res = await client.sendToAnyBroker(IncrementalAlterConfigs.api, {
+    resources: [...changes].map(([resourceName, configs]) => ({
+      resourceType: TOPIC_RESOURCE,
+      resourceName,
+      configs: configs.map((c) => ({
+        name: c.name,
+        configOperation: ConfigOperation[c.operation],
+        value: c.value
+      }))
+    })),
+    validateOnly: false
+  })
+  for (const r of res.responses)
+    out.set(r.resourceName, r.errorCode === 0 ? null : r.errorMessage || Errors.message(r.errorCode))
+  return out
+}
+
+export interface ListedGroup {
+  readonly groupId: string
+  readonly protocolType: string
+}
+
+/** Every group of the cluster: ListGroups to each broker (each lists the groups it coordinates). */
+export const listGroups = async (client: Client): Promise<ReadonlyArray<ListedGroup>> => {
+  const brokers = (await client.metadata([])).brokers
+  const lists = await Promise.all(
+    [...brokers.values()].map(async (b) => {
+      const res = await client.sendToNode(b.nodeId, ListGroups.api, { statesFilter: [], typesFilter: [] })
+      if (res.errorCode !== 0) throw new SyncRequestError(res.errorCode, `ListGroups on broker ${b.nodeId}`)
+      return res.groups.map((g) => ({ groupId: g.groupId, protocolType: g.protocolType }))
+    })
+  )
+  const byId = new Map<string, ListedGroup>()
+  for (const g of lists.flat()) byId.set(g.groupId, g)
+  return [...byId.values()]
+}
+
+/** The node coordinating `group` (FindCoordinator in the single-key or the batched layout). */
+export const findGroupCoordinator = async (client: Client, group: string): Promise<number> => {
+  const res = await client.sendToAnyBroker(FindCoordinator.api, {
+    key: group,
+    keyType: FindCoordinator.KeyType.GROUP,
+    coordinatorKeys: [group]
+  })
+  const batched = res.coordinators.find((c) => c.key === group)
+  const errorCode = batched?.errorCode ?? res.errorCode
+  const nodeId = batched?.nodeId ?? res.nodeId
+  if (errorCode !== 0 || nodeId < 0)
+    throw new SyncRequestError(errorCode, `FindCoordinator ${group}`, batched?.errorMessage ?? res.errorMessage)
+  return nodeId
+}
+
+/** The states of `groups` at their coordinator `nodeId` ("Dead" for a group it does not know). */
+export const describeGroupStates = async (
+  client: Client,
+  nodeId: number,
+  groups: ReadonlyArray<string>
+): Promise<ReadonlyMap<string, string>> => {
+  const res = await client.sendToNode(nodeId, DescribeGroups.api, { groups, includeAuthorizedOperations: false })
+  const out = new Map<string, string>()
+  for (const g of res.groups) {
+    if (g.errorCode === Errors.ErrorCode.GROUP_ID_NOT_FOUND) out.set(g.groupId, "Dead")
+    else if (g.errorCode !== 0) throw new SyncRequestError(g.errorCode, `DescribeGroups ${g.groupId}`, g.errorMessage)
+    else out.set(g.groupId, g.groupState)
+  }
+  return out
+}
+
+export interface CommittedOffset {
+  readonly topic: string
+  readonly partition: number
+  readonly offset: bigint
+  readonly leaderEpoch: number
+  readonly metadata: string | null
+}
+
+/** Every offset `group` committed, from its coordinator `nodeId` (partitions without a commit left out). */
+export const fetchCommittedOffsets = async (
+  client: Client,
+  nodeId: number,
+  group: string
+): Promise<ReadonlyArray<CommittedOffset>> => {
+  const res = await client.sendToNode(nodeId, OffsetFetch.api, {
+    groupId: group,
+    topics: null,
+    groups: [{ groupId: group, topics: null }],
+    requireStable: false
+  })
+  const batched = res.groups.find((g) => g.groupId === group)
+  const errorCode = batched?.errorCode ?? res.errorCode
+  if (errorCode !== 0) throw new SyncRequestError(errorCode, `OffsetFetch ${group}`)
+  const out: Array<CommittedOffset> = []
+  for (const t of batched?.topics ?? res.topics)
+    for (const p of t.partitions) {
+      if (p.errorCode !== 0)
+        throw new SyncRequestError(p.errorCode, `OffsetFetch ${group} ${t.name}-${p.partitionIndex}`)
+      if (p.committedOffset < 0n) continue
+      out.push({
+        topic: t.name,
+        partition: p.partitionIndex,
+        offset: p.committedOffset,
+        leaderEpoch: p.committedLeaderEpoch,
+        metadata: p.metadata
+      })
+    }
+  return out
+}
+
+export interface OffsetToCommit {
+  readonly topic: string
+  readonly partition: number
+  readonly offset: bigint
+  readonly leaderEpoch: number
+  readonly metadata: string | null
+}
+
+/**
+ * Commits offsets for `group` at its coordinator `nodeId` as an admin does (generation -1, no member):
+ * a coordinator refuses that for a group with members. Returns the partitions that failed.
+ */
+export const commitOffsets = async (
+  client: Client,
+  nodeId: number,
+  group: string,
+  offsets: ReadonlyArray<OffsetToCommit>
+): Promise<ReadonlyArray<{ readonly topic: string; readonly partition: number; readonly error: string }>> => {
+  const byTopic = new Map<string, Array<OffsetToCommit>>()
+  for (const o of offsets) {
+    let list = byTopic.get(o.topic)
+    if (list === undefined) byTopic.set(o.topic, (list = []))
+    list.push(o)
+  }
+  const res = await client.sendToNode(nodeId, OffsetCommit.api, {
+    groupId: group,
+    generationIdOrMemberEpoch: -1,
+    memberId: "",
+    groupInstanceId: null,
+    retentionTimeMs: -1n,
+    topics: [...byTopic].map(([name, list]) => ({
+      name,
+      partitions: list.map((o) => ({
+        partitionIndex: o.partition,
+        committedOffset: o.offset,
+        committedLeaderEpoch: o.leaderEpoch,
+        committedMetadata: o.metadata
+      }))
+    }))
+  })
+  return res.topics.flatMap((t) =>
+    t.partitions
+      .filter((p) => p.errorCode !== 0)
+      .map((p) => ({ topic: t.name, partition: p.partitionIndex, error: Errors.message(p.errorCode) }))
+  )
+}
+
+export interface LogBounds {
+  readonly logStartOffset: bigint
+  /** The high watermark: what a consumer can read up to. */
+  readonly logEndOffset: bigint
+  /** The epoch of the last batch; -1 when the log has none. */
+  readonly latestEpoch: number
+}
+
+const boundsKey = (topic: string, partition: number) => `${topic}\u0000${partition}`
+
+/** ListOffsets at `timestamp` (-2 earliest, -1 latest) to one partition's leader. */
+const listOffset = async (
+  client: Client,
+  topic: string,
+  partition: number,
+  timestamp: bigint
+): Promise<{ readonly offset: bigint; readonly leaderEpoch: number }> => {
+  const res = await client.sendToLeader(
+    topic,
+    partition,
+    ListOffsets.api,
+    () => ({
+      replicaId: -1,
+      isolationLevel: 0,
+      topics: [{ name: topic, partitions: [{ partitionIndex: partition, currentLeaderEpoch: -1, timestamp }] }],
+      timeoutMs: 10_000
+    }),
+    (r) => r.topics[0]?.partitions[0]?.errorCode ?? Errors.ErrorCode.UNKNOWN_SERVER_ERROR
+  )
+  const p = res.topics[0]!.partitions[0]!
+  return { offset: p.offset, leaderEpoch: p.leaderEpoch }
+}
+
+/** Log start, end and latest epoch of each partition, from its leader. */
+export const logBounds = async (
+  client: Client,
+  partitions: ReadonlyArray<{ readonly topic: string; readonly partition: number }>
+): Promise<ReadonlyMap<string, LogBounds>> => {
+  const out = new Map<string, LogBounds>()
+  await Promise.all(
+    partitions.map(async ({ topic, partition }) => {
+      const [earliest, latest] = await Promise.all([
+        listOffset(client, topic, partition, -2n),
+        listOffset(client, topic, partition, -1n)
+      ])
+      out.set(boundsKey(topic, partition), {
+        logStartOffset: earliest.offset,
+        logEndOffset: latest.offset,
+        latestEpoch: latest.leaderEpoch
+      })
+    })
+  )
+  return out
+}
+
+/** The bounds `logBounds` found for a partition. */
+export const boundsOf = (
+  bounds: ReadonlyMap<string, LogBounds>,
+  topic: string,
+  partition: number
+): LogBounds | undefined => bounds.get(boundsKey(topic, partition))
+
+/** OffsetForLeaderEpoch: the largest epoch <= `epoch` the leader knows, and where it ends. */
+const endOfEpoch = async (
+  client: Client,
+  topic: string,
+  partition: number,
+  epoch: number
+): Promise<{ readonly epoch: number; readonly endOffset: bigint }> => {
+  const res = await client.sendToLeader(
+    topic,
+    partition,
+    OffsetForLeaderEpoch.api,
+    () => ({
+      replicaId: -1,
+      topics: [{ topic, partitions: [{ partition, currentLeaderEpoch: -1, leaderEpoch: epoch }] }]
+    }),
+    (r) => r.topics[0]?.partitions[0]?.errorCode ?? Errors.ErrorCode.UNKNOWN_SERVER_ERROR
+  )
+  const p = res.topics[0]!.partitions[0]!
+  return { epoch: p.leaderEpoch, endOffset: p.endOffset }
+}
+
+/**
+ * The leader epoch of the batch holding `offset`: the smallest epoch whose end lies after it, found by a
+ * binary search over 0..`latestEpoch` with OffsetForLeaderEpoch (the end offsets grow with the epoch).
+ * -1 when the leader knows no such epoch.
+ */
+export const epochForOffset = async (
+  client: Client,
+  topic: string,
+  partition: number,
+  offset: bigint,
+  latestEpoch: number
+): Promise<number> => {
+  let found = -1
+  let lo = 0
+  let hi = latestEpoch
+  while (lo <= hi) {
+    const mid = Math.floor((lo + hi) / 2)
+    const end = await endOfEpoch(client, topic, partition, mid)
+    if (end.epoch >= 0 && end.endOffset > offset) {
+      found = end.epoch
+      hi = mid - 1
+    } else lo = mid + 1
+  }
+  return found
+}
