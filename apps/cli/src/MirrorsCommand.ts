@@ -20,6 +20,7 @@ actions (exactly one):
   --recover  --mirror <name> --topics <names|regexes>   retry topics whose partitions stay FAILED
   --list     [--mirror <name>]
   --describe [--mirror <name>] [--failed] [--json]    partition states and lag (--failed: FAILED only)
+  --describe --groups --mirror <name> [--json]        per consumer group, what the offset sync did
   --delete   --mirror <name>
 options:
   --command-config <file>   admin client properties (client.id, request.timeout.ms)`
@@ -27,7 +28,7 @@ options:
 const ACTIONS = ["create", "start", "stop", "pause", "resume", "recover", "list", "describe", "delete"] as const
 export type Action = (typeof ACTIONS)[number]
 const WITH_VALUE = new Set(["bootstrap-server", "command-config", "mirror-config", "mirror", "topics", "exclude"])
-const FLAGS = new Set<string>([...ACTIONS, "json", "failed", "help", "dry-run"])
+const FLAGS = new Set<string>([...ACTIONS, "json", "failed", "groups", "help", "dry-run"])
 
 export interface Command {
   readonly action: Action
@@ -41,6 +42,8 @@ export interface Command {
   readonly dryRun: boolean
   readonly json: boolean
   readonly failed: boolean
+  /** `--describe --groups`: the mirror's consumer group offset sync status. */
+  readonly groups: boolean
 }
 
 export class UsageError extends Error {}
@@ -88,8 +91,10 @@ export const parse = (argv: ReadonlyArray<string>): Command => {
   if (!needsTopics && topics.length > 0) throw new UsageError(`--topics is not valid with --${action}`)
   const exclude = csv(values.get("exclude"))
   if (action !== "start" && values.has("exclude")) throw new UsageError("--exclude is only valid with --start")
-  for (const f of ["json", "failed"] as const)
+  for (const f of ["json", "failed", "groups"] as const)
     if (flags.has(f) && action !== "describe") throw new UsageError(`--${f} is only valid with --describe`)
+  if (flags.has("groups") && mirror === null) throw new UsageError("--mirror is required with --groups")
+  if (flags.has("groups") && flags.has("failed")) throw new UsageError("--groups and --failed exclude each other")
   if (flags.has("dry-run") && action !== "start") throw new UsageError("--dry-run is only valid with --start")
   return {
     action,
@@ -101,7 +106,8 @@ export const parse = (argv: ReadonlyArray<string>): Command => {
     exclude,
     dryRun: flags.has("dry-run"),
     json: flags.has("json"),
-    failed: flags.has("failed")
+    failed: flags.has("failed"),
+    groups: flags.has("groups")
   }
 }
 
@@ -283,6 +289,62 @@ export const formatJson = (rows: ReadonlyArray<MirrorPartition>): string =>
     }))
   )
 
+const time = (ms: number): string => (ms < 0 ? "-" : new Date(ms).toISOString())
+
+/**
+ * The `--describe --groups` table (or "No group sync status found"): one row per synced partition, one
+ * row with "-" for a group without offsets (skipped, filtered, failed); DETAIL is the local group's state
+ * or the error.
+ */
+export const formatGroupSync = (statuses: ReadonlyArray<MirrorAdmin.GroupSyncStatus>): string => {
+  if (statuses.length === 0) return "No group sync status found"
+  const widths = [30, 15, 40, 10, 15, 15, 25]
+  const line = (cells: ReadonlyArray<string>) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? errorCell(c) : i === 0 ? cell(c, widths[0]!) : padded(c, widths[i]!)))
+      .join(" ")
+      .trimEnd()
+  const rows: Array<ReadonlyArray<string>> = []
+  for (const g of statuses) {
+    const detail = g.detail ?? ""
+    if (g.offsets.length === 0) rows.push([g.group, g.state, "-", "-", "-", "-", time(g.lastSyncedMs), detail])
+    for (const o of g.offsets)
+      rows.push([
+        g.group,
+        g.state,
+        o.topic,
+        String(o.partition),
+        String(o.sourceOffset),
+        String(o.offset),
+        time(g.lastSyncedMs),
+        detail
+      ])
+  }
+  return [
+    line(["GROUP", "STATE", "TOPIC", "PARTITION", "SOURCE-OFFSET", "OFFSET", "LAST-SYNC", "DETAIL"]),
+    ...rows.map(line)
+  ].join("\n")
+}
+
+/** The `--describe --groups --json` array (offsets as numbers). */
+export const formatGroupSyncJson = (statuses: ReadonlyArray<MirrorAdmin.GroupSyncStatus>): string =>
+  JSON.stringify(
+    statuses.map((g) => ({
+      group: g.group,
+      state: g.state,
+      detail: g.detail,
+      timeMs: g.timeMs,
+      lastSyncedMs: g.lastSyncedMs,
+      offsets: g.offsets.map((o) => ({
+        topic: o.topic,
+        partition: o.partition,
+        sourceOffset: Number(o.sourceOffset),
+        offset: Number(o.offset),
+        leaderEpoch: o.leaderEpoch
+      }))
+    }))
+  )
+
 /** "NAME: message" of a failure, for stderr. */
 export const describeError = (e: unknown): string => {
   if (e instanceof ClientError.KafkaError) return `${e.errorName}: ${e.errorMessage ?? e.context}`
@@ -396,6 +458,11 @@ export const run = async (command: Command, io: Io): Promise<number> => {
         return topicFailures("recover mirroring", results)
       }
       case "describe": {
+        if (command.groups) {
+          const statuses = await admin.describeGroupSync(mirror)
+          io.out(command.json ? formatGroupSyncJson(statuses) : formatGroupSync(statuses))
+          return 0
+        }
         const { mirrors } = await admin.describeClusterMirrors(command.mirror === null ? [] : [command.mirror])
         const refused = mirrors.filter((m) => m.errorCode !== 0)
         for (const m of refused) {

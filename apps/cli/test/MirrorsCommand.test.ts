@@ -265,3 +265,70 @@ describe("MirrorsCommand usage", () => {
     expect(MirrorsCommand.usage).not.toMatch(/not supported/)
   })
 })
+
+describe("MirrorsCommand --describe --groups", () => {
+  it("needs --describe and --mirror, and excludes --failed", () => {
+    expect(parse("--bootstrap-server h:1 --describe --groups --mirror m")).toMatchObject({
+      action: "describe",
+      mirror: "m",
+      groups: true,
+      json: false
+    })
+    expect(parse("--bootstrap-server h:1 --describe --groups --mirror m --json").json).toBe(true)
+    expect(parse("--bootstrap-server h:1 --describe --mirror m").groups).toBe(false)
+    expect(() => parse("--bootstrap-server h:1 --describe --groups")).toThrow(MirrorsCommand.UsageError)
+    expect(() => parse("--bootstrap-server h:1 --list --groups --mirror m")).toThrow(MirrorsCommand.UsageError)
+    expect(() => parse("--bootstrap-server h:1 --describe --groups --failed --mirror m")).toThrow(
+      MirrorsCommand.UsageError
+    )
+  })
+
+  const statuses: ReadonlyArray<MirrorAdmin.GroupSyncStatus> = [
+    {
+      group: "billing",
+      state: "CLAMPED",
+      detail: null,
+      timeMs: 0,
+      lastSyncedMs: 0,
+      offsets: [
+        { topic: "orders", partition: 0, sourceOffset: 5n, offset: 40n, leaderEpoch: 2 },
+        { topic: "orders", partition: 1, sourceOffset: 9n, offset: 9n, leaderEpoch: 2 }
+      ]
+    },
+    { group: "live", state: "SKIPPED_ACTIVE", detail: "Stable", timeMs: 0, lastSyncedMs: -1, offsets: [] }
+  ]
+
+  it("prints one row per synced partition and one per group without offsets", () => {
+    const lines = MirrorsCommand.formatGroupSync(statuses).split("\n")
+    expect(lines[0]!.split(/\s+/)).toEqual([
+      "GROUP",
+      "STATE",
+      "TOPIC",
+      "PARTITION",
+      "SOURCE-OFFSET",
+      "OFFSET",
+      "LAST-SYNC",
+      "DETAIL"
+    ])
+    expect(lines.slice(1).map((l) => l.split(/\s+/))).toEqual([
+      ["billing", "CLAMPED", "orders", "0", "5", "40", "1970-01-01T00:00:00.000Z", "-"],
+      ["billing", "CLAMPED", "orders", "1", "9", "9", "1970-01-01T00:00:00.000Z", "-"],
+      ["live", "SKIPPED_ACTIVE", "-", "-", "-", "-", "-", "Stable"]
+    ])
+    expect(MirrorsCommand.formatGroupSync([])).toBe("No group sync status found")
+  })
+
+  it("prints JSON with numbers", () => {
+    expect(JSON.parse(MirrorsCommand.formatGroupSyncJson(statuses))[0]).toEqual({
+      group: "billing",
+      state: "CLAMPED",
+      detail: null,
+      timeMs: 0,
+      lastSyncedMs: 0,
+      offsets: [
+        { topic: "orders", partition: 0, sourceOffset: 5, offset: 40, leaderEpoch: 2 },
+        { topic: "orders", partition: 1, sourceOffset: 9, offset: 9, leaderEpoch: 2 }
+      ]
+    })
+  })
+})

@@ -23,7 +23,8 @@ import {
   ResumeMirrorTopics,
   StartMirrorTopics,
   StopMirrorTopics,
-  Uuid
+  Uuid,
+  type Spec
 } from "@clustermirror/protocol"
 import { Either } from "effect"
 import { KafkaError, NoBrokerAvailable } from "./ClientError.js"
@@ -117,6 +118,31 @@ export interface DescribeOptions {
     readonly topicId: string
     readonly partitions: ReadonlyArray<number>
   }>
+}
+
+/** One partition's offset as the group offset sync committed it. */
+export interface GroupSyncOffset {
+  readonly topic: string
+  readonly partition: number
+  /** The offset committed on the source. */
+  readonly sourceOffset: bigint
+  /** The offset committed here (differs from `sourceOffset` when clamped into the local log). */
+  readonly offset: bigint
+  readonly leaderEpoch: number
+}
+
+/** How the mirror's last group offset sync treated a consumer group of the source. */
+export interface GroupSyncStatus {
+  readonly group: string
+  /** SYNCED, SKIPPED_ACTIVE, FILTERED, CLAMPED or FAILED. */
+  readonly state: string
+  /** The local group's state when skipped, the error when failed. */
+  readonly detail: string | null
+  /** When the status was recorded (ms since the epoch). */
+  readonly timeMs: number
+  /** When the group's offsets were last committed here; -1 never. */
+  readonly lastSyncedMs: number
+  readonly offsets: ReadonlyArray<GroupSyncOffset>
 }
 
 export interface DescribeResult {
@@ -256,6 +282,47 @@ export const mergeDescriptions = (results: ReadonlyArray<BrokerDescription>): De
       })),
     lastMirrorEpochs: epochs
   }
+}
+
+/**
+ * Merges the group sync statuses of `mirror` from every broker's DescribeClusterMirrors answer: only the
+ * broker running the mirror's coordinator tasks has them; should two (after a coordinator move), the newer
+ * status of a group wins. Sorted by group. Throws as `mergeDescriptions` does, and with the mirror's error
+ * when no broker described it.
+ */
+export const mergeGroupSync = (
+  mirror: string,
+  results: ReadonlyArray<BrokerDescription>
+): ReadonlyArray<GroupSyncStatus> => {
+  const described = mergeDescriptions(results).mirrors.find((m) => m.mirrorName === mirror)
+  if (described === undefined) throw kafkaError(3, `mirror ${mirror} was not described`, "DescribeClusterMirrors")
+  if (described.errorCode !== 0) throw kafkaError(described.errorCode, null, `DescribeClusterMirrors ${mirror}`)
+  const groups = new Map<string, GroupSyncStatus>()
+  for (const { result } of results) {
+    if (Either.isLeft(result) || result.right.errorCode !== 0) continue
+    for (const m of result.right.mirrors) {
+      if (m.mirrorName !== mirror || m.errorCode !== 0) continue
+      for (const g of m.groupSyncStatuses ?? []) {
+        const candidate: GroupSyncStatus = {
+          group: g.groupId,
+          state: g.state,
+          detail: g.detail,
+          timeMs: Number(g.timeMs),
+          lastSyncedMs: Number(g.lastSyncedMs),
+          offsets: g.offsets.map((o) => ({
+            topic: o.topicName,
+            partition: o.partitionIndex,
+            sourceOffset: o.sourceOffset,
+            offset: o.offset,
+            leaderEpoch: o.leaderEpoch
+          }))
+        }
+        const current = groups.get(g.groupId)
+        if (current === undefined || candidate.timeMs > current.timeMs) groups.set(g.groupId, candidate)
+      }
+    }
+  }
+  return [...groups.values()].sort((a, b) => compareStrings(a.group, b.group))
 }
 
 /** Runs `use` with a short-lived client on a source cluster, closing it afterwards. */
@@ -559,18 +626,38 @@ export class MirrorAdmin {
    * Fails only when no broker answered.
    */
   async describeClusterMirrors(names: ReadonlyArray<string>, options: DescribeOptions = {}): Promise<DescribeResult> {
+    return mergeDescriptions(
+      await this.describeOnEveryBroker({
+        mirrorNames: names,
+        includeAuthorizedOperations: false,
+        clusterId: options.clusterId ?? null,
+        lastMirrorEpochLookups: (options.lastMirrorEpochLookups ?? []).map((l) => ({
+          topicId: l.topicId,
+          partitions: l.partitions
+        }))
+      })
+    )
+  }
+
+  /**
+   * Per consumer group of the source, what the mirror's last group offset sync did (synced with the
+   * offsets, skipped because the local group is active, filtered out, clamped, failed): the answer of the
+   * broker running the mirror's coordinator tasks (`mergeGroupSync`). Empty before the first sync.
+   */
+  async describeGroupSync(mirror: string): Promise<ReadonlyArray<GroupSyncStatus>> {
+    return mergeGroupSync(
+      mirror,
+      await this.describeOnEveryBroker({ mirrorNames: [mirror], includeAuthorizedOperations: false })
+    )
+  }
+
+  /** DescribeClusterMirrors to every broker of a fresh Metadata at once; each broker's answer or failure. */
+  private async describeOnEveryBroker(
+    body: Spec.StructInput<typeof DescribeClusterMirrors.Request.fields>
+  ): Promise<ReadonlyArray<BrokerDescription>> {
     const snapshot = await this.client.metadata([])
     const brokers = [...snapshot.brokers.values()].sort((a, b) => a.nodeId - b.nodeId)
-    const body = {
-      mirrorNames: names,
-      includeAuthorizedOperations: false,
-      clusterId: options.clusterId ?? null,
-      lastMirrorEpochLookups: (options.lastMirrorEpochLookups ?? []).map((l) => ({
-        topicId: l.topicId,
-        partitions: l.partitions
-      }))
-    }
-    const results = await Promise.all(
+    return Promise.all(
       brokers.map(
         async (broker): Promise<BrokerDescription> => ({
           broker,
@@ -581,6 +668,5 @@ export class MirrorAdmin {
         })
       )
     )
-    return mergeDescriptions(results)
   }
 }

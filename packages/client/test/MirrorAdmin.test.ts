@@ -439,3 +439,44 @@ describe("MirrorAdmin over a scripted cluster", () => {
     expect(configs.get("mirror.failed.retry.max.attempts")).toBe("7")
   })
 })
+
+describe("mergeGroupSync", () => {
+  type Status = Response["mirrors"][number]["groupSyncStatuses"][number]
+  const status = (groupId: string, state: string, timeMs: bigint, offset = 5n): Status => ({
+    groupId,
+    state,
+    detail: null,
+    timeMs,
+    lastSyncedMs: timeMs,
+    offsets: [{ topicName: "t", partitionIndex: 0, sourceOffset: offset, offset, leaderEpoch: 1 }]
+  })
+  const withGroups = (name: string, statuses: ReadonlyArray<Status>) => ({
+    ...mirror(name, {}),
+    groupSyncStatuses: [...statuses]
+  })
+
+  it("takes the statuses of the broker that has them, the newer one per group when two do", () => {
+    const merged = MirrorAdmin.mergeGroupSync("dr", [
+      answered(1, response({ mirrors: [withGroups("dr", [])] })),
+      answered(
+        2,
+        response({ mirrors: [withGroups("dr", [status("b", "SYNCED", 10n), status("a", "FILTERED", 10n)])] })
+      ),
+      answered(3, response({ mirrors: [withGroups("dr", [status("b", "CLAMPED", 20n, 7n)])] })),
+      failed(4, new Error("down"))
+    ])
+    expect(merged.map((g) => [g.group, g.state, g.timeMs])).toEqual([
+      ["a", "FILTERED", 10],
+      ["b", "CLAMPED", 20]
+    ])
+    expect(merged[1]!.offsets).toEqual([{ topic: "t", partition: 0, sourceOffset: 7n, offset: 7n, leaderEpoch: 1 }])
+  })
+
+  it("is empty before a sync, and fails with the mirror's error when no broker described it", () => {
+    expect(MirrorAdmin.mergeGroupSync("dr", [answered(1, response({ mirrors: [withGroups("dr", [])] }))])).toEqual([])
+    const unknown = Errors.ErrorCode.UNKNOWN_CLUSTER_MIRROR
+    expect(() =>
+      MirrorAdmin.mergeGroupSync("nope", [answered(1, response({ mirrors: [mirror("nope", {}, unknown)] }))])
+    ).toThrow(KafkaError)
+  })
+})
