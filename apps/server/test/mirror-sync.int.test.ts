@@ -12,7 +12,7 @@ import * as path from "node:path"
 import { BrokerConfig, ClusterBroker, ControllerServer, type MirrorSync, Node } from "@clustermirror/broker"
 import * as MirrorsCommand from "@clustermirror/cli"
 import { ClusterClient, MirrorAdmin } from "@clustermirror/client"
-import { DescribeConfigs, IncrementalAlterConfigs, OffsetFetch } from "@clustermirror/protocol"
+import { DescribeConfigs, IncrementalAlterConfigs, ListOffsets, OffsetFetch } from "@clustermirror/protocol"
 import { Wait } from "@clustermirror/testkit"
 import { type Consumer, Kafka, logLevel } from "kafkajs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -199,6 +199,15 @@ describe("mirror sync: topic configs and consumer group offsets", () => {
           { partition: 1, offset: "10" }
         ]
       })
+    // A group ahead of the destination's log on partition 0 (commits are not checked against the log).
+    await sourceAdmin.setOffsets({
+      groupId: "ahead",
+      topic: TOPIC,
+      partitions: [
+        { partition: 0, offset: "500" },
+        { partition: 1, offset: "20" }
+      ]
+    })
     await sourceAdmin.disconnect()
 
     await admin.createClusterMirror(
@@ -302,11 +311,32 @@ describe("mirror sync: topic configs and consumer group offsets", () => {
 
     const statuses = await admin.describeGroupSync(MIRROR)
     expect(statuses.map((s) => [s.group, s.state, s.detail])).toEqual([
+      ["ahead", "CLAMPED", null],
       ["app", "SYNCED", null],
       ["filtered-audit", "FILTERED", null],
       ["live", "SKIPPED_ACTIVE", "Stable"]
     ])
-    const app = statuses[0]!
+    const ahead = statuses[0]!
+    expect(ahead.offsets.map((o) => [o.partition, Number(o.sourceOffset), Number(o.offset)])).toEqual([
+      [0, 500, RECORDS],
+      [1, 20, 20]
+    ])
+    // Clamped to the log end, the epoch is the destination's latest; the mirrored log has the source's epochs.
+    const sourceLatest = await src.sendToLeader(
+      TOPIC,
+      0,
+      ListOffsets.api,
+      () => ({
+        replicaId: -1,
+        isolationLevel: 0,
+        topics: [{ name: TOPIC, partitions: [{ partitionIndex: 0, currentLeaderEpoch: -1, timestamp: -1n }] }]
+      }),
+      (r) => r.topics[0]!.partitions[0]!.errorCode
+    )
+    expect(ahead.offsets[0]!.leaderEpoch).toBe(sourceLatest.topics[0]!.partitions[0]!.leaderEpoch)
+    expect(ahead.offsets[0]!.leaderEpoch).toBeGreaterThanOrEqual(0)
+    expect(await destinationOffsets("ahead")).toEqual([RECORDS, 20])
+    const app = statuses[1]!
     expect(app.offsets.map((o) => [o.topic, o.partition, Number(o.sourceOffset), Number(o.offset)])).toEqual(
       COMMITTED.map((offset, partition) => [TOPIC, partition, offset, offset])
     )
@@ -315,7 +345,7 @@ describe("mirror sync: topic configs and consumer group offsets", () => {
     expect(app.offsets.map((o) => [Number(o.sourceOffset), o.leaderEpoch])).toEqual(sourceCommitted)
     expect(await committedOn(dst, "app")).toEqual(sourceCommitted)
     expect(app.lastSyncedMs).toBeGreaterThan(0)
-    expect(statuses[2]!.lastSyncedMs).toBe(-1)
+    expect(statuses[3]!.lastSyncedMs).toBe(-1)
     expect(await destinationOffsets("app")).toEqual(COMMITTED)
     expect(await destinationOffsets("live")).toEqual([-1, -1])
     expect(await destinationOffsets("filtered-audit")).toEqual([-1, -1])
@@ -333,6 +363,8 @@ describe("mirror sync: topic configs and consumer group offsets", () => {
       .slice(1)
       .map((l) => l.split(/\s+/).slice(0, 6))
     expect(rows).toEqual([
+      ["ahead", "CLAMPED", TOPIC, "0", "500", String(RECORDS)],
+      ["ahead", "CLAMPED", TOPIC, "1", "20", "20"],
       ["app", "SYNCED", TOPIC, "0", "37", "37"],
       ["app", "SYNCED", TOPIC, "1", "61", "61"],
       ["filtered-audit", "FILTERED", "-", "-", "-", "-"],
