@@ -127,19 +127,28 @@ export const listGroups = async (client: Client): Promise<ReadonlyArray<ListedGr
   return [...byId.values()]
 }
 
-/** The node coordinating `group` (FindCoordinator in the single-key or the batched layout). */
+const FIND_COORDINATOR_ATTEMPTS = 5
+const FIND_COORDINATOR_BACKOFF_MS = 200
+
+/**
+ * The node coordinating `group` (FindCoordinator in the single-key or the batched layout), asked again
+ * a few times while the answer is retriable (the offsets topic being created or loaded).
+ */
 export const findGroupCoordinator = async (client: Client, group: string): Promise<number> => {
-  const res = await client.sendToAnyBroker(FindCoordinator.api, {
-    key: group,
-    keyType: FindCoordinator.KeyType.GROUP,
-    coordinatorKeys: [group]
-  })
-  const batched = res.coordinators.find((c) => c.key === group)
-  const errorCode = batched?.errorCode ?? res.errorCode
-  const nodeId = batched?.nodeId ?? res.nodeId
-  if (errorCode !== 0 || nodeId < 0)
-    throw new SyncRequestError(errorCode, `FindCoordinator ${group}`, batched?.errorMessage ?? res.errorMessage)
-  return nodeId
+  for (let attempt = 1; ; attempt++) {
+    const res = await client.sendToAnyBroker(FindCoordinator.api, {
+      key: group,
+      keyType: FindCoordinator.KeyType.GROUP,
+      coordinatorKeys: [group]
+    })
+    const batched = res.coordinators.find((c) => c.key === group)
+    const errorCode = batched?.errorCode ?? res.errorCode
+    const nodeId = batched?.nodeId ?? res.nodeId
+    if (errorCode === 0 && nodeId >= 0) return nodeId
+    if (!Errors.isRetriable(errorCode) || attempt >= FIND_COORDINATOR_ATTEMPTS)
+      throw new SyncRequestError(errorCode, `FindCoordinator ${group}`, batched?.errorMessage ?? res.errorMessage)
+    await new Promise((r) => setTimeout(r, FIND_COORDINATOR_BACKOFF_MS * attempt))
+  }
 }
 
 /** The states of `groups` at their coordinator `nodeId` ("Dead" for a group it does not know). */
