@@ -19,7 +19,7 @@
  * loop's, which runs the tasks; this module must not depend on the loop, nor change mirror state.
  */
 import type { ClusterClient } from "@clustermirror/client"
-import type { DescribeClusterMirrors, MirrorPartitionState } from "@clustermirror/protocol"
+import { type DescribeClusterMirrors, Errors, type MirrorPartitionState } from "@clustermirror/protocol"
 import {
   alterTopicConfigs,
   boundsOf,
@@ -159,6 +159,8 @@ export const syncTopicConfigs = async (ctx: CoordinatorContext): Promise<void> =
   for (const topic of topics) {
     const s = source.get(topic)
     const d = destination.get(topic)
+    // A topic gone from the source is the refresh's to report (topic_deleted), not a config sync error.
+    if (s?._tag === "Error" && s.errorCode === Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) continue
     if (s === undefined || s._tag === "Error") {
       fail(`mirror ${ctx.mirror}: topic ${topic} on the source: ${s?.message ?? "not described"}`)
       continue
@@ -205,7 +207,10 @@ export interface GroupSyncStatus {
   readonly timeMs: number
   /** When the group's offsets were last committed on the destination (ms); -1 never. */
   readonly lastSyncedMs: number
-  /** The offsets committed by this run, sorted by topic and partition; empty unless SYNCED or CLAMPED. */
+  /**
+   * The offsets committed by this run, sorted by topic and partition; empty unless SYNCED or CLAMPED. A
+   * group without commits on MIRRORING partitions gets no status.
+   */
   readonly offsets: ReadonlyArray<GroupOffsetStatus>
 }
 
@@ -407,7 +412,8 @@ export const syncGroupOffsets = async (ctx: CoordinatorContext, options: GroupOf
       offsets
     })
   }
-  for (const g of listed) if (!selected.includes(g)) status(g, "FILTERED", null)
+  const chosen = new Set(selected)
+  for (const g of listed) if (!chosen.has(g)) status(g, "FILTERED", null)
 
   // Destination log bounds, asked once per partition per run.
   const bounds = new Map<string, Promise<LogBounds | undefined>>()

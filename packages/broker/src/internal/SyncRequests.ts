@@ -47,7 +47,7 @@ export interface ConfigEntry {
 /** A topic's configs, or why they could not be described. */
 export type TopicConfigs =
   | { readonly _tag: "Configs"; readonly entries: ReadonlyArray<ConfigEntry> }
-  | { readonly _tag: "Error"; readonly message: string }
+  | { readonly _tag: "Error"; readonly errorCode: number; readonly message: string }
 
 /** The configs of `topics` in one DescribeConfigs to any broker. */
 export const describeTopicConfigs = async (
@@ -65,7 +65,7 @@ export const describeTopicConfigs = async (
     out.set(
       r.resourceName,
       r.errorCode !== 0
-        ? { _tag: "Error", message: r.errorMessage || Errors.message(r.errorCode) }
+        ? { _tag: "Error", errorCode: r.errorCode, message: r.errorMessage || Errors.message(r.errorCode) }
         : {
             _tag: "Configs",
             entries: r.configs.map((c) => ({ name: c.name, value: c.value, source: c.configSource }))
