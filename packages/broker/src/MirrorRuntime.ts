@@ -653,6 +653,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
           void f.manager.close()
           fetcherManagers.delete(mirror)
         }
+      groupSync.retain(new Set(metadata.mirrorNames()))
       manager.onMetadataUpdate()
     },
     produceState: (topic, partition) => manager.produceState(topic, partition),
