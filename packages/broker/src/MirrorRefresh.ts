@@ -73,10 +73,16 @@ export interface CoordinatorTask {
   readonly run: (ctx: CoordinatorContext) => Promise<void>
 }
 
+/** What the refresh asks of the broker's MirrorMetadataManager. */
+export type ManagerPort = Pick<
+  MirrorMetadataManager.MirrorMetadataManager,
+  "sourceFailed" | "sourceLeaderKnown" | "stateOf"
+>
+
 export interface MirrorRefreshOptions {
   readonly nodeId: number
   readonly image: () => MetadataImage.MetadataImage
-  readonly manager: MirrorMetadataManager.MirrorMetadataManager
+  readonly manager: ManagerPort
   /** The admin connection to a mirror's source cluster (it follows the mirror's `bootstrap.servers`). */
   readonly source: (mirror: string) => ClusterClient.Client
   /** The admin connection to this cluster. */

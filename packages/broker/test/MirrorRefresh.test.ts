@@ -1,11 +1,14 @@
 /**
- * The pure decisions of the periodic mirror refresh (§5.9, §5.3, §6.5): interval precedence, patterns,
- * topic verdicts, pattern discovery, exclude enforcement and the periodic epoch bump.
+ * The periodic mirror refresh (§5.9, §5.3, §6.5): its pure decisions (interval precedence, patterns,
+ * topic verdicts, pattern discovery, exclude enforcement, the periodic epoch bump) and its scheduling
+ * on a fake clock.
  */
-import { Uuid } from "@clustermirror/protocol"
+import { MetadataDelta, MetadataImage, MetadataProvenance } from "@clustermirror/metadata-log"
+import { MetadataRecords, Uuid } from "@clustermirror/protocol"
 import fc from "fast-check"
-import { describe, expect, it } from "vitest"
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest"
 import * as Plan from "../src/internal/refreshPlan.js"
+import * as MirrorRefresh from "../src/MirrorRefresh.js"
 
 const ID_A = "q83vEjRWeJCrze8SNFZ4kA"
 const ID_B = "AAECAwQFBgcICQoLDA0ODw"
@@ -203,5 +206,86 @@ describe("periodic epoch bump", () => {
         for (const p of after) expect(p.destinationEpoch).toBeGreaterThanOrEqual(p.sourceEpoch)
       })
     )
+  })
+})
+
+describe("MirrorRefresh scheduling", () => {
+  const P = MetadataProvenance.make(1, 1, 0)
+  const config = (resourceType: number, resourceName: string, name: string, value: string | null) =>
+    MetadataRecords.make("ConfigRecord", { resourceType, resourceName, name, value })
+  const MIRROR = MetadataImage.ConfigResourceType.CLUSTER_MIRROR
+  const BROKER = MetadataImage.ConfigResourceType.BROKER
+
+  /** A refresh over an image the test changes; each tick is seen when it asks for the source, which fails. */
+  const setup = () => {
+    let image = MetadataImage.empty
+    const ticks: Array<string> = []
+    const refresh = new MirrorRefresh.MirrorRefresh({
+      nodeId: 1,
+      image: () => image,
+      manager: { sourceFailed: () => {}, sourceLeaderKnown: () => {}, stateOf: () => undefined },
+      source: (mirror) => {
+        ticks.push(mirror)
+        throw new Error("no source in this test")
+      },
+      destination: () => {
+        throw new Error("no destination in this test")
+      },
+      bumpLeaderEpochs: async () => {},
+      intervalMs: 60_000
+    })
+    const replay = (...records: ReadonlyArray<MetadataRecords.MetadataRecord>) => {
+      image = MetadataDelta.make(image, records).apply(P)
+      refresh.onMetadataUpdate()
+    }
+    return { refresh, ticks, replay }
+  }
+
+  beforeEach(() => {
+    vi.useFakeTimers()
+  })
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+
+  it("ticks every interval of the mirror, reschedules on a new interval, stops at 0 and when the mirror is deleted", async () => {
+    const { refresh, ticks, replay } = setup()
+    replay(
+      config(MIRROR, "m", "bootstrap.servers", "127.0.0.1:1"),
+      config(MIRROR, "m", Plan.REFRESH_INTERVAL_KEY, "100")
+    )
+    expect(refresh.intervalMs("m")).toBe(100)
+    await vi.advanceTimersByTimeAsync(350)
+    expect(ticks.length).toBe(3)
+    replay(config(MIRROR, "m", Plan.REFRESH_INTERVAL_KEY, "0"))
+    await vi.advanceTimersByTimeAsync(1000)
+    expect(ticks.length).toBe(3)
+    replay(config(MIRROR, "m", Plan.REFRESH_INTERVAL_KEY, "200"))
+    await vi.advanceTimersByTimeAsync(450)
+    expect(ticks.length).toBe(5)
+    replay(config(MIRROR, "m", "bootstrap.servers", null), config(MIRROR, "m", Plan.REFRESH_INTERVAL_KEY, null))
+    expect(refresh.intervalMs("m")).toBeUndefined()
+    await vi.advanceTimersByTimeAsync(1000)
+    expect(ticks).toEqual(["m", "m", "m", "m", "m"])
+    await refresh.close()
+  })
+
+  it("uses the broker's dynamic interval when the mirror sets none, and keeps one loop per mirror", async () => {
+    const { refresh, ticks, replay } = setup()
+    replay(
+      config(MIRROR, "a", "bootstrap.servers", "127.0.0.1:1"),
+      config(MIRROR, "b", "bootstrap.servers", "127.0.0.1:1"),
+      config(MIRROR, "b", Plan.REFRESH_INTERVAL_KEY, "500"),
+      config(BROKER, "", Plan.REFRESH_INTERVAL_KEY, "300")
+    )
+    expect([refresh.intervalMs("a"), refresh.intervalMs("b")]).toEqual([300, 500])
+    replay(config(BROKER, "1", Plan.REFRESH_INTERVAL_KEY, "250"))
+    expect(refresh.intervalMs("a")).toBe(250)
+    await vi.advanceTimersByTimeAsync(1000)
+    expect(ticks.filter((m) => m === "a").length).toBe(4)
+    expect(ticks.filter((m) => m === "b").length).toBe(2)
+    await refresh.close()
+    await vi.advanceTimersByTimeAsync(1000)
+    expect(ticks.length).toBe(6)
   })
 })
