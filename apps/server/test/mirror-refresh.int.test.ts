@@ -213,6 +213,16 @@ describe("the periodic mirror refresh", () => {
     expect(mirrored.topicId).toBe(topicId)
     expect(mirrored.partitions.size).toBe(3)
     await waitStates("orders-a", 3, "MIRRORING", "orders-a MIRRORING")
+    // The periodic bump (§6.5): with no record fetched yet, only the refresh moves the destination epochs
+    // to at least the source's + 10.
+    const sourceEpochs = (await src.metadata(["orders-a"])).topics.get("orders-a")!.partitions
+    await Wait.eventually("destination leader epochs 10 above the source's", async () => {
+      const t = await destinationTopic("orders-a")
+      return t !== undefined &&
+        [...t.partitions].every(([i, p]) => p.leaderEpoch >= sourceEpochs.get(i)!.leaderEpoch + 10)
+        ? true
+        : undefined
+    })
   })
 
   it("adds the partitions added on the source", async () => {
