@@ -48,7 +48,7 @@ export interface RefreshTopic {
   readonly topicId: string
   readonly partitions: number
   /** The topic's desired state from the image (MIRRORING, PAUSED, STOPPED, ...). */
-  readonly desiredState: MirrorPartitionState.MirrorPartitionState
+  readonly desiredState: MirrorPartitionState.State
 }
 
 /** What a coordinator task gets on each tick of the mirror-coordinator broker. */
@@ -62,7 +62,7 @@ export interface CoordinatorContext {
   readonly destination: ClusterClient.Client
   readonly topics: ReadonlyArray<RefreshTopic>
   /** The actual state of a partition, if this broker knows it. */
-  readonly partitionState: (topicId: string, partition: number) => MirrorPartitionState.MirrorPartitionState | undefined
+  readonly partitionState: (topicId: string, partition: number) => MirrorPartitionState.State | undefined
   /** Counts and logs a sync error of this kind. */
   readonly syncError: (kind: string, error: string) => void
 }
