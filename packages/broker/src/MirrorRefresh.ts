@@ -175,6 +175,10 @@ export class MirrorRefresh {
     return run
   }
 
+  /**
+   * Ends every loop. Resolves once the running ticks ended: close the admin connections they use after
+   * calling this and before awaiting it, so that they end promptly.
+   */
   close(): Promise<void> {
     this.closed = true
     const running: Array<Promise<void>> = []
@@ -214,6 +218,8 @@ export class MirrorRefresh {
     if (configs.size === 0) return
     const seen = new Set<string>()
     const syncError = (kind: string, error: string) => {
+      // Requests cut short by shutting down are not sync errors.
+      if (this.closed) return
       this.log(`mirror ${mirror}: ${kind} sync error: ${error}`)
       this.options.onSyncError?.(mirror, kind, error)
     }
@@ -321,7 +327,7 @@ export class MirrorRefresh {
       }
     }
 
-    if (!this.isCoordinator(mirror)) return
+    if (this.closed || !this.isCoordinator(mirror)) return
     const destination = this.options.destination()
 
     // Partition scaling: the destination follows partitions added on the source.

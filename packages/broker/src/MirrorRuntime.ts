@@ -679,13 +679,14 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     produceState: (topic, partition) => manager.produceState(topic, partition),
     register,
     close: async () => {
-      await refresh.close()
+      const refreshed = refresh.close()
       await destination?.close()
       manager.close()
       await Promise.all([...fetcherManagers.values()].map((f) => f.manager.close()))
       fetcherManagers.clear()
       await Promise.all([...sourceClients.values()].map((c) => c.client.close()))
       sourceClients.clear()
+      await refreshed
     }
   }
 }
