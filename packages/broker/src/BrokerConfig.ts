@@ -48,6 +48,8 @@ export interface BrokerConfig {
   readonly mirrorStateTopicNumPartitions: number
   /** `mirror.state.topic.replication.factor`: capped by the live brokers when the topic is created. */
   readonly mirrorStateTopicReplicationFactor: number
+  /** `mirror.metadata.refresh.interval.ms` (§5.9): the periodic mirror refresh; 0 disables it. Dynamic too. */
+  readonly mirrorMetadataRefreshIntervalMs: number
   /** `mirror.failed.retry.initial.backoff.ms`: the delay before the first retry of a FAILED partition. */
   readonly mirrorFailedRetryInitialBackoffMs: number
   /** `mirror.failed.retry.max.backoff.ms`: the longest delay between retries. */
@@ -95,6 +97,7 @@ export const defaults: BrokerConfig = {
   clusterId: null,
   mirrorStateTopicNumPartitions: 50,
   mirrorStateTopicReplicationFactor: 3,
+  mirrorMetadataRefreshIntervalMs: 60000,
   mirrorFailedRetryInitialBackoffMs: 1000,
   mirrorFailedRetryMaxBackoffMs: 300000,
   mirrorFailedRetryMaxAttempts: 100
@@ -206,6 +209,7 @@ const parsers: Record<string, Parser> = {
   "cluster.id": (v) => ({ clusterId: v.trim() }),
   "mirror.state.topic.num.partitions": int("mirrorStateTopicNumPartitions", 1),
   "mirror.state.topic.replication.factor": int("mirrorStateTopicReplicationFactor", 1),
+  "mirror.metadata.refresh.interval.ms": int("mirrorMetadataRefreshIntervalMs", 0),
   "mirror.failed.retry.initial.backoff.ms": int("mirrorFailedRetryInitialBackoffMs", 1),
   "mirror.failed.retry.max.backoff.ms": int("mirrorFailedRetryMaxBackoffMs", 1),
   "mirror.failed.retry.max.attempts": int("mirrorFailedRetryMaxAttempts", 0)

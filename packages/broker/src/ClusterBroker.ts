@@ -40,12 +40,19 @@ import * as GroupApis from "./GroupApis.js"
 import { type BrokerContext, INTERNAL_TOPICS, ProducerIdManager, register } from "./KafkaApis.js"
 import type * as MetadataView from "./MetadataView.js"
 import * as MirrorApis from "./MirrorApis.js"
+import type * as MirrorRefresh from "./MirrorRefresh.js"
 import * as MirrorRuntime from "./MirrorRuntime.js"
 import type * as MirrorSync from "./MirrorSync.js"
 import { ReplicaManager } from "./ReplicaManager.js"
 import { Handlers } from "./RequestChannel.js"
 import * as SocketServer from "./SocketServer.js"
 import { Channel } from "./internal/Channel.js"
+
+/** Extension points of a broker's mirror runtime (the periodic refresh's coordinator tasks, sync errors). */
+export interface ClusterBrokerOptions {
+  readonly coordinatorTasks?: ReadonlyArray<MirrorRefresh.CoordinatorTask>
+  readonly onSyncError?: (mirror: string, kind: string, error: string) => void
+}
 
 export interface ClusterBroker {
   readonly port: number
@@ -118,7 +125,8 @@ const viewOf = (
 
 export const start = async (
   requested: BrokerConfig,
-  log: (line: string) => void = () => {}
+  log: (line: string) => void = () => {},
+  options: ClusterBrokerOptions = {}
 ): Promise<ClusterBroker> => {
   const bootstrap = requested.controllerBootstrap
   if (bootstrap === null) throw new Error("a broker in a cluster needs controller.quorum.bootstrap.servers")
@@ -301,7 +309,8 @@ export const start = async (
     controller,
     catchUp: () => catchUp(),
     peer,
-    log
+    log,
+    ...options
   })
 
   // Read-your-writes for requests this broker forwards: a metadata fetch sent after the controller

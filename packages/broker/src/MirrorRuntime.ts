@@ -36,6 +36,7 @@ import { Either } from "effect"
 import type { BrokerConfig } from "./BrokerConfig.js"
 import type { Channel } from "./internal/Channel.js"
 import { keyedRecords } from "./internal/CoordinatorLog.js"
+import * as MirrorRefresh from "./MirrorRefresh.js"
 import type { PartitionState as ReplicaPartitionState, ReplicaManager } from "./ReplicaManager.js"
 import type { PartitionLog } from "@clustermirror/storage"
 import type { Handlers } from "./RequestChannel.js"
@@ -56,11 +57,16 @@ export interface MirrorRuntimeOptions {
   /** A channel to another broker of this cluster; undefined when it is not known. */
   readonly peer: (nodeId: number) => Channel | undefined
   readonly log: (line: string) => void
+  /** Mirror-level work the periodic refresh runs on the mirror-coordinator broker (§5.9); none by default. */
+  readonly coordinatorTasks?: ReadonlyArray<MirrorRefresh.CoordinatorTask>
+  /** Every sync error of the periodic refresh, by mirror and kind. */
+  readonly onSyncError?: (mirror: string, kind: string, error: string) => void
 }
 
 export interface MirrorRuntime {
   readonly manager: MirrorMetadataManager.MirrorMetadataManager
   readonly coordinator: ClusterMirrorCoordinator.ClusterMirrorCoordinator
+  readonly refresh: MirrorRefresh.MirrorRefresh
   /** A `__mirror_state` partition's registration changed (after the replica manager applied it). */
   readonly onStatePartition: (partition: number, leader: number, leaderEpoch: number, numPartitions: number) => void
   /** The metadata image changed (after partitions were applied). */
@@ -530,6 +536,8 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
   }
 
   const groupSync = new MirrorSync.GroupSyncStatusStore()
+  // The mirror-level sync (topic configs, group offsets) runs as the refresh's coordinator-only tasks.
+  const syncTasks = MirrorSync.coordinatorTasks({ store: groupSync })
 
   manager = new MirrorMetadataManager.MirrorMetadataManager({
     metadata,
@@ -542,6 +550,26 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
       maxBackoffMs: config.mirrorFailedRetryMaxBackoffMs,
       maxAttempts: config.mirrorFailedRetryMaxAttempts
     },
+    log
+  })
+
+  // The periodic refresh (§5.9), with its own admin connection to this cluster.
+  let destination: ClusterClient.Client | undefined
+  const refresh = new MirrorRefresh.MirrorRefresh({
+    nodeId,
+    image,
+    manager,
+    source: sourceClient,
+    destination: () =>
+      (destination ??= new ClusterClient.Client({
+        bootstrapServers: [`${config.advertisedHost}:${config.port}`],
+        clientId: `broker-${nodeId}-mirror-refresh`,
+        requestTimeoutMs: 30_000
+      })),
+    bumpLeaderEpochs: partitions.bumpLeaderEpochs,
+    intervalMs: config.mirrorMetadataRefreshIntervalMs,
+    coordinatorTasks: [...syncTasks, ...(options.coordinatorTasks ?? [])],
+    ...(options.onSyncError === undefined ? {} : { onSyncError: options.onSyncError }),
     log
   })
 
@@ -645,6 +673,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
   return {
     manager,
     coordinator,
+    refresh,
     onStatePartition: (partition, leader, leaderEpoch, numPartitions) =>
       manager.onStatePartition(partition, leader === nodeId ? leaderEpoch : -1, numPartitions),
     onMetadataUpdate: () => {
@@ -655,16 +684,20 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
         }
       groupSync.retain(new Set(metadata.mirrorNames()))
       manager.onMetadataUpdate()
+      refresh.onMetadataUpdate()
     },
     produceState: (topic, partition) => manager.produceState(topic, partition),
     register,
-    syncTasks: MirrorSync.coordinatorTasks({ store: groupSync }),
+    syncTasks,
     close: async () => {
+      const refreshed = refresh.close()
+      await destination?.close()
       manager.close()
       await Promise.all([...fetcherManagers.values()].map((f) => f.manager.close()))
       fetcherManagers.clear()
       await Promise.all([...sourceClients.values()].map((c) => c.client.close()))
       sourceClients.clear()
+      await refreshed
     }
   }
 }

@@ -49,7 +49,12 @@ export const formatClusterId = (
   return clusterId
 }
 
-export const start = async (config: BrokerConfig, log: (line: string) => void = () => {}): Promise<Node> => {
+export const start = async (
+  config: BrokerConfig,
+  log: (line: string) => void = () => {},
+  /** The broker role's mirror extension points (coordinator tasks, sync errors). */
+  options: ClusterBroker.ClusterBrokerOptions = {}
+): Promise<Node> => {
   // Without roles, a node is a whole cluster of one: both roles, the controller on a loopback port.
   const combinedDefault = config.processRoles.length === 0
   const roles: ReadonlyArray<"broker" | "controller"> = combinedDefault ? ["broker", "controller"] : config.processRoles
@@ -79,7 +84,7 @@ export const start = async (config: BrokerConfig, log: (line: string) => void = 
     const bootstrap =
       config.controllerBootstrap ??
       (controller !== undefined ? { host: config.controllerHost, port: controller.port } : null)
-    broker = await ClusterBroker.start({ ...config, controllerBootstrap: bootstrap, clusterId }, log)
+    broker = await ClusterBroker.start({ ...config, controllerBootstrap: bootstrap, clusterId }, log, options)
   }
   const listening =
     broker !== undefined ? `${config.host}:${broker.port}` : `${config.controllerHost}:${controller?.port ?? -1}`
@@ -117,7 +122,8 @@ export interface Embedded {
 export const embedded = async (
   n: number,
   base: BrokerConfig,
-  log: (line: string) => void = () => {}
+  log: (line: string) => void = () => {},
+  options: ClusterBroker.ClusterBrokerOptions = {}
 ): Promise<Embedded> => {
   const clusterId = formatClusterId(path.join(base.dataDir, "controller-1000"), base.clusterId, 1000, true)
   const controllerPort = base.controllerPort > 0 ? base.controllerPort : await freePort()
@@ -149,7 +155,8 @@ export const embedded = async (
           controllerBootstrap: { host: "127.0.0.1", port: controllerPort },
           dataDir: path.join(base.dataDir, `broker-${i}`)
         },
-        log
+        log,
+        options
       )
     )
   }

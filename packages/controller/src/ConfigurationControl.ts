@@ -176,6 +176,8 @@ export const MIRROR_CONFIG_DEFS: ReadonlyMap<string, ConfigDef> = table([
       "log.message.timestamp.before.max.ms,log.message.timestamp.after.max.ms,message.timestamp.type," +
       "unclean.leader.election.enable,min.insync.replicas"
   ),
+  // Ours: a per-mirror override of the broker's refresh interval (§5.9); 0 disables the refresh.
+  def("mirror.metadata.refresh.interval.ms", "long", null, atLeast(0)),
   def("mirror.topics.include", "list", "", regexList),
   def("mirror.topics.exclude", "list", "__.*", regexList),
   def("mirror.groups.include", "list", ".*", regexList),

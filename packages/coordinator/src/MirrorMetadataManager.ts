@@ -176,6 +176,7 @@ export const LEADER_EPOCH_BUMP_THRESHOLD = 3
 
 type PartEvent =
   | { readonly _tag: "FetchFailed"; readonly message: string; readonly retryable: boolean }
+  | { readonly _tag: "SourceFailed"; readonly message: string; readonly retryable: boolean }
   | { readonly _tag: "EpochAhead"; readonly sourceEpoch: number }
   | { readonly _tag: "Recover" }
 
@@ -366,6 +367,27 @@ export class MirrorMetadataManager {
     this.send(topic, partition, { _tag: "FetchFailed", message: failure.message, retryable: failure.retryable })
   }
 
+  /**
+   * The periodic refresh (§5.9) found the partition's source gone (topic deleted or recreated, another
+   * source cluster): → FAILED with `reason`, persisted like a fetch failure. Applies to partitions this
+   * broker leads that are mirroring or on their way to it (a STOPPED partition no longer depends on its
+   * source); a non-retryable failure also replaces a retryable one (and cancels its retry) or one with
+   * another reason.
+   */
+  sourceFailed(topic: string, partition: number, reason: string, retryable: boolean): void {
+    this.send(topic, partition, { _tag: "SourceFailed", message: reason, retryable })
+  }
+
+  /**
+   * The periodic refresh learned the partition's source leader (§5.9 2b): a partition still UNKNOWN
+   * and desired MIRRORING gets another evaluation, which starts LOG_TRUNCATION.
+   */
+  sourceLeaderKnown(topic: string, partition: number): void {
+    const part = this.parts.get(topic, partition)
+    if (part === undefined || part.gone || part.desired !== "MIRRORING") return
+    if (part.value === undefined || part.value.state === "UNKNOWN") this.kick(part)
+  }
+
   /** A source batch's epoch is above the local leader epoch (§6.4 case 1): → EPOCH_FENCING. */
   epochAhead(topic: string, partition: number, sourceEpoch: number): void {
     this.send(topic, partition, { _tag: "EpochAhead", sourceEpoch })
@@ -393,7 +415,10 @@ export class MirrorMetadataManager {
     const part = this.parts.get(topic, partition)
     if (part === undefined || part.gone) return
     // A failure outranks an epoch report: the fetcher stopped either way.
-    if (part.event?._tag === "FetchFailed" && event._tag !== "FetchFailed") return
+    const failure = (e: PartEvent | undefined) => e?._tag === "FetchFailed" || e?._tag === "SourceFailed"
+    if (failure(part.event) && !failure(event)) return
+    // A lost source outranks a fetch error: retrying cannot help.
+    if (part.event?._tag === "SourceFailed" && !part.event.retryable && event._tag === "FetchFailed") return
     part.event = event
     this.kick(part)
   }
@@ -721,6 +746,26 @@ export class MirrorMetadataManager {
         if (v.state === "MIRRORING" || v.state === "EPOCH_FENCING" || v.state === "LOG_TRUNCATION")
           await this.failPart(part, { message: event.message, retryable: event.retryable })
         return
+      case "SourceFailed": {
+        // A topic being stopped, or stopped, no longer depends on its source.
+        if (part.desired === "STOPPED") return
+        const active =
+          v.state === "UNKNOWN" ||
+          v.state === "LOG_TRUNCATION" ||
+          v.state === "EPOCH_FENCING" ||
+          v.state === "MIRRORING"
+        if (!active && v.state !== "FAILED") return
+        // Already failed: news only when the failure becomes non-retryable, or gets a more precise reason
+        // than the fetcher's (the refresh tells a recreated topic from a deleted one).
+        if (v.state === "FAILED" && event.retryable) return
+        if (v.retryAttempt === MirrorStateMachine.NON_RETRYABLE && v.errorMessage === event.message) return
+        if (!event.retryable && part.timer !== undefined) {
+          clearTimeout(part.timer)
+          part.timer = undefined
+        }
+        await this.failPart(part, { message: event.message, retryable: event.retryable })
+        return
+      }
       case "EpochAhead": {
         const fencing = MirrorStateMachine.epochAhead(v)
         if (Either.isLeft(fencing)) return

@@ -342,6 +342,32 @@ describe("MirrorMetadataManager", () => {
     expect(m.recover(MIRROR, ["nope"])[0]!.errorCode).toBe(Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
   })
 
+  it("given the refresh finds the source lost, then FAILED non-retryable with its reason, over a retryable fetch failure; a stopped topic stays STOPPED", async () => {
+    const { world, update, stateOf, stored, managers } = setup({
+      retry: { initialBackoffMs: 30, maxBackoffMs: 30, maxAttempts: 100 }
+    })
+    update()
+    await eventually("mirroring", () => stateOf(0) === "MIRRORING" && stateOf(1) === "MIRRORING")
+    const leaderOf = (p: number) => managers.get(world.leaders.get(p)!.leader)!
+    leaderOf(0).fetchFailed(TOPIC, 0, { message: "Fetch IO error: unknown topic id", retryable: true })
+    await eventually("failed", () => stored(0)?.state === "FAILED")
+    const recreated = "source topic recreated with a new topic ID: orders"
+    leaderOf(0).sourceFailed(TOPIC, 0, recreated, false)
+    leaderOf(1).sourceFailed(TOPIC, 1, "Source cluster ID changed for mirror m", false)
+    await eventually("failed for good", () => stored(0)?.retryAttempt === -1 && stored(1)?.retryAttempt === -1)
+    expect(stored(0)).toMatchObject({ state: "FAILED", previousState: "MIRRORING", errorMessage: recreated })
+    expect(stored(1)).toMatchObject({ state: "FAILED", previousState: "MIRRORING" })
+    // Well past the 30 ms retry delay: no retry any more.
+    await new Promise((r) => setTimeout(r, 200))
+    expect([stateOf(0), stateOf(1)]).toEqual(["FAILED", "FAILED"])
+    world.desired = "STOPPED"
+    update()
+    await eventually("stopped", () => stateOf(0) === "STOPPED" && stateOf(1) === "STOPPED")
+    leaderOf(0).sourceFailed(TOPIC, 0, "source topic deleted: orders", false)
+    await new Promise((r) => setTimeout(r, 100))
+    expect(stored(0)).toMatchObject({ state: "STOPPED", retryAttempt: 0 })
+  })
+
   it("given a source batch epoch above the local epoch, then EPOCH_FENCING bumps to source + 10 and mirroring resumes", async () => {
     const { update, stateOf, managers, partitions, stored } = setup()
     update()

@@ -17,6 +17,9 @@ export type MirrorPartitionState =
   | "FAILED"
   | "UNKNOWN"
 
+/** A state, by its short name (`MirrorPartitionState.State`). */
+export type State = MirrorPartitionState
+
 const BYTES = {
   LOG_TRUNCATION: 0,
   EPOCH_FENCING: 1,
