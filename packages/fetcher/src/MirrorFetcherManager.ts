@@ -422,12 +422,15 @@ export class MirrorFetcherManager {
     byId: boolean
   ): void {
     const asked = new Set(due)
+    const indexed = new Map<MetadataTopic, Map<number, MetadataPartition>>()
     for (const s of this.partitions.values()) {
       if (asked.has(s) || s.phase === "Metadata" || s.pendingFailure !== undefined) continue
       const p = s.partition
       const t = topics.get(byId ? p.topicId : p.topic)
       if (t === undefined || t.errorCode !== ErrorCode.NONE) continue
-      const sp = t.partitions.find((x) => x.partitionIndex === p.partition)
+      let byIndex = indexed.get(t)
+      if (byIndex === undefined) indexed.set(t, (byIndex = new Map(t.partitions.map((x) => [x.partitionIndex, x]))))
+      const sp = byIndex.get(p.partition)
       if (sp === undefined || sp.leaderEpoch <= s.sourceLeaderEpoch) continue
       const address = brokers.get(sp.leaderId)
       if (sp.leaderId < 0 || address === undefined) continue
