@@ -163,6 +163,8 @@ interface HeldFetch {
   readonly nodeId: number
   readonly records: ReadonlyArray<{ readonly partition: number; readonly bytes: number }>
   readonly release: () => void
+  /** `delivered` once released to the fetcher; `failed` when its connection closed first. */
+  readonly outcome: { value: "held" | "delivered" | "failed" }
 }
 
 /**
@@ -187,9 +189,17 @@ class GatedSource implements SourceConnector {
         const records = fetched.responses.flatMap((t) =>
           t.partitions.map((p) => ({ partition: p.partitionIndex, bytes: p.records?.length ?? 0 }))
         )
+        const outcome: HeldFetch["outcome"] = { value: "held" }
         await new Promise<void>((resolve, reject) => {
-          failOnClose.add(reject)
-          this.held.push({ nodeId, records, release: resolve })
+          failOnClose.add((e) => {
+            if (outcome.value === "held") outcome.value = "failed"
+            reject(e)
+          })
+          const release = () => {
+            if (outcome.value === "held") outcome.value = "delivered"
+            resolve()
+          }
+          this.held.push({ nodeId, records, release, outcome })
         })
         return response
       },
@@ -370,8 +380,9 @@ describe("a late source answer after an unclean leader election (KAFKA-18723)", 
       )
       s.assertNoDivergentBatch()
 
-      // Now the answer computed before the election arrives.
+      // Now the answer computed before the election arrives (on a connection still open).
       late.release()
+      expect(late.outcome.value).toBe("delivered")
       await pause(20)
       s.assertNoDivergentBatch()
       expect(s.leaderLog.logEndOffset).toBeLessThanOrEqual(4)
@@ -390,6 +401,7 @@ describe("a late source answer after an unclean leader election (KAFKA-18723)", 
       const late = await s.prepare()
       s.uncleanElection()
       late.release()
+      expect(late.outcome.value).toBe("delivered")
       await until("the late batches on the destination leader", () => s.leaderLog.logEndOffset >= 6)
       for (const f of s.followers) await runToCompletion(f.fetcher)
       for (const f of s.followers) expect(f.log.logEndOffset).toBe(s.leaderLog.logEndOffset)
