@@ -11,6 +11,7 @@ import * as path from "node:path"
 import { Fetch, RecordBatch } from "@clustermirror/protocol"
 import { type PartitionLog, PartitionLogStore } from "@clustermirror/storage"
 import { describe, expect, it, onTestFinished } from "@effect/vitest"
+import { FastCheck as fc } from "effect"
 import { MemoryLeader } from "../src/MemoryLeaderEndpoint.js"
 import { MemorySourceCluster } from "../src/MemorySourceCluster.js"
 import { ignoreEvents, type MirrorPartition } from "../src/MirrorFetcher.js"
@@ -93,6 +94,43 @@ describe("MirrorLeaderEpoch (JR36)", () => {
     expect(f.log.logEndOffset).toBe(6)
     expect(hex(batches(f.log))).toEqual(hex(batches(leaderLog)))
     expect(f.sent).toEqual([0, 2, 5])
+  })
+
+  it("property: a follower appends only epochs it sent as MirrorLeaderEpoch, and ends equal to the leader", async () => {
+    // Rounds of mirrored appends (nondecreasing source epochs, as a mirror leader takes them) interleaved
+    // with follower fetches.
+    const roundArb = fc.record({
+      epochGap: fc.integer({ min: 0, max: 3 }),
+      batches: fc.integer({ min: 0, max: 3 }),
+      fetches: fc.integer({ min: 0, max: 2 })
+    })
+    await fc.assert(
+      fc.asyncProperty(fc.array(roundArb, { minLength: 1, maxLength: 8 }), async (rounds) => {
+        const leaderLog = PartitionLogStore.makeMemoryStore().open(TOPIC, 0, {}, TOPIC_ID)
+        const leader = new MemoryLeader({ leaderId: 1 })
+        leader.host({ topic: TOPIC, topicId: TOPIC_ID, partition: 0, log: leaderLog, leaderEpoch: 50, mirror: true })
+        const f = follower(leader, 2, PartitionLogStore.makeMemoryStore().open(TOPIC, 0, {}, TOPIC_ID), 50)
+        const fetchChecked = async () => {
+          const before = f.log.logEndOffset
+          await f.fetcher.runOnce()
+          const held = f.sent[f.sent.length - 1]!
+          for (const b of batches(f.log))
+            if (RecordBatch.baseOffset(b) >= before)
+              expect(RecordBatch.partitionLeaderEpoch(b)).toBeLessThanOrEqual(held)
+        }
+        let epoch = 0
+        for (const r of rounds) {
+          epoch += r.epochGap
+          write(leaderLog, epoch, r.batches, `e${epoch}`)
+          for (let i = 0; i < r.fetches; i++) await fetchChecked()
+        }
+        for (let i = 0; i < 3 * rounds.length + 3 && f.log.logEndOffset < leaderLog.logEndOffset; i++)
+          await fetchChecked()
+        expect(hex(batches(f.log))).toEqual(hex(batches(leaderLog)))
+        expect(f.fetcher.partitionState(TP)?.mirrorLeaderEpoch).toBe(Math.max(0, leaderLog.latestEpoch()))
+      }),
+      { numRuns: 60 }
+    )
   })
 
   it("a topic that stops mirroring falls back to the current leader epoch, and one that starts mirroring starts at 0", async () => {
