@@ -427,6 +427,10 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
       // §5.5 step 7: ISR caught up, leader cut, then followers cut; a timeout is retried as FAILED.
       await TwoPhaseTruncation.truncate(replicas, topic, partition, target, {
         timeoutMs: 2 * config.replicaLagTimeMaxMs,
+        allReplicas:
+          MetadataImage.configsOf(image(), MetadataImage.ConfigResourceType.TOPIC, topic).get(
+            "mirror.support.unclean.leader.election"
+          ) === "true",
         log: (line) => log(`${line} (last mirror epoch ${lastMirrorEpoch})`)
       })
     },

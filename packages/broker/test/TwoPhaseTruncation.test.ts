@@ -127,4 +127,66 @@ describe("TwoPhaseTruncation", () => {
     await followerFetch(2, 4)
     await vi.waitFor(() => expect(run.done).toBe(true))
   })
+
+  it("waits for every assigned replica with mirror.support.unclean.leader.election", async () => {
+    const { rm, log, followerFetch } = setup([1, 2, 3], [1, 2])
+    await followerFetch(2, 10)
+    await followerFetch(3, 8)
+    const run = track(TwoPhaseTruncation.truncate(rm, "t", 0, 4, { timeoutMs: 10_000, pollMs: 1, allReplicas: true }))
+    await ticks()
+    expect(log.logEndOffset).toBe(10) // replica 3 is out of the ISR, and behind
+    await followerFetch(3, 10)
+    await vi.waitFor(() => expect(log.logEndOffset).toBe(4))
+    await followerFetch(2, 4)
+    await ticks()
+    expect(run.done).toBe(false)
+    await followerFetch(3, 4)
+    await vi.waitFor(() => expect(run.done).toBe(true))
+  })
+
+  it("a partition waiting for its followers does not hold up another one", async () => {
+    const rm = new ReplicaManager({ store: PartitionLogStore.makeMemoryStore(), nodeId: 1 })
+    for (const topic of ["slow", "quick"]) {
+      rm.applyRegistration(
+        topic,
+        0,
+        topic === "slow" ? "q83vEjRWeJCrze8SNFZ4kA" : "AAAAAAAAAAAAAAAAAAAAAQ",
+        { replicas: [1, 2], isr: [1, 2], leader: 1, leaderEpoch: EPOCH, partitionEpoch: 0 },
+        PartitionLog.defaultConfig,
+        false
+      )
+      rm.appendAsLeader(topic, 0, batch(10), true, 1)
+    }
+    const fetchAt = (topic: string, offset: number) =>
+      rm.fetch({
+        replicaId: 2,
+        maxWaitMs: 0,
+        minBytes: 0,
+        maxBytes: 1 << 20,
+        isolationLevel: 0,
+        partitions: [
+          {
+            topic,
+            partition: 0,
+            fetchOffset: offset,
+            currentLeaderEpoch: EPOCH,
+            lastFetchedEpoch: EPOCH,
+            partitionMaxBytes: 1 << 20
+          }
+        ]
+      })
+    await fetchAt("slow", 3)
+    await fetchAt("quick", 10)
+    const slow = track(TwoPhaseTruncation.truncate(rm, "slow", 0, 2, { timeoutMs: 10_000, pollMs: 1 }))
+    const quick = track(TwoPhaseTruncation.truncate(rm, "quick", 0, 2, { timeoutMs: 10_000, pollMs: 1 }))
+    await vi.waitFor(() => expect(rm.get("quick", 0)!.log.logEndOffset).toBe(2))
+    await fetchAt("quick", 2)
+    await vi.waitFor(() => expect(quick.done).toBe(true))
+    expect(slow.done).toBe(false)
+    expect(rm.get("slow", 0)!.log.logEndOffset).toBe(10)
+    await fetchAt("slow", 10)
+    await vi.waitFor(() => expect(rm.get("slow", 0)!.log.logEndOffset).toBe(2))
+    await fetchAt("slow", 2)
+    await vi.waitFor(() => expect(slow.done).toBe(true))
+  })
 })

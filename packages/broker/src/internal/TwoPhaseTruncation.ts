@@ -4,8 +4,9 @@
  * ISR is not under `min.insync.replicas`, then cut the leader's log, then wait until no ISR member holds
  * offsets beyond the leader's end (followers cut their own logs through the usual `DivergingEpoch` answer).
  * Only then may the partition go on to MIRRORING, so that mirrored batches never land next to a follower's
- * stale suffix. A partition without followers, or whose log already ends at or below the target, completes
- * at once.
+ * stale suffix. With `mirror.support.unclean.leader.election=true` every assigned replica counts, not only
+ * the ISR (any of them may be elected later). A partition without followers, or whose log already ends at
+ * or below the target, completes at once.
  *
  * It reads the followers' positions the leader learns from their fetches (ReplicaManager) and must not
  * change ISR or leadership: when leadership or the leader epoch moves, or the followers do not get there in
@@ -20,6 +21,8 @@ export interface TwoPhaseTruncationOptions {
   readonly timeoutMs: number
   /** How often the followers' positions are looked at while waiting (default 20 ms). */
   readonly pollMs?: number
+  /** Wait for every assigned replica instead of the ISR (`mirror.support.unclean.leader.election`). */
+  readonly allReplicas?: boolean
   readonly log?: (line: string) => void
 }
 
@@ -30,17 +33,20 @@ type Partition = NonNullable<ReturnType<ReplicaManager["get"]>>
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** The ISR followers (not the leader itself) and their last known log end offsets (-1 when unknown). */
-const isrFollowers = (p: Partition, self: number): ReadonlyArray<readonly [number, number]> =>
-  p.isr.filter((r) => r !== self).map((r) => [r, p.followers.get(r)?.logEndOffset ?? -1] as const)
+/** The followers that count (ISR, or all replicas) and their last known log end offsets (-1 when unknown). */
+const followersOf = (p: Partition, self: number, allReplicas: boolean): ReadonlyArray<readonly [number, number]> =>
+  (allReplicas ? p.replicas : p.isr)
+    .filter((r) => r !== self)
+    .map((r) => [r, p.followers.get(r)?.logEndOffset ?? -1] as const)
 
-/** Phase 1: the ISR holds the leader's whole log, and is large enough. */
-export const isrCaughtUp = (p: Partition, self: number): boolean =>
-  p.isr.length >= p.minInsyncReplicas && isrFollowers(p, self).every(([, leo]) => leo === p.log.logEndOffset)
+/** Phase 1: the followers that count hold the leader's whole log, and the ISR is large enough. */
+export const caughtUp = (p: Partition, self: number, allReplicas = false): boolean =>
+  p.isr.length >= p.minInsyncReplicas &&
+  followersOf(p, self, allReplicas).every(([, leo]) => leo === p.log.logEndOffset)
 
-/** Phase 2: no ISR follower holds offsets beyond the leader's log end. */
-export const isrTruncated = (p: Partition, self: number): boolean =>
-  isrFollowers(p, self).every(([, leo]) => leo <= p.log.logEndOffset)
+/** Phase 2: no follower that counts holds offsets beyond the leader's log end. */
+export const truncated = (p: Partition, self: number, allReplicas = false): boolean =>
+  followersOf(p, self, allReplicas).every(([, leo]) => leo <= p.log.logEndOffset)
 
 /**
  * Cuts the log of `topic-partition` (led here) to `target` in two phases; resolves once followers are cut
@@ -59,6 +65,7 @@ export const truncate = async (
     throw new TruncationAbortedError({ message: `${topic}-${partition} is not led here` })
   if (p.log.logEndOffset <= target) return
   const epoch = p.leaderEpoch
+  const all = options.allReplicas ?? false
   const alone = p.replicas.length <= 1
   const pollMs = options.pollMs ?? 20
   const waitFor = async (phase: string, done: (p: Partition) => boolean): Promise<void> => {
@@ -70,20 +77,20 @@ export const truncate = async (
         })
       if (done(p)) return
       if (Date.now() >= deadline) {
-        const positions = isrFollowers(p, self)
+        const positions = followersOf(p, self, all)
           .map(([r, leo]) => `${r}@${leo}`)
           .join(", ")
         throw new TruncationAbortedError({
-          message: `${topic}-${partition}: ${phase} did not happen within ${options.timeoutMs} ms (leader end ${p.log.logEndOffset}, ISR followers ${positions || "none"}, min ISR ${p.minInsyncReplicas})`
+          message: `${topic}-${partition}: ${phase} did not happen within ${options.timeoutMs} ms (leader end ${p.log.logEndOffset}, followers ${positions || "none"}, ISR ${p.isr.join(",")}, min ISR ${p.minInsyncReplicas})`
         })
       }
       await sleep(pollMs)
     }
   }
-  if (!alone) await waitFor("the ISR to catch up", (q) => isrCaughtUp(q, self))
+  if (!alone) await waitFor("the ISR to catch up", (q) => caughtUp(q, self, all))
   options.log?.(`truncating ${topic}-${partition} from ${p.log.logEndOffset} to ${target}`)
   if (target <= p.log.logStartOffset) p.log.truncateFullyAndStartAt(target)
   else p.log.truncateTo(target)
   replicas.mirrorAppended(topic, partition)
-  if (!alone) await waitFor("the followers to truncate", (q) => isrTruncated(q, self))
+  if (!alone) await waitFor("the followers to truncate", (q) => truncated(q, self, all))
 }
