@@ -4,9 +4,13 @@
  * mirrors back from B. A must be cut at the last mirrored epoch, lose its own writes after the failover,
  * and end byte-identical to B. Starting a mirror in both directions on the same topic is refused as a
  * mirror loop. The dry run (failback preview) names the truncation offsets the failback then applies.
+ * A's partitions have three replicas: the truncation runs in two phases (§5.5 step 7), and once A is shut
+ * down every replica's files hold the same batches, byte for byte.
  */
+import * as path from "node:path"
 import { ClusterClient, MirrorAdmin } from "@clustermirror/client"
-import { CreateTopics, Hashing, MirrorPartitionState, ReadMirrorStates } from "@clustermirror/protocol"
+import { CreateTopics, Hashing, MirrorPartitionState, ReadMirrorStates, RecordBatch } from "@clustermirror/protocol"
+import { PartitionLogStore } from "@clustermirror/storage"
 import { Kcat, MirrorCheck, Ports, ServerProcess, Wait } from "@clustermirror/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
@@ -18,6 +22,30 @@ const produceEach = async (c: Cluster, topic: string, prefix: string, n: number)
     await c.kcat(["-P", "-t", topic, "-p", String(p), "-z", "lz4", "-X", "enable.idempotence=true"], {
       input: lines(prefix, n)
     })
+}
+
+/** The batches of one partition in a stopped broker's data directory, as hex strings, and its log end. */
+const replicaLog = (
+  brokerDir: string,
+  topic: string,
+  partition: number
+): { readonly batches: string[]; readonly logEndOffset: number } => {
+  const store = PartitionLogStore.makeFileStore(brokerDir)
+  try {
+    const log = store.open(topic, partition)
+    const out: string[] = []
+    let offset = log.logStartOffset
+    while (offset < log.logEndOffset) {
+      const { records } = log.read(offset, 1 << 20, { maxOffset: log.logEndOffset })
+      const { batches } = RecordBatch.split(records)
+      if (batches.length === 0) break
+      for (const b of batches) out.push(records.subarray(b.position, b.position + b.size).toString("hex"))
+      offset = RecordBatch.lastOffset(records, batches[batches.length - 1]!.position) + 1
+    }
+    return { batches: out, logEndOffset: log.logEndOffset }
+  } finally {
+    store.closeAll()
+  }
 }
 
 const lines = (prefix: string, n: number): string =>
@@ -184,5 +212,17 @@ describe("failover and failback between two of our clusters", () => {
     expect(onA.stdout).not.toContain("lost-on-a")
     expect(onA.stdout.split("\n").filter((l) => l.startsWith("on-b")).length).toBe(1000)
     expect(onA.stdout.split("\n").filter((l) => l.startsWith("before")).length).toBe(3000)
+
+    // Every replica of A was cut too (followers through the diverging-epoch path, before mirroring resumed)
+    // and caught up: after a clean shutdown the three replicas hold the same batches, byte for byte, and
+    // as many as B's log holds.
+    await a.server.kill("SIGTERM")
+    const dataDir = a.server.dataDir!
+    for (const p of after.partitions) {
+      const replicas = [1, 2, 3].map((id) => replicaLog(path.join(dataDir, `broker-${id}`), "fb", p.partition))
+      for (const r of replicas) expect(r.logEndOffset).toBe(Number(p.sourceEnd))
+      expect(replicas[1]!.batches).toEqual(replicas[0]!.batches)
+      expect(replicas[2]!.batches).toEqual(replicas[0]!.batches)
+    }
   })
 })

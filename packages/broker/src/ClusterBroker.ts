@@ -230,6 +230,8 @@ export const start = async (
           }
         }
       }),
+      // KIP-1279 §6.4: followers of mirror partitions validate batches with MirrorLeaderEpoch.
+      isMirrorTopic: (topic) => (MetadataImage.topicByName(image, topic)?.mirrorName ?? null) !== null,
       events: {
         fetched: (tp) => replicas.notifyChanged(tp.topic, tp.partition),
         truncated: (tp, offset) => log(`truncated ${tp.topic}-${tp.partition} to ${offset}`),

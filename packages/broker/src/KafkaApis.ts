@@ -233,13 +233,18 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
             unknownIds.add(t.topicId)
             return []
           }
+          // Only a follower of a mirror partition sends a MirrorLeaderEpoch: the metadata is read just then.
+          const mirrorTopic =
+            t.partitions.some((p) => p.mirrorLeaderEpoch >= 0) && ctx.view.topicByName(name)?.readOnly === true
           return t.partitions.map((p) => ({
             topic: name,
             partition: p.partition,
             fetchOffset: Number(p.fetchOffset),
             currentLeaderEpoch: p.currentLeaderEpoch,
             lastFetchedEpoch: p.lastFetchedEpoch,
-            partitionMaxBytes: p.partitionMaxBytes
+            partitionMaxBytes: p.partitionMaxBytes,
+            mirrorLeaderEpoch: p.mirrorLeaderEpoch,
+            mirrorTopic
           }))
         })
         const results = await ctx.replicas.fetch({
@@ -286,6 +291,7 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
               preferredReadReplica: -1,
               divergingEpoch: r.divergingEpoch ?? { epoch: -1, endOffset: -1n },
               records: r.records,
+              mirrorLeaderEpoch: r.mirrorLeaderEpoch,
               currentLeader:
                 r.errorCode === Errors.ErrorCode.FENCED_LEADER_EPOCH ||
                 r.errorCode === Errors.ErrorCode.NOT_LEADER_OR_FOLLOWER

@@ -36,6 +36,7 @@ import { Either } from "effect"
 import type { BrokerConfig } from "./BrokerConfig.js"
 import type { Channel } from "./internal/Channel.js"
 import { keyedRecords } from "./internal/CoordinatorLog.js"
+import * as TwoPhaseTruncation from "./internal/TwoPhaseTruncation.js"
 import * as MirrorRefresh from "./MirrorRefresh.js"
 import type { PartitionState as ReplicaPartitionState, ReplicaManager } from "./ReplicaManager.js"
 import type { PartitionLog } from "@clustermirror/storage"
@@ -432,13 +433,15 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
       const plog = p.log
       const found = lastMirrorEpoch >= 0 ? plog.endOffsetForEpoch(lastMirrorEpoch) : undefined
       const target = found !== undefined && found.epoch >= 0 && found.endOffset >= 0 ? found.endOffset : 0
-      if (plog.logEndOffset <= target) return
-      log(
-        `truncating ${topic}-${partition} from ${plog.logEndOffset} to ${target} (last mirror epoch ${lastMirrorEpoch})`
-      )
-      if (target <= plog.logStartOffset) plog.truncateFullyAndStartAt(target)
-      else plog.truncateTo(target)
-      replicas.mirrorAppended(topic, partition)
+      // §5.5 step 7: ISR caught up, leader cut, then followers cut; a timeout is retried as FAILED.
+      await TwoPhaseTruncation.truncate(replicas, topic, partition, target, {
+        timeoutMs: 2 * config.replicaLagTimeMaxMs,
+        allReplicas:
+          MetadataImage.configsOf(image(), MetadataImage.ConfigResourceType.TOPIC, topic).get(
+            "mirror.support.unclean.leader.election"
+          ) === "true",
+        log: (line) => log(`${line} (last mirror epoch ${lastMirrorEpoch})`)
+      })
     },
     startFetcher: (mirror, topic, topicId, partition) => {
       const m = fetcherFor(mirror)

@@ -73,6 +73,9 @@ export interface FetchPartitionRequest {
   readonly currentLeaderEpoch: number
   readonly lastFetchedEpoch: number
   readonly partitionMaxBytes: number
+  /** KIP-1279 §6.4: the follower's `MirrorLeaderEpoch` (-1 when absent) and whether the topic has a mirror name. */
+  readonly mirrorLeaderEpoch?: number
+  readonly mirrorTopic?: boolean
 }
 
 export interface FetchPartitionResult {
@@ -86,6 +89,8 @@ export interface FetchPartitionResult {
   readonly abortedTransactions: ReadonlyArray<{ producerId: bigint; firstOffset: bigint }> | null
   readonly records: Buffer
   readonly currentLeader: { leaderId: number; leaderEpoch: number }
+  /** The latest epoch in this leader's log for a follower of a mirror partition that asked, else -1. */
+  readonly mirrorLeaderEpoch: number
 }
 
 export interface FetchParams {
@@ -423,7 +428,8 @@ export class ReplicaManager {
         divergingEpoch: null,
         abortedTransactions: null,
         records: EMPTY,
-        currentLeader: NO_LEADER
+        currentLeader: NO_LEADER,
+        mirrorLeaderEpoch: -1
       }
       if (p === undefined) {
         anyError = true
@@ -488,7 +494,20 @@ export class ReplicaManager {
                   .map((a) => ({ producerId: BigInt(a.producerId), firstOffset: BigInt(a.firstOffset) }))
               : []
             : null
-        results.push({ ...base, ...positions(), errorCode: 0, abortedTransactions: aborted, records })
+        const mirrorLeaderEpoch = MemoryLeaderEndpoint.mirrorLeaderEpochAnswer(
+          log,
+          params.replicaId,
+          rp.mirrorLeaderEpoch ?? -1,
+          rp.mirrorTopic === true
+        )
+        results.push({
+          ...base,
+          ...positions(),
+          errorCode: 0,
+          abortedTransactions: aborted,
+          records,
+          mirrorLeaderEpoch
+        })
       } catch (e) {
         anyError = true
         results.push({ ...base, ...positions(), errorCode: errorCodeOf(e), currentLeader: leader })

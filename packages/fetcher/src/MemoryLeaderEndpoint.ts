@@ -5,7 +5,8 @@
  * of fetchers; requests and responses pass through the wire codecs at the chosen version. It must not
  * advance the leader's high watermark or ISR: tests (or the broker) own that.
  *
- * The leader-side helpers (`leaderEndOffsetForEpoch`, `checkLastFetchedEpoch`) are exported so the
+ * The leader-side helpers (`leaderEndOffsetForEpoch`, `checkLastFetchedEpoch`, `mirrorLeaderEpochAnswer`)
+ * are exported so the
  * broker's leader answers exactly like this one.
  */
 import { Errors, Fetch, type OffsetForLeaderEpoch } from "@clustermirror/protocol"
@@ -70,6 +71,18 @@ export const checkLastFetchedEpoch = (
   return { _tag: "Valid" }
 }
 
+/**
+ * KIP-1279 §6.4 on a mirror leader: a follower's fetch that carries a `MirrorLeaderEpoch` (>= 0) for a
+ * partition of a topic with a mirror name is answered with the latest epoch in the leader's log (its epoch
+ * cache); every other fetch with -1.
+ */
+export const mirrorLeaderEpochAnswer = (
+  log: PartitionLog.PartitionLog,
+  replicaId: number,
+  requested: number,
+  isMirrorTopic: boolean
+): number => (replicaId >= 0 && requested >= 0 && isMirrorTopic ? log.latestEpoch() : -1)
+
 /** A partition hosted by the in-memory leader. */
 export interface LeaderPartition {
   readonly topic: string
@@ -80,6 +93,8 @@ export interface LeaderPartition {
   leaderEpoch: number
   /** False once leadership moved away: requests get NOT_LEADER_OR_FOLLOWER. */
   isLeader: boolean
+  /** Whether the topic has a mirror name (KIP-1279): follower fetches learn the `MirrorLeaderEpoch`. */
+  mirror: boolean
 }
 
 export interface MemoryLeaderOptions {
@@ -125,8 +140,9 @@ export class MemoryLeader {
     readonly partition: number
     readonly log: PartitionLog.PartitionLog
     readonly leaderEpoch: number
+    readonly mirror?: boolean
   }): LeaderPartition {
-    const hosted: LeaderPartition = { ...p, isLeader: true }
+    const hosted: LeaderPartition = { ...p, isLeader: true, mirror: p.mirror ?? false }
     this.partitions.set(key(p.topic, p.partition), hosted)
     this.byTopicId.set(p.topicId, p.topic)
     return hosted
@@ -272,7 +288,12 @@ export class MemoryLeader {
           budget -= info.records.length
           bytes += info.records.length
           if (fromFollower) this.followerFetchOffsets.set(`${topic}-${rp.partition}/${replicaId}`, fetchOffset)
-          partitions.push({ ...base, ...positions, records: info.records })
+          partitions.push({
+            ...base,
+            ...positions,
+            records: info.records,
+            mirrorLeaderEpoch: mirrorLeaderEpochAnswer(log, replicaId, rp.mirrorLeaderEpoch, p.mirror)
+          })
         } catch (e) {
           anyError = true
           partitions.push({ ...base, errorCode: errorCodeOf(e) })

@@ -317,6 +317,8 @@ interface Sent {
   readonly state: PartitionState
   readonly generation: number
   readonly fetchOffset: number
+  /** The source leader epoch sent as `CurrentLeaderEpoch`. */
+  readonly currentLeaderEpoch: number
 }
 
 type ResponsePartition = Fetch.Response["responses"][number]["partitions"][number]
@@ -508,7 +510,13 @@ export class MirrorFetcher {
     const asked: Sent[] = []
     for (const s of states) {
       if (s.log.latestEpoch() < 0 || version === undefined) s.phase = "Fetching"
-      else asked.push({ state: s, generation: s.generation, fetchOffset: s.log.logEndOffset })
+      else
+        asked.push({
+          state: s,
+          generation: s.generation,
+          fetchOffset: s.log.logEndOffset,
+          currentLeaderEpoch: s.sourceLeaderEpoch
+        })
     }
     if (asked.length === 0 || version === undefined) return undefined
     const { topics, sent: byKey } = byTopic(asked, (a) => ({
@@ -596,7 +604,12 @@ export class MirrorFetcher {
         highWatermark: MAX_INT64,
         mirrorLeaderEpoch: -1
       })
-      sent.set(topicKey, p.partition, { state: s, generation: s.generation, fetchOffset })
+      sent.set(topicKey, p.partition, {
+        state: s,
+        generation: s.generation,
+        fetchOffset,
+        currentLeaderEpoch: s.sourceLeaderEpoch
+      })
     }
     const request: Fetch.Request = {
       clusterId: null,
@@ -657,6 +670,9 @@ export class MirrorFetcher {
         answered.add(a)
         // Removed, moved or truncated while the request was in flight: the answer is for another position.
         if (!this.isCurrent(a) || a.state.phase !== "Fetching" || a.state.log.logEndOffset !== a.fetchOffset) continue
+        // The source leader epoch moved on while the request was in flight (KAFKA-18723): the answer may hold
+        // batches the new leader truncated, so it is dropped and the partition fetched again at the new epoch.
+        if (a.state.sourceLeaderEpoch !== a.currentLeaderEpoch) continue
         if (p.errorCode === ErrorCode.NONE) bytes += this.processPartitionData(a.state, p)
         else if (p.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE) outOfRange.push(a)
         else this.partitionError(a.state, p.errorCode, "Fetch")

@@ -406,6 +406,45 @@ export class MirrorFetcherManager {
       }
       this.assign(s, sp.leaderId, address)
     }
+    this.learnFromMetadata(due, topics, brokers, byId)
+  }
+
+  /**
+   * The answer also names the leaders of partitions that were not asked about (other partitions of the same
+   * topics, being fetched right now): a newer source leader epoch among them means the source elected a new
+   * leader (maybe uncleanly) while their fetches are in flight. Such a partition starts over at the new epoch
+   * with OffsetForLeaderEpoch; the fetch in flight for the old epoch is dropped when it is answered.
+   */
+  private learnFromMetadata(
+    due: ReadonlyArray<PartitionState>,
+    topics: ReadonlyMap<string, MetadataTopic>,
+    brokers: ReadonlyMap<number, SourceAddress>,
+    byId: boolean
+  ): void {
+    const asked = new Set(due)
+    const indexed = new Map<MetadataTopic, Map<number, MetadataPartition>>()
+    for (const s of this.partitions.values()) {
+      if (asked.has(s) || s.phase === "Metadata" || s.pendingFailure !== undefined) continue
+      const p = s.partition
+      const t = topics.get(byId ? p.topicId : p.topic)
+      if (t === undefined || t.errorCode !== ErrorCode.NONE) continue
+      let byIndex = indexed.get(t)
+      if (byIndex === undefined) indexed.set(t, (byIndex = new Map(t.partitions.map((x) => [x.partitionIndex, x]))))
+      const sp = byIndex.get(p.partition)
+      if (sp === undefined || sp.leaderEpoch <= s.sourceLeaderEpoch) continue
+      const address = brokers.get(sp.leaderId)
+      if (sp.leaderId < 0 || address === undefined) continue
+      this.log(`${p.topic}-${p.partition}: source leader epoch moved from ${s.sourceLeaderEpoch} to ${sp.leaderEpoch}`)
+      const sameLeader = sp.leaderId === s.sourceLeaderId && s.fetcher !== undefined
+      s.sourceLeaderId = sp.leaderId
+      s.sourceLeaderEpoch = sp.leaderEpoch
+      if (sameLeader) {
+        // Same fetcher: it reconciles with OffsetForLeaderEpoch next round and drops the answer in flight.
+        s.phase = "Truncating"
+        s.delayedUntil = 0
+        s.fetcher?.add(s)
+      } else this.assign(s, sp.leaderId, address)
+    }
   }
 
   /** No leader found: a pending failure is reported now; otherwise the partition retries after the backoff. */

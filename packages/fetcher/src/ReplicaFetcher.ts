@@ -6,6 +6,14 @@
  * the leader's log start; truncate on `DivergingEpoch` by the leader-epoch cache, and on OFFSET_OUT_OF_RANGE
  * by the leader's log end/start; delay or fail partitions on errors.
  *
+ * Epoch safety (KAFKA-18723, KIP-1279 §6.4, JR36): a batch whose partition leader epoch is above the
+ * validation epoch is not appended (nor anything after it). The validation epoch is the fetch's current leader
+ * epoch, except for partitions of mirror topics: their batches carry source epochs, so the follower holds a
+ * `MirrorLeaderEpoch` (0 when it starts fetching the partition), sends it on each Fetch, validates the answer
+ * against the value it held when it sent the request, then adopts the larger of that value and the leader's
+ * answer (the latest epoch in the leader's log) for the next fetch. A batch of a new epoch therefore always
+ * costs one extra round trip, and a follower never appends an epoch the leader's log had not shown it.
+ *
  * It owns only fetch positions and delays. It must not decide state transitions (ISR, leadership): it
  * reports outcomes through `FetcherEvents`, and the broker adds or removes partitions as metadata changes.
  * The leader learns this follower's position from the fetch offsets it sends.
@@ -52,6 +60,11 @@ export interface PartitionFetchState {
   readonly fetchOffset: number
   /** The epoch of the last batch in the log, -1 when none: sent as `LastFetchedEpoch`. */
   readonly lastFetchedEpoch: number
+  /**
+   * For a partition of a mirror topic, the highest batch epoch the leader's log has shown this follower
+   * (starts at 0, sent as `MirrorLeaderEpoch`); -1 for other partitions.
+   */
+  readonly mirrorLeaderEpoch: number
   readonly phase: FetchPhase
   /** Not fetched before this time (ms); 0 when not delayed. */
   readonly delayedUntil: number
@@ -68,10 +81,11 @@ export interface ReplicaFetcherOptions {
   readonly now?: () => number
   readonly rackId?: string
   /**
-   * The mirror leader epoch a follower of a mirror partition validates against (Fetch v19
-   * `MirrorLeaderEpoch`); -1 (no mirror) unless given.
+   * Whether a topic has a mirror name in this broker's metadata (KIP-1279): its partitions validate batches
+   * with the `MirrorLeaderEpoch` protocol instead of the current leader epoch. Read before every request, so a
+   * topic that stops mirroring falls back to the usual rule. No topic is a mirror topic unless given.
    */
-  readonly mirrorLeaderEpoch?: (tp: TopicPartition) => number
+  readonly isMirrorTopic?: (topic: string) => boolean
 }
 
 /** What one round did. */
@@ -100,7 +114,12 @@ const codeOf = (e: unknown): number => {
 interface SentPartition {
   readonly fetchOffset: number
   readonly currentLeaderEpoch: number
+  /** The `MirrorLeaderEpoch` held when the request was built, -1 for a partition of another topic. */
+  readonly mirrorLeaderEpoch: number
 }
+
+/** The first `MirrorLeaderEpoch` of a follower of a mirror partition (JR36). */
+export const INITIAL_MIRROR_LEADER_EPOCH = 0
 
 type ResponsePartition = Fetch.Response["responses"][number]["partitions"][number]
 
@@ -152,6 +171,7 @@ export class ReplicaFetcher {
         currentLeaderEpoch: p.currentLeaderEpoch,
         fetchOffset: p.initialOffset ?? p.log.logEndOffset,
         lastFetchedEpoch,
+        mirrorLeaderEpoch: this.isMirrorTopic(p.topic) ? INITIAL_MIRROR_LEADER_EPOCH : -1,
         phase: lastFetchedEpoch >= 0 ? "Fetching" : "Truncating",
         delayedUntil: 0
       })
@@ -216,6 +236,7 @@ export class ReplicaFetcher {
 
   /** One round: truncate epoch-less logs, send one Fetch for every ready partition, apply the answer. */
   async runOnce(): Promise<RoundResult> {
+    this.followMirrorNames()
     this.truncateToHighWatermark()
     const now = this.now()
     const ready = [...this.states.values()].filter((s) => s.phase === "Fetching" && s.delayedUntil <= now)
@@ -261,7 +282,7 @@ export class ReplicaFetcher {
         if (state.fetchOffset !== request.fetchOffset || !this.isReady(state)) continue
         switch (p.errorCode) {
           case ErrorCode.NONE: {
-            bytes += this.processPartitionData(k, state, p, withErrors)
+            bytes += this.processPartitionData(k, state, request, p, withErrors)
             if (p.divergingEpoch.epoch >= 0)
               diverging.push([k, p.divergingEpoch.epoch, Number(p.divergingEpoch.endOffset)])
             break
@@ -303,9 +324,13 @@ export class ReplicaFetcher {
         partitionMaxBytes: this.config.replicaFetchMaxBytes,
         replicaDirectoryId: ZERO_UUID,
         highWatermark: 9223372036854775807n,
-        mirrorLeaderEpoch: this.options.mirrorLeaderEpoch?.({ topic: s.topic, partition: s.partition }) ?? -1
+        mirrorLeaderEpoch: s.mirrorLeaderEpoch
       })
-      sent.set(key(s.topic, s.partition), { fetchOffset: s.fetchOffset, currentLeaderEpoch: s.currentLeaderEpoch })
+      sent.set(key(s.topic, s.partition), {
+        fetchOffset: s.fetchOffset,
+        currentLeaderEpoch: s.currentLeaderEpoch,
+        mirrorLeaderEpoch: s.mirrorLeaderEpoch
+      })
     }
     return {
       clusterId: null,
@@ -324,10 +349,34 @@ export class ReplicaFetcher {
     }
   }
 
-  /** Appends the leader's batches and follows its high watermark and log start; returns the bytes appended. */
+  private isMirrorTopic(topic: string): boolean {
+    return this.options.isMirrorTopic?.(topic) ?? false
+  }
+
+  /**
+   * A topic that became a mirror topic starts the `MirrorLeaderEpoch` protocol at 0; one that stopped
+   * mirroring leaves it (its partitions validate against the current leader epoch again).
+   */
+  private followMirrorNames(): void {
+    if (this.options.isMirrorTopic === undefined) return
+    for (const [k, s] of this.states) {
+      const mirror = this.isMirrorTopic(s.topic)
+      // Replaced in place: the fetch order stays as it is.
+      if (mirror && s.mirrorLeaderEpoch < 0)
+        this.states.set(k, { ...s, mirrorLeaderEpoch: INITIAL_MIRROR_LEADER_EPOCH })
+      else if (!mirror && s.mirrorLeaderEpoch >= 0) this.states.set(k, { ...s, mirrorLeaderEpoch: -1 })
+    }
+  }
+
+  /**
+   * Appends the leader's batches up to the first one whose epoch is above the validation epoch (the request's
+   * `MirrorLeaderEpoch` for a mirror partition, its current leader epoch otherwise), follows the leader's
+   * high watermark and log start, and adopts the leader's `MirrorLeaderEpoch`; returns the bytes appended.
+   */
   private processPartitionData(
     k: string,
     state: PartitionFetchState,
+    request: SentPartition,
     p: ResponsePartition,
     withErrors: Array<[string, number]>
   ): number {
@@ -341,34 +390,45 @@ export class ReplicaFetcher {
       }
       const records = p.records === null ? EMPTY : toBuffer(p.records)
       // A response may end with a partial batch (cut by the byte limit); only whole batches are appended.
-      const { batches, rest } = RecordBatch.split(records)
-      const whole = rest === records.length ? records : records.subarray(0, rest)
+      const split = RecordBatch.split(records)
+      const mirror = request.mirrorLeaderEpoch >= 0
+      const { accepted, end } = acceptedBatches(
+        records,
+        split.batches,
+        split.rest,
+        mirror ? request.mirrorLeaderEpoch : request.currentLeaderEpoch
+      )
+      const rejected = accepted < split.batches.length
+      const whole = end === records.length ? records : records.subarray(0, end)
       const before = { highWatermark: log.highWatermark, logStartOffset: log.logStartOffset }
       let next: PartitionFetchState = state
-      if (batches.length > 0) {
+      if (accepted > 0) {
         const info = log.appendAsFollower(whole, this.now())
-        const last = batches[batches.length - 1]!
+        const last = split.batches[accepted - 1]!
         next = {
           ...state,
           fetchOffset: info.lastOffset + 1,
           lastFetchedEpoch: RecordBatch.partitionLeaderEpoch(whole, last.position)
         }
       }
+      // Adopted after the validation above, so a new epoch is appended only by the next fetch (JR36).
+      if (mirror && state.mirrorLeaderEpoch >= 0 && p.mirrorLeaderEpoch > state.mirrorLeaderEpoch)
+        next = { ...next, mirrorLeaderEpoch: p.mirrorLeaderEpoch }
       log.updateHighWatermark(Math.min(Number(p.highWatermark), log.logEndOffset))
       const leaderLogStart = Number(p.logStartOffset)
       if (leaderLogStart > log.logStartOffset) log.deleteRecordsBefore(leaderLogStart)
       if (next !== state) this.moveToEnd(k, next)
-      if (
-        batches.length > 0 ||
-        log.highWatermark !== before.highWatermark ||
-        log.logStartOffset !== before.logStartOffset
-      )
+      // A rejected batch that the next fetch could not accept either (no newer epoch learned) waits a backoff:
+      // the follower's metadata is behind the leader's, and the next metadata update settles it.
+      if (rejected && next.mirrorLeaderEpoch <= request.mirrorLeaderEpoch)
+        withErrors.push([k, mirror ? ErrorCode.FENCED_LEADER_EPOCH : ErrorCode.UNKNOWN_LEADER_EPOCH])
+      if (accepted > 0 || log.highWatermark !== before.highWatermark || log.logStartOffset !== before.logStartOffset)
         this.events.fetched(tp, {
           logEndOffset: log.logEndOffset,
           highWatermark: log.highWatermark,
           logStartOffset: log.logStartOffset
         })
-      return whole.length
+      return accepted > 0 ? whole.length : 0
     } catch (e) {
       // A corrupt batch may be a transient leader-side state: retry; anything else stops the partition.
       if (isCorrupt(e)) withErrors.push([k, codeOf(e)])
@@ -542,3 +602,20 @@ export class ReplicaFetcher {
 }
 
 type FetchPartition = Fetch.Request["topics"][number]["partitions"][number]
+
+/**
+ * The batches a follower may append from a response (KAFKA-18723): every whole batch before the first whose
+ * partition leader epoch is above `validationEpoch`. Returns how many, and where they end in `records`.
+ */
+export const acceptedBatches = (
+  records: Buffer,
+  batches: ReadonlyArray<RecordBatch.BatchRef>,
+  rest: number,
+  validationEpoch: number
+): { readonly accepted: number; readonly end: number } => {
+  for (let i = 0; i < batches.length; i++) {
+    const b = batches[i]!
+    if (RecordBatch.partitionLeaderEpoch(records, b.position) > validationEpoch) return { accepted: i, end: b.position }
+  }
+  return { accepted: batches.length, end: rest }
+}

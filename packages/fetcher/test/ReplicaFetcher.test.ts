@@ -404,7 +404,7 @@ describe("ReplicaFetcher", () => {
     expect((await p.fetcher.runOnce())._tag).toBe("Idle")
   })
 
-  it("sends the replica's id, broker epoch, limits and the MirrorLeaderEpoch seam", async () => {
+  it("sends the replica's id, broker epoch, limits and, for a mirror topic, MirrorLeaderEpoch 0 at first", async () => {
     const p = pair()
     p.leader.host({ topic: TOPIC, topicId: TOPIC_ID, partition: 0, log: p.leaderLog, leaderEpoch: 0 })
     const inner = p.leader.endpoint(19)
@@ -419,7 +419,7 @@ describe("ReplicaFetcher", () => {
           return inner.fetch(request, version)
         }
       },
-      mirrorLeaderEpoch: () => 9
+      isMirrorTopic: (topic) => topic === TOPIC
     })
     write(p.followerLog, 0, 1, "x")
     p.leaderLog.appendAsFollower(batches(p.followerLog)[0]!, 0)
@@ -449,7 +449,7 @@ describe("ReplicaFetcher", () => {
               fetchOffset: 2n,
               lastFetchedEpoch: 0,
               partitionMaxBytes: 1024 * 1024,
-              mirrorLeaderEpoch: 9
+              mirrorLeaderEpoch: 0
             }
           ]
         }

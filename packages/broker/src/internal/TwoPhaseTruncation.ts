@@ -1,0 +1,96 @@
+/**
+ * LOG_TRUNCATION's local step on a partition with followers (KIP-1279 §5.5 step 7, Kafka's
+ * `Partition.maybeCompleteTruncation`): first wait until every ISR member has the leader's whole log and the
+ * ISR is not under `min.insync.replicas`, then cut the leader's log, then wait until no ISR member holds
+ * offsets beyond the leader's end (followers cut their own logs through the usual `DivergingEpoch` answer).
+ * Only then may the partition go on to MIRRORING, so that mirrored batches never land next to a follower's
+ * stale suffix. With `mirror.support.unclean.leader.election=true` every assigned replica counts, not only
+ * the ISR (any of them may be elected later). A partition without followers, or whose log already ends at
+ * or below the target, completes at once.
+ *
+ * It reads the followers' positions the leader learns from their fetches (ReplicaManager) and must not
+ * change ISR or leadership: when leadership or the leader epoch moves, or the followers do not get there in
+ * time, it gives up with an error and the caller retries (the mirror partition goes FAILED with backoff).
+ * It waits on its own partition only.
+ */
+import { Data } from "effect"
+import type { ReplicaManager } from "../ReplicaManager.js"
+
+export interface TwoPhaseTruncationOptions {
+  /** How long each phase may wait for the followers before giving up. */
+  readonly timeoutMs: number
+  /** How often the followers' positions are looked at while waiting (default 20 ms). */
+  readonly pollMs?: number
+  /** Wait for every assigned replica instead of the ISR (`mirror.support.unclean.leader.election`). */
+  readonly allReplicas?: boolean
+  readonly log?: (line: string) => void
+}
+
+/** Why a truncation gave up; the caller retries it later. */
+export class TruncationAbortedError extends Data.TaggedError("TruncationAbortedError")<{ readonly message: string }> {}
+
+type Partition = NonNullable<ReturnType<ReplicaManager["get"]>>
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** The followers that count (ISR, or all replicas) and their last known log end offsets (-1 when unknown). */
+const followersOf = (p: Partition, self: number, allReplicas: boolean): ReadonlyArray<readonly [number, number]> =>
+  (allReplicas ? p.replicas : p.isr)
+    .filter((r) => r !== self)
+    .map((r) => [r, p.followers.get(r)?.logEndOffset ?? -1] as const)
+
+/** Phase 1: the followers that count hold the leader's whole log, and the ISR is large enough. */
+export const caughtUp = (p: Partition, self: number, allReplicas = false): boolean =>
+  p.isr.length >= p.minInsyncReplicas &&
+  followersOf(p, self, allReplicas).every(([, leo]) => leo === p.log.logEndOffset)
+
+/** Phase 2: no follower that counts holds offsets beyond the leader's log end. */
+export const truncated = (p: Partition, self: number, allReplicas = false): boolean =>
+  followersOf(p, self, allReplicas).every(([, leo]) => leo <= p.log.logEndOffset)
+
+/**
+ * Cuts the log of `topic-partition` (led here) to `target` in two phases; resolves once followers are cut
+ * too. Rejects with `TruncationAbortedError` when leadership moves or a phase times out.
+ */
+export const truncate = async (
+  replicas: ReplicaManager,
+  topic: string,
+  partition: number,
+  target: number,
+  options: TwoPhaseTruncationOptions
+): Promise<void> => {
+  const self = replicas.nodeId
+  const p = replicas.get(topic, partition)
+  if (p === undefined || p.leader !== self)
+    throw new TruncationAbortedError({ message: `${topic}-${partition} is not led here` })
+  if (p.log.logEndOffset <= target) return
+  const epoch = p.leaderEpoch
+  const all = options.allReplicas ?? false
+  const alone = p.replicas.length <= 1
+  const pollMs = options.pollMs ?? 20
+  const waitFor = async (phase: string, done: (p: Partition) => boolean): Promise<void> => {
+    const deadline = Date.now() + options.timeoutMs
+    for (;;) {
+      if (replicas.get(topic, partition) !== p || p.leader !== self || p.leaderEpoch !== epoch)
+        throw new TruncationAbortedError({
+          message: `leadership of ${topic}-${partition} moved while waiting for ${phase}`
+        })
+      if (done(p)) return
+      if (Date.now() >= deadline) {
+        const positions = followersOf(p, self, all)
+          .map(([r, leo]) => `${r}@${leo}`)
+          .join(", ")
+        throw new TruncationAbortedError({
+          message: `${topic}-${partition}: ${phase} did not happen within ${options.timeoutMs} ms (leader end ${p.log.logEndOffset}, followers ${positions || "none"}, ISR ${p.isr.join(",")}, min ISR ${p.minInsyncReplicas})`
+        })
+      }
+      await sleep(pollMs)
+    }
+  }
+  if (!alone) await waitFor("the ISR to catch up", (q) => caughtUp(q, self, all))
+  options.log?.(`truncating ${topic}-${partition} from ${p.log.logEndOffset} to ${target}`)
+  if (target <= p.log.logStartOffset) p.log.truncateFullyAndStartAt(target)
+  else p.log.truncateTo(target)
+  replicas.mirrorAppended(topic, partition)
+  if (!alone) await waitFor("the followers to truncate", (q) => truncated(q, self, all))
+}
