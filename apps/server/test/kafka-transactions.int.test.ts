@@ -12,7 +12,7 @@
  */
 import { Buffer } from "node:buffer"
 import { ClusterClient, MirrorAdmin } from "@clustermirror/client"
-import { ControlRecord, Fetch, RecordBatch } from "@clustermirror/protocol"
+import { ControlRecord, Fetch, RecordBatch, Uuid } from "@clustermirror/protocol"
 import {
   ApacheKafka,
   IsolatedConsumer,
@@ -30,6 +30,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 const PARTITIONS = 3
 const CODECS = ["lz4", "zstd"] as const
 const MIRROR = "txn-from-kafka"
+const kafkaClusterId = Uuid.random()
 
 type Plan = ReadonlyArray<TransactionalProducer.Step>
 /** Every transaction spreads its records over all partitions (record i goes to partition i % 3). */
@@ -77,6 +78,9 @@ const consumedByPartition = (c: IsolatedConsumer.Consumed): string[][] => {
   return out.map((vs) => vs.sort())
 }
 
+const coordinatorEpochOf = (c: ControlRecord.ControlRecord | undefined): number | undefined =>
+  c !== undefined && (c.type === "ABORT" || c.type === "COMMIT") ? c.coordinatorEpoch : undefined
+
 const readCommittedKcat = (bootstrap: string, topic: string) =>
   Kcat.forBootstrap(bootstrap)([
     "-C",
@@ -111,6 +115,7 @@ describe("transactions mirrored from a real Apache Kafka source", () => {
     const port = await Ports.freePort()
     ;[kafka, destination] = await Promise.all([
       ApacheKafka.startKafka({
+        clusterId: kafkaClusterId,
         jvmFlags: ApacheKafka.FAST_START_JVM_FLAGS,
         properties: { ...ApacheKafka.QUICK_SESSION_PROPERTIES, "num.partitions": PARTITIONS }
       }),
@@ -306,15 +311,27 @@ describe("transactions mirrored from a real Apache Kafka source", () => {
       // Past the mirrored log: an ABORT for the open transaction's producer, then MIRROR_PID_RESET.
       for (let p = 0; p < PARTITIONS; p++) {
         const end = sourceEnds.get(`${topic}-${p}`)!
-        const local = await destinationBatches(topic, p, end)
+        // Both markers are written on the leader with acks=1; the high watermark follows as the followers fetch them.
+        const local = await Wait.eventually(`${topic}-${p} markers replicated`, async () => {
+          const r = await destinationBatches(topic, p, end)
+          return r.highWatermark === end + 2 ? r : undefined
+        })
         expect(local.batches.map((b) => b.control?.type)).toEqual(["ABORT", "MIRROR_PID_RESET"])
         expect(local.batches.map((b) => b.baseOffset)).toEqual([end, end + 1])
         expect(local.lastStableOffset).toBe(local.highWatermark)
-        expect(local.highWatermark).toBe(end + 2)
-        // The open transaction starts at the LSO read while it was open; the marker names its producer.
-        const open = await destinationBatches(topic, p, lsoWhileOpen.get(`${topic}-${p}`)!)
-        expect(open.batches[0]!.baseOffset).toBe(lsoWhileOpen.get(`${topic}-${p}`)!)
-        expect(local.batches[0]!.producerId).toBe(open.batches[0]!.producerId)
+        // The open transaction starts at the LSO read while it was open; the ABORT names its producer and
+        // carries the coordinator epoch of that producer's earlier COMMIT, mirrored from the source.
+        const lso = lsoWhileOpen.get(`${topic}-${p}`)!
+        const mirrored = await destinationBatches(topic, p, 0)
+        const openBatch = mirrored.batches.find((b) => b.baseOffset === lso)!
+        const abort = local.batches[0]!
+        expect(abort.producerId).toBe(openBatch.producerId)
+        const commits = mirrored.batches.filter(
+          (b) => b.control?.type === "COMMIT" && b.producerId === openBatch.producerId
+        )
+        expect(commits.length).toBe(1)
+        expect(coordinatorEpochOf(abort.control)).toBe(coordinatorEpochOf(commits[0]!.control))
+        expect(local.batches[1]!.control).toMatchObject({ type: "MIRROR_PID_RESET", sourceClusterId: kafkaClusterId })
       }
       const [kcatDst, committedDst, uncommittedDst] = await Promise.all([
         readCommittedKcat(destinationBootstrap, topic),

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect, FastCheck as fc } from "effect"
 import type { LogConfig, PartitionLog } from "../src/PartitionLog.js"
 import * as PartitionLogStore from "../src/PartitionLogStore.js"
-import { baseOffsets, batch } from "./Batches.js"
+import { baseOffsets, batch, control } from "./Batches.js"
 import { contract, readAll } from "./PartitionLog.contract.js"
 
 const tmpRoot = fs.mkdtempSync(path.join(os.tmpdir(), "storage-test-"))
@@ -256,4 +256,34 @@ describe("PartitionLog property", () => {
     },
     { fastCheck: { numRuns: 60 } }
   )
+})
+
+describe("PartitionLog transactions across a crash", () => {
+  it("rebuilds open transactions, coordinator epochs and the held LSO from the log alone", () => {
+    const dataDir = tempDir()
+    let files = PartitionLogStore.makeFileStore(dataDir)
+    let f = files.open("x", 0)
+    const a = { producerId: 1n, producerEpoch: 0, transactional: true }
+    const b = { producerId: 2n, producerEpoch: 5, transactional: true }
+    f.appendAsFollower(batch({ ...a, baseOffset: 0, baseSequence: 0 }), 0)
+    f.appendAsFollower(control(0, { ...a, baseOffset: 1 }, 3), 0)
+    f.appendAsFollower(batch({ ...b, baseOffset: 2, baseSequence: 0 }), 0)
+    f.appendAsFollower(control(1, { ...b, baseOffset: 3 }, 9), 0)
+    f.appendAsFollower(batch({ ...b, producerEpoch: 6, baseOffset: 4, baseSequence: 0 }), 0)
+    f.updateHighWatermark(3)
+    f.flush()
+    const before = [f.lastStableOffset, f.openTransactions(), f.abortedTransactions(0, 5)]
+    expect(before).toEqual([
+      2,
+      [{ producerId: 2n, producerEpoch: 6, firstOffset: 4, coordinatorEpoch: 9 }],
+      [{ producerId: 1n, firstOffset: 0 }]
+    ])
+    // No close: the next open recovers by scanning the segments.
+    files = PartitionLogStore.makeFileStore(dataDir)
+    f = files.open("x", 0)
+    expect([f.lastStableOffset, f.openTransactions(), f.abortedTransactions(0, 5)]).toEqual(before)
+    f.updateHighWatermark(5)
+    expect(f.lastStableOffset).toBe(4)
+    files.closeAll()
+  })
 })
