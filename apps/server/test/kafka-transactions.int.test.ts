@@ -28,7 +28,10 @@ import { Either } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 const PARTITIONS = 3
+/** Codecs of the full scenario (interleaved idempotent producers, a transaction open at stop). */
 const CODECS = ["lz4", "zstd"] as const
+/** The other codecs: committed and aborted transactions only. */
+const OTHER_CODECS = ["none", "gzip", "snappy"] as const
 const MIRROR = "txn-from-kafka"
 const kafkaClusterId = Uuid.random()
 
@@ -195,9 +198,11 @@ describe("transactions mirrored from a real Apache Kafka source", () => {
 
   it("keeps offsets, bytes and read_committed results equal while mirroring, and aborts the open transaction on stop", async () => {
     const topics = CODECS.map((c) => `txn-${c}`)
-    // The first idempotent producers create the topics (auto-created with 3 partitions) before the mirror starts.
-    await Promise.all(
-      CODECS.map((codec, i) =>
+    const otherTopics = OTHER_CODECS.map((c) => `txn-${c}`)
+    const allTopics = [...topics, ...otherTopics]
+    // The first producers create the topics (auto-created with 3 partitions) before the mirror starts.
+    await Promise.all([
+      ...CODECS.map((codec, i) =>
         produce({
           bootstrap: kafka.bootstrap,
           topic: topics[i]!,
@@ -206,10 +211,20 @@ describe("transactions mirrored from a real Apache Kafka source", () => {
           prefix: "idem0",
           plan: send(60)
         })
+      ),
+      ...OTHER_CODECS.map((codec, i) =>
+        produce({
+          bootstrap: kafka.bootstrap,
+          topic: otherTopics[i]!,
+          transactionalId: `a-${codec}`,
+          compression: codec,
+          prefix: "a",
+          plan: TXN_A
+        })
       )
-    )
+    ])
     await admin.createClusterMirror(MIRROR, new Map([["bootstrap.servers", kafka.bootstrap]]))
-    expect((await admin.startMirrorTopics(MIRROR, topics)).map((t) => t.error)).toEqual(topics.map(() => null))
+    expect((await admin.startMirrorTopics(MIRROR, allTopics)).map((t) => t.error)).toEqual(allTopics.map(() => null))
 
     // While mirroring: a transactional producer interleaved with an idempotent one, then a transaction left open,
     // then more idempotent records after the open transaction's first offsets.
@@ -232,7 +247,7 @@ describe("transactions mirrored from a real Apache Kafka source", () => {
       "every partition mirrored with lag 0",
       async () => {
         const ps = await describe()
-        return ps.length === topics.length * PARTITIONS &&
+        return ps.length === allTopics.length * PARTITIONS &&
           ps.every((p) => p.state === "MIRRORING" && p.lag === 0n && p.sourceOffset > 0n)
           ? new Map(ps.map((p) => [`${p.topic}-${p.partition}`, Number(p.sourceOffset)]))
           : undefined
@@ -245,7 +260,7 @@ describe("transactions mirrored from a real Apache Kafka source", () => {
     const c = await MirrorCheck.compareClusters({
       source: kafka.bootstrap,
       destination: destinationBootstrap,
-      topics,
+      topics: allTopics,
       upTo: "sourceHighWatermark"
     })
     expect(c.partitions.filter((p) => p.firstMismatch !== null).map((p) => JSON.stringify(p.firstMismatch))).toEqual([])
@@ -256,7 +271,19 @@ describe("transactions mirrored from a real Apache Kafka source", () => {
     }
     const dataRecords = 60 + 750 + 300 + 240 + 90
     // Every data record plus one marker per partition per transaction (3 of A, 1 committed and 0 open of B).
-    expect(c.partitions.reduce((n, p) => n + p.records, 0)).toBe(topics.length * (dataRecords + 4 * PARTITIONS))
+    const recordsOf = (ts: ReadonlyArray<string>) =>
+      c.partitions.filter((p) => ts.includes(p.topic)).reduce((n, p) => n + p.records, 0)
+    expect(recordsOf(topics)).toBe(topics.length * (dataRecords + 4 * PARTITIONS))
+    expect(recordsOf(otherTopics)).toBe(otherTopics.length * (750 + 3 * PARTITIONS))
+    const committedOfA = merge(valuesOf("a", TXN_A, committed))
+    for (const topic of otherTopics) {
+      const [src, dst] = await Promise.all([
+        readCommittedKcat(kafka.bootstrap, topic),
+        readCommittedKcat(destinationBootstrap, topic)
+      ])
+      expect(kcatByPartition(src.stdout)).toEqual(committedOfA)
+      expect(kcatByPartition(dst.stdout)).toEqual(committedOfA)
+    }
 
     // read_committed stops at the open transaction on both sides and shows the same records there.
     const before = merge(
@@ -295,16 +322,28 @@ describe("transactions mirrored from a real Apache Kafka source", () => {
     }
 
     // Stop with the transactions of B still open on the source.
-    await admin.stopMirrorTopics(MIRROR, topics)
+    await admin.stopMirrorTopics(MIRROR, allTopics)
     await Wait.eventually(
       "stopped",
       async () => {
         const ps = await describe()
-        return ps.length === topics.length * PARTITIONS && ps.every((p) => p.state === "STOPPED") ? true : undefined
+        return ps.length === allTopics.length * PARTITIONS && ps.every((p) => p.state === "STOPPED") ? true : undefined
       },
       60_000,
       250
     )
+
+    // Without an open transaction the stop only resets producer state.
+    for (const topic of otherTopics)
+      for (let p = 0; p < PARTITIONS; p++) {
+        const end = sourceEnds.get(`${topic}-${p}`)!
+        const local = await Wait.eventually(`${topic}-${p} reset replicated`, async () => {
+          const r = await destinationBatches(topic, p, end)
+          return r.highWatermark === end + 1 ? r : undefined
+        })
+        expect(local.batches.map((b) => [b.baseOffset, b.control?.type])).toEqual([[end, "MIRROR_PID_RESET"]])
+        expect(local.lastStableOffset).toBe(local.highWatermark)
+      }
 
     const afterStop = merge(visibleWhileOpen, valuesOf("idem2", send(90), any))
     for (const topic of topics) {
