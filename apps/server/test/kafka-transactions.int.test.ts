@@ -189,6 +189,8 @@ describe("transactions mirrored from a real Apache Kafka source", () => {
       batches: RecordBatch.split(buf).batches.map(({ position }) => ({
         baseOffset: RecordBatch.baseOffset(buf, position),
         producerId: RecordBatch.producerId(buf, position),
+        producerEpoch: RecordBatch.producerEpoch(buf, position),
+        baseSequence: RecordBatch.baseSequence(buf, position),
         control: RecordBatch.isControl(buf, position)
           ? Either.getOrThrow(ControlRecord.parseControl(buf, position))
           : undefined
@@ -200,18 +202,12 @@ describe("transactions mirrored from a real Apache Kafka source", () => {
     const topics = CODECS.map((c) => `txn-${c}`)
     const otherTopics = OTHER_CODECS.map((c) => `txn-${c}`)
     const allTopics = [...topics, ...otherTopics]
-    // The first producers create the topics (auto-created with 3 partitions) before the mirror starts.
+    // The first producers create the topics (auto-created with 3 partitions) before the mirror starts. The
+    // idempotent producer of the first topic runs alone, so it is the source's first producer id.
+    const first = { bootstrap: kafka.bootstrap, transactionalId: null, prefix: "idem0", plan: send(60) }
+    await produce({ ...first, topic: topics[0]!, compression: CODECS[0] })
     await Promise.all([
-      ...CODECS.map((codec, i) =>
-        produce({
-          bootstrap: kafka.bootstrap,
-          topic: topics[i]!,
-          transactionalId: null,
-          compression: codec,
-          prefix: "idem0",
-          plan: send(60)
-        })
-      ),
+      ...CODECS.slice(1).map((codec, i) => produce({ ...first, topic: topics[i + 1]!, compression: codec })),
       ...OTHER_CODECS.map((codec, i) =>
         produce({
           bootstrap: kafka.bootstrap,
@@ -393,8 +389,9 @@ describe("transactions mirrored from a real Apache Kafka source", () => {
       expect(committedDst.endOffsets).toEqual(uncommittedDst.endOffsets)
     }
 
-    // New producers on the destination start clean: the producer ids they are given may be ones the source
-    // used (both clusters hand out ids from 0), and no mirrored sequence or epoch may reject or swallow them.
+    // New producers on the destination start clean. Both clusters hand out producer ids from 0, so the first
+    // producer on the destination gets the id of the source's first producer, whose epoch and sequences the
+    // destination mirrored: without the reset its first batch would be out of order (or a duplicate).
     for (const [i, topic] of topics.entries()) {
       await Kcat.forBootstrap(destinationBootstrap)(
         ["-P", "-t", topic, "-p", "0", "-X", "enable.idempotence=true", "-X", "acks=all", "-z", CODECS[i]!],
@@ -409,6 +406,13 @@ describe("transactions mirrored from a real Apache Kafka source", () => {
         plan: send(90)
       })
     }
+    const mirroredFirst = (await destinationBatches(topics[0]!, 0, 0)).batches[0]!
+    const localFirst = (await destinationBatches(topics[0]!, 0, sourceEnds.get(`${topics[0]}-0`)! + 2)).batches[0]!
+    expect([localFirst.producerId, localFirst.producerEpoch, localFirst.baseSequence]).toEqual([
+      mirroredFirst.producerId,
+      mirroredFirst.producerEpoch,
+      mirroredFirst.baseSequence
+    ])
     const afterLocal = merge(afterStop, valuesOf("local-java", send(90), any), [
       Array.from({ length: 50 }, (_, n) => `local-kcat-${n}`),
       [],
