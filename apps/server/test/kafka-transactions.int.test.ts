@@ -115,26 +115,39 @@ describe("transactions mirrored from a real Apache Kafka source", () => {
 
   beforeAll(async () => {
     await KafkaPeer.libs()
-    const port = await Ports.freePort()
-    ;[kafka, destination] = await Promise.all([
+    // The embedded cluster listens on port, port + 1 and port + 2; only the first is known to be free, so a
+    // start that loses one of the others to another process is tried again on new ports.
+    const startDestination = async (attempt = 1): Promise<ServerProcess.ServerHandle> => {
+      const port = await Ports.freePort()
+      try {
+        return await ServerProcess.start({
+          tempPrefix: "cm-kafka-txn-dst-",
+          port,
+          args: ["--embedded", "3"],
+          readyLines: 4,
+          config: {
+            "default.replication.factor": 3,
+            "offsets.topic.replication.factor": 3,
+            "broker.heartbeat.interval.ms": 300,
+            "mirror.state.topic.num.partitions": 5
+          }
+        })
+      } catch (e) {
+        if (attempt < 3 && e instanceof Error && e.message.includes("EADDRINUSE")) return startDestination(attempt + 1)
+        throw e
+      }
+    }
+    // Both handles are kept as soon as each is up, so that teardown stops one even when the other fails.
+    const started = await Promise.allSettled([
       ApacheKafka.startKafka({
         clusterId: kafkaClusterId,
         jvmFlags: ApacheKafka.FAST_START_JVM_FLAGS,
         properties: { ...ApacheKafka.QUICK_SESSION_PROPERTIES, "num.partitions": PARTITIONS }
-      }),
-      ServerProcess.start({
-        tempPrefix: "cm-kafka-txn-dst-",
-        port,
-        args: ["--embedded", "3"],
-        readyLines: 4,
-        config: {
-          "default.replication.factor": 3,
-          "offsets.topic.replication.factor": 3,
-          "broker.heartbeat.interval.ms": 300,
-          "mirror.state.topic.num.partitions": 5
-        }
-      })
+      }).then((k) => (kafka = k)),
+      startDestination().then((d) => (destination = d))
     ])
+    for (const r of started) if (r.status === "rejected") throw r.reason
+    const port = destination.port
     destinationBootstrap = [0, 1, 2].map((i) => `127.0.0.1:${port + i}`).join(",")
     client = new ClusterClient.Client({ bootstrapServers: destinationBootstrap.split(","), requestTimeoutMs: 30_000 })
     admin = new MirrorAdmin.MirrorAdmin(client)
