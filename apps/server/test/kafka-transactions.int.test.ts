@@ -405,20 +405,25 @@ describe("transactions mirrored from a real Apache Kafka source", () => {
     // New producers on the destination start clean. Both clusters hand out producer ids from 0, so the first
     // producer on the destination gets the id of the source's first producer, whose epoch and sequences the
     // destination mirrored: without the reset its first batch would be out of order (or a duplicate).
-    for (const [i, topic] of topics.entries()) {
-      await Kcat.forBootstrap(destinationBootstrap)(
-        ["-P", "-t", topic, "-p", "0", "-X", "enable.idempotence=true", "-X", "acks=all", "-z", CODECS[i]!],
+    const localKcat = (i: number) =>
+      Kcat.forBootstrap(destinationBootstrap)(
+        ["-P", "-t", topics[i]!, "-p", "0", "-X", "enable.idempotence=true", "-X", "acks=all", "-z", CODECS[i]!],
         { input: `${Array.from({ length: 50 }, (_, n) => `local-kcat-${n}`).join("\n")}\n` }
       )
-      await produce({
-        bootstrap: destinationBootstrap,
-        topic,
-        transactionalId: null,
-        compression: CODECS[i]!,
-        prefix: "local-java",
-        plan: send(90)
-      })
-    }
+    await localKcat(0)
+    await Promise.all([
+      ...topics.slice(1).map((_, i) => localKcat(i + 1)),
+      ...topics.map((topic, i) =>
+        produce({
+          bootstrap: destinationBootstrap,
+          topic,
+          transactionalId: null,
+          compression: CODECS[i]!,
+          prefix: "local-java",
+          plan: send(90)
+        })
+      )
+    ])
     const mirroredFirst = (await destinationBatches(topics[0]!, 0, 0)).batches[0]!
     const localFirst = (await destinationBatches(topics[0]!, 0, sourceEnds.get(`${topics[0]}-0`)! + 2)).batches[0]!
     expect([localFirst.producerId, localFirst.producerEpoch, localFirst.baseSequence]).toEqual([
