@@ -1,13 +1,15 @@
 /**
  * Our own small Java peers (`packages/testkit/java/*.java`, written against Kafka's client API) compiled
- * with `javac` against the resolved Kafka jars. The classes are cached next to the jars, in a folder
- * named after a hash of the sources, so a changed source compiles again and an unchanged one never does.
+ * with `javac` against the resolved Kafka jars. The classes are cached next to the jars (or in the user's
+ * cache when that folder is read-only), in a folder named after a hash of the sources, so a changed
+ * source compiles again and an unchanged one never does.
  *
  * It compiles into a private folder and renames it into place, so concurrent test files never see
  * half-written classes.
  */
 import { createHash } from "node:crypto"
-import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs"
+import { homedir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as KafkaPeer from "../KafkaPeer.js"
@@ -35,15 +37,34 @@ const classesFor = (libs: string): Promise<string> => {
   return p
 }
 
+/**
+ * Where the classes for `libs` live: next to the jars, or, when that folder is not writable (a libs folder
+ * given by `CLUSTERMIRROR_KAFKA_LIBS`), in the user's cache under a name that also depends on the libs path.
+ * `work` is a fresh folder to compile into, undefined when the classes are already there.
+ */
+const placeFor = (libs: string, name: string): { target: string; work: string | undefined } => {
+  const nextToJars = join(dirname(libs), name)
+  if (existsSync(nextToJars)) return { target: nextToJars, work: undefined }
+  try {
+    return { target: nextToJars, work: mkdtempSync(`${nextToJars}.tmp-`) }
+  } catch {
+    const suffix = createHash("sha256").update(libs).digest("hex").slice(0, 8)
+    const cache = join(homedir(), ".cache", "clustermirror")
+    mkdirSync(cache, { recursive: true })
+    const target = join(cache, `${name}-${suffix}`)
+    return existsSync(target) ? { target, work: undefined } : { target, work: mkdtempSync(`${target}.tmp-`) }
+  }
+}
+
 const compile = async (libs: string): Promise<string> => {
   const sources = readdirSync(sourceDir)
     .filter((n) => n.endsWith(".java"))
     .sort()
   const hash = createHash("sha256")
   for (const s of sources) hash.update(s).update(readFileSync(join(sourceDir, s)))
-  const target = join(dirname(libs), `testkit-classes-${hash.digest("hex").slice(0, 16)}`)
-  if (existsSync(target)) return target
-  const work = mkdtempSync(`${target}.tmp-`)
+  const name = `testkit-classes-${hash.digest("hex").slice(0, 16)}`
+  const { target, work } = placeFor(libs, name)
+  if (work === undefined) return target
   try {
     const r = await Process.run(
       "javac",
