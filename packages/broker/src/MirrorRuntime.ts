@@ -499,7 +499,8 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
             producerId: t.producerId,
             producerEpoch: t.producerEpoch,
             commit: false,
-            coordinatorEpoch: 0,
+            // §5.4: the epoch of the last marker seen from the source's transaction coordinator, at least 0.
+            coordinatorEpoch: Math.max(0, t.coordinatorEpoch),
             timestamp: Date.now()
           }),
           `an ABORT marker for producer ${t.producerId}`

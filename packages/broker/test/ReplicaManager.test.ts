@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Errors, RecordBatch } from "@clustermirror/protocol"
+import { ControlRecord, Errors, RecordBatch } from "@clustermirror/protocol"
 import { PartitionLog, PartitionLogStore } from "@clustermirror/storage"
 import { ReplicaManager, type Registration } from "../src/ReplicaManager.js"
 
@@ -112,6 +112,72 @@ describe("ReplicaManager as leader", () => {
     const [r] = await followerFetch(2, 9, 3)
     expect(r!.divergingEpoch).not.toBeNull()
     expect(r!.records.length).toBe(0)
+  })
+
+  it("serves read_committed fetches of mirrored transactions up to the LSO, which waits for the marker's replication", async () => {
+    const { rm, followerFetch, log } = setup()
+    const txn = { producerId: 7n, producerEpoch: 0, isTransactional: true, partitionLeaderEpoch: 3 }
+    const records = (n: number) => Array.from({ length: n }, (_, i) => ({ value: Buffer.from(`x${i}`) }))
+    // What a mirror fetcher appends: an aborted transaction, a committed one, and an idempotent batch.
+    log.appendAsFollower(RecordBatch.build({ ...txn, records: records(2), baseOffset: 0, baseSequence: 0 }), 0)
+    log.appendAsFollower(
+      ControlRecord.endTxnMarker({
+        producerId: 7n,
+        producerEpoch: 0,
+        commit: false,
+        coordinatorEpoch: 2,
+        baseOffset: 2
+      }),
+      0
+    )
+    log.appendAsFollower(RecordBatch.build({ ...txn, records: records(3), baseOffset: 3, baseSequence: 2 }), 0)
+    log.appendAsFollower(
+      ControlRecord.endTxnMarker({
+        producerId: 7n,
+        producerEpoch: 0,
+        commit: true,
+        coordinatorEpoch: 2,
+        baseOffset: 6
+      }),
+      0
+    )
+    rm.mirrorAppended("t", 0)
+    const consumerFetch = async (isolationLevel: number) => {
+      const [r] = await rm.fetch({
+        replicaId: -1,
+        maxWaitMs: 0,
+        minBytes: 0,
+        maxBytes: 1 << 20,
+        isolationLevel,
+        partitions: [
+          {
+            topic: "t",
+            partition: 0,
+            fetchOffset: 0,
+            currentLeaderEpoch: 5,
+            lastFetchedEpoch: -1,
+            partitionMaxBytes: 1 << 20
+          }
+        ]
+      })
+      const offsets = RecordBatch.split(r!.records).batches.map((b) => RecordBatch.baseOffset(r!.records, b.position))
+      return { r: r!, offsets }
+    }
+    // Followers have the data up to offset 6, not the COMMIT: the committed transaction stays invisible.
+    await followerFetch(2, 6)
+    await followerFetch(3, 6)
+    expect(log.highWatermark).toBe(6)
+    const held = await consumerFetch(1)
+    expect([held.r.highWatermark, held.r.lastStableOffset]).toEqual([6n, 3n])
+    expect(held.offsets).toEqual([0, 2])
+    expect(held.r.abortedTransactions).toEqual([{ producerId: 7n, firstOffset: 0n }])
+    expect((await consumerFetch(0)).offsets).toEqual([0, 2, 3])
+    await followerFetch(2, 7)
+    await followerFetch(3, 7)
+    const released = await consumerFetch(1)
+    expect([released.r.highWatermark, released.r.lastStableOffset]).toEqual([7n, 7n])
+    expect(released.offsets).toEqual([0, 2, 3, 6])
+    expect(released.r.abortedTransactions).toEqual([{ producerId: 7n, firstOffset: 0n }])
   })
 
   it("rejects produce and consumer fetch when not the leader, with a leader hint", async () => {

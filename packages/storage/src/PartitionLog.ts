@@ -82,6 +82,8 @@ export interface OpenTransaction {
   readonly producerId: bigint
   readonly producerEpoch: number
   readonly firstOffset: number
+  /** The coordinator epoch of the producer's last COMMIT/ABORT marker in this log, -1 when none. */
+  readonly coordinatorEpoch: number
 }
 
 export interface ReadOptions {
@@ -103,6 +105,10 @@ export interface PartitionLog {
   readonly logStartOffset: number
   readonly logEndOffset: number
   readonly highWatermark: number
+  /**
+   * The high watermark, or the first offset of the oldest transaction still open or ended by a marker not
+   * yet below the high watermark, whichever is lower (read_committed consumers read below it).
+   */
   readonly lastStableOffset: number
   readonly sizeInBytes: number
   /**

@@ -60,12 +60,16 @@ const zigzag = (n: number): number[] => {
   return out
 }
 
-/** A control batch with one record of `type` (0 ABORT, 1 COMMIT, 7 MIRROR_PID_RESET). */
-export const control = (type: number, spec: BatchSpec = {}): Buffer => {
+/**
+ * A control batch with one record of `type` (0 ABORT, 1 COMMIT, 7 MIRROR_PID_RESET); a marker's value
+ * carries `coordinatorEpoch`.
+ */
+export const control = (type: number, spec: BatchSpec = {}, coordinatorEpoch = 0): Buffer => {
   const key = Buffer.alloc(4)
   key.writeInt16BE(0, 0)
   key.writeInt16BE(type, 2)
-  const value = Buffer.from([0, 0, 0, 0, 0, 0])
+  const value = Buffer.alloc(6)
+  value.writeInt32BE(coordinatorEpoch, 2)
   const inner = Buffer.concat([
     Buffer.from([0, ...zigzag(0), ...zigzag(0), ...zigzag(key.length)]),
     key,

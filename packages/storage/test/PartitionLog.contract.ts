@@ -265,7 +265,9 @@ export const contract = (name: string, makeStore: () => PartitionLogStoreService
       log.appendAsLeader(batch({ count: 1 }), 0, 0) // 4
       log.updateHighWatermark(log.logEndOffset)
       expect(log.lastStableOffset).toBe(2)
-      expect(log.openTransactions()).toEqual([{ producerId: 9n, producerEpoch: 0, firstOffset: 2 }])
+      expect(log.openTransactions()).toEqual([
+        { producerId: 9n, producerEpoch: 0, firstOffset: 2, coordinatorEpoch: -1 }
+      ])
       expect(log.read(0, 1 << 20, { maxOffset: log.lastStableOffset }).records.length).toBeGreaterThan(0)
       expect(baseOffsets(log.read(0, 1 << 20, { maxOffset: log.lastStableOffset }).records)).toEqual([0])
       log.appendAsLeader(control(0, { producerId: 9n, producerEpoch: 0 }), 0, 0) // abort at 5
@@ -299,6 +301,63 @@ export const contract = (name: string, makeStore: () => PartitionLogStoreService
       expect(log.openTransactions()).toEqual([])
       // Producer 3 is unknown again: an older epoch is no longer fenced.
       expect(log.appendAsLeader(batch({ producerId: 3n, producerEpoch: 0, baseSequence: 0 }), 0, 0).firstOffset).toBe(2)
+    })
+
+    it("holds the last stable offset at a transaction until its marker is below the high watermark", () => {
+      const log = open()
+      const txn = { producerId: 4n, producerEpoch: 1, transactional: true }
+      log.appendAsFollower(batch({ ...txn, baseOffset: 0, baseSequence: 0, count: 3 }), 0) // 0..2
+      log.appendAsFollower(control(1, { ...txn, baseOffset: 3 }), 0) // commit at 3
+      log.appendAsFollower(batch({ baseOffset: 4, count: 2 }), 0) // 4..5
+      log.updateHighWatermark(3)
+      // The COMMIT is in the log but not replicated: the transaction's records stay invisible.
+      expect(log.lastStableOffset).toBe(0)
+      expect(log.openTransactions()).toEqual([])
+      log.updateHighWatermark(4)
+      expect(log.lastStableOffset).toBe(4)
+      log.appendAsFollower(batch({ ...txn, baseOffset: 6, baseSequence: 3, count: 2 }), 0) // 6..7
+      log.appendAsFollower(control(0, { ...txn, baseOffset: 8 }), 0) // abort at 8
+      log.updateHighWatermark(8)
+      expect(log.lastStableOffset).toBe(6)
+      expect(log.abortedTransactions(0, log.lastStableOffset)).toEqual([])
+      log.updateHighWatermark(9)
+      expect(log.lastStableOffset).toBe(9)
+      expect(log.abortedTransactions(0, 9)).toEqual([{ producerId: 4n, firstOffset: 6 }])
+      // Truncating the marker away reopens the transaction; the high watermark follows the log end.
+      log.truncateTo(8)
+      expect([log.highWatermark, log.lastStableOffset]).toEqual([8, 6])
+      expect(log.openTransactions()).toEqual([
+        { producerId: 4n, producerEpoch: 1, firstOffset: 6, coordinatorEpoch: 0 }
+      ])
+      expect(log.abortedTransactions(0, 8)).toEqual([])
+    })
+
+    it("keeps the coordinator epoch of a producer's last marker for its open transaction, across reopen", () => {
+      const log = store.open("txn", 0)
+      const txn = { producerId: 6n, producerEpoch: 2, transactional: true }
+      log.appendAsFollower(batch({ ...txn, baseOffset: 0, baseSequence: 0 }), 0)
+      log.appendAsFollower(control(1, { ...txn, baseOffset: 1 }, 17), 0)
+      log.appendAsFollower(batch({ ...txn, producerEpoch: 3, baseOffset: 2, baseSequence: 0, count: 2 }), 0)
+      log.updateHighWatermark(4)
+      const open = [{ producerId: 6n, producerEpoch: 3, firstOffset: 2, coordinatorEpoch: 17 }]
+      expect(log.openTransactions()).toEqual(open)
+      expect(log.lastStableOffset).toBe(2)
+      store.closeAll()
+      const again = store.open("txn", 0)
+      expect(again.openTransactions()).toEqual(open)
+      expect(again.lastStableOffset).toBe(2)
+    })
+
+    it("after MIRROR_PID_RESET takes a new producer reusing a mirrored id and sequences as new, not as a duplicate", () => {
+      const log = open()
+      const mirrored = { producerId: 0n, producerEpoch: 0, baseSequence: 0, count: 3 }
+      log.appendAsFollower(batch({ ...mirrored, baseOffset: 0 }), 0)
+      // The same id, epoch and sequences from a producer of the destination cluster are a duplicate before the reset...
+      expect(log.appendAsLeader(batch(mirrored), 0, 0)).toMatchObject({ duplicate: true, firstOffset: 0 })
+      log.appendAsFollower(control(7, { baseOffset: 3 }), 0)
+      // ...and new records after it.
+      expect(log.appendAsLeader(batch(mirrored), 1, 0)).toMatchObject({ duplicate: false, firstOffset: 4 })
+      expect(log.appendAsLeader(batch({ ...mirrored, baseSequence: 3, count: 1 }), 1, 0).firstOffset).toBe(7)
     })
 
     it("finds offsets by timestamp (ListOffsets)", () => {

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect, FastCheck as fc } from "effect"
 import type { LogConfig, PartitionLog } from "../src/PartitionLog.js"
 import * as PartitionLogStore from "../src/PartitionLogStore.js"
-import { baseOffsets, batch } from "./Batches.js"
+import { baseOffsets, batch, control } from "./Batches.js"
 import { contract, readAll } from "./PartitionLog.contract.js"
 
 const tmpRoot = fs.mkdtempSync(path.join(os.tmpdir(), "storage-test-"))
@@ -255,5 +255,155 @@ describe("PartitionLog property", () => {
       files.closeAll()
     },
     { fastCheck: { numRuns: 60 } }
+  )
+})
+
+describe("PartitionLog transactions across a crash", () => {
+  it("rebuilds open transactions, coordinator epochs and the held LSO from the log alone", () => {
+    const dataDir = tempDir()
+    let files = PartitionLogStore.makeFileStore(dataDir)
+    let f = files.open("x", 0)
+    const a = { producerId: 1n, producerEpoch: 0, transactional: true }
+    const b = { producerId: 2n, producerEpoch: 5, transactional: true }
+    f.appendAsFollower(batch({ ...a, baseOffset: 0, baseSequence: 0 }), 0)
+    f.appendAsFollower(control(0, { ...a, baseOffset: 1 }, 3), 0)
+    f.appendAsFollower(batch({ ...b, baseOffset: 2, baseSequence: 0 }), 0)
+    f.appendAsFollower(control(1, { ...b, baseOffset: 3 }, 9), 0)
+    f.appendAsFollower(batch({ ...b, producerEpoch: 6, baseOffset: 4, baseSequence: 0 }), 0)
+    f.updateHighWatermark(3)
+    f.flush()
+    const before = [f.lastStableOffset, f.openTransactions(), f.abortedTransactions(0, 5)]
+    expect(before).toEqual([
+      2,
+      [{ producerId: 2n, producerEpoch: 6, firstOffset: 4, coordinatorEpoch: 9 }],
+      [{ producerId: 1n, firstOffset: 0 }]
+    ])
+    // No close: the next open recovers by scanning the segments.
+    files = PartitionLogStore.makeFileStore(dataDir)
+    f = files.open("x", 0)
+    expect([f.lastStableOffset, f.openTransactions(), f.abortedTransactions(0, 5)]).toEqual(before)
+    f.updateHighWatermark(5)
+    expect(f.lastStableOffset).toBe(4)
+    files.closeAll()
+  })
+})
+
+type TxnOp =
+  | { readonly op: "data"; readonly pid: number; readonly transactional: boolean; readonly count: number }
+  | { readonly op: "marker"; readonly pid: number; readonly commit: boolean }
+  | { readonly op: "reset" }
+  | { readonly op: "hw"; readonly back: number }
+  | { readonly op: "truncate"; readonly back: number }
+  | { readonly op: "reopen"; readonly crash: boolean }
+
+const txnOpArb: fc.Arbitrary<TxnOp> = fc.oneof(
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      op: fc.constant("data" as const),
+      pid: fc.integer({ min: 1, max: 3 }),
+      transactional: fc.boolean(),
+      count: fc.integer({ min: 1, max: 3 })
+    })
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant("marker" as const),
+      pid: fc.integer({ min: 1, max: 3 }),
+      commit: fc.boolean()
+    })
+  },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("reset" as const) }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant("hw" as const), back: fc.integer({ min: 0, max: 4 }) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("truncate" as const), back: fc.integer({ min: 0, max: 4 }) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("reopen" as const), crash: fc.boolean() }) }
+)
+
+/** What the log holds, batch by batch, as the reference model sees it. */
+interface ModelBatch {
+  readonly offset: number
+  readonly lastOffset: number
+  readonly pid: number
+  readonly kind: "data" | "txn" | "commit" | "abort" | "reset"
+}
+
+/** LSO and aborted transactions by replaying the batches in order: the definition, not the implementation. */
+const modelTransactions = (batches: ReadonlyArray<ModelBatch>, highWatermark: number) => {
+  const open = new Map<number, number>()
+  const unstable: number[] = []
+  const aborted: Array<{ producerId: bigint; firstOffset: number }> = []
+  for (const b of batches) {
+    if (b.kind === "txn" && !open.has(b.pid)) open.set(b.pid, b.offset)
+    if (b.kind === "reset") open.clear()
+    if (b.kind !== "commit" && b.kind !== "abort") continue
+    const first = open.get(b.pid)
+    if (first === undefined) continue
+    open.delete(b.pid)
+    if (b.kind === "abort") aborted.push({ producerId: BigInt(b.pid), firstOffset: first })
+    if (b.offset >= highWatermark) unstable.push(first)
+  }
+  return { lso: Math.min(highWatermark, ...open.values(), ...unstable), aborted }
+}
+
+describe("PartitionLog transactions property", () => {
+  it.prop(
+    "the LSO and the aborted transactions are those of a replay of the batches, across truncation and restarts",
+    [fc.array(txnOpArb, { minLength: 1, maxLength: 40 })],
+    ([ops]) => {
+      const dataDir = tempDir()
+      let files = PartitionLogStore.makeFileStore(dataDir)
+      let f = files.open("q", 0, { segmentBytes: 500, indexIntervalBytes: 60 })
+      let model: ModelBatch[] = []
+      const sequences = new Map<number, number>()
+      const append = (b: Buffer, kind: ModelBatch["kind"], pid: number) => {
+        const info = f.appendAsFollower(b, 0)
+        model.push({ offset: info.firstOffset, lastOffset: info.lastOffset, pid, kind })
+      }
+      for (const o of ops) {
+        const at = { baseOffset: f.logEndOffset }
+        switch (o.op) {
+          case "data": {
+            const seq = sequences.get(o.pid) ?? 0
+            sequences.set(o.pid, seq + o.count)
+            const spec = { ...at, producerId: BigInt(o.pid), producerEpoch: 0, baseSequence: seq, count: o.count }
+            append(batch({ ...spec, transactional: o.transactional }), o.transactional ? "txn" : "data", o.pid)
+            break
+          }
+          case "marker":
+            append(
+              control(o.commit ? 1 : 0, { ...at, producerId: BigInt(o.pid), producerEpoch: 0 }),
+              o.commit ? "commit" : "abort",
+              o.pid
+            )
+            break
+          case "reset":
+            append(control(7, at), "reset", -1)
+            break
+          case "hw":
+            // Like Kafka's, the high watermark only moves back by truncation (or a restart's older checkpoint).
+            f.updateHighWatermark(Math.max(f.highWatermark, f.logEndOffset - o.back))
+            break
+          case "truncate": {
+            const to = Math.max(0, f.logEndOffset - o.back)
+            f.truncateTo(to)
+            model = model.filter((b) => b.lastOffset < to)
+            // A truncation cuts whole batches: the log end is where the last kept batch ends.
+            expect(f.logEndOffset).toBe(to)
+            break
+          }
+          case "reopen":
+            if (!o.crash) files.closeAll()
+            files = PartitionLogStore.makeFileStore(dataDir)
+            f = files.open("q", 0, { segmentBytes: 500, indexIntervalBytes: 60 })
+            break
+        }
+        const expected = modelTransactions(model, f.highWatermark)
+        expect(f.lastStableOffset).toBe(expected.lso)
+        expect(f.abortedTransactions(0, f.logEndOffset)).toEqual(expected.aborted)
+      }
+      files.closeAll()
+    },
+    { fastCheck: { numRuns: 80 } }
   )
 })

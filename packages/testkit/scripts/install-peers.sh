@@ -2,7 +2,8 @@
 # Installs the peers the testkit's integration tests use, and is safe to run again:
 #   - kcat (librdkafka's CLI) from the distribution's packages, if missing;
 #   - Apache Kafka's jars (broker + Java tools) from Maven Central via kafka-peer.sh, cached.
-# Java 17+ and Maven must be on the machine; they are installed from the distribution if missing.
+# A Java 17+ JDK (javac compiles the testkit's own Java peers) and Maven must be on the machine; they are
+# installed from the distribution if missing.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
@@ -12,7 +13,7 @@ as_root() {
 
 missing=()
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
-command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 if [ "${#missing[@]}" -gt 0 ]; then
   as_root apt-get update -qq
@@ -21,5 +22,6 @@ fi
 
 kcat -V | head -n 1
 java -version 2>&1 | head -n 1
+javac -version 2>&1 | head -n 1
 libs="$(bash "${here}/kafka-peer.sh")"
 echo "Apache Kafka jars: ${libs}"

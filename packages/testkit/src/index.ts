@@ -4,6 +4,7 @@
  * only; never imported by production code.
  */
 export * as ApacheKafka from "./ApacheKafka.js"
+export * as IsolatedConsumer from "./IsolatedConsumer.js"
 export * as JavaTools from "./JavaTools.js"
 export * as KafkaPeer from "./KafkaPeer.js"
 export * as Kcat from "./Kcat.js"
@@ -13,4 +14,5 @@ export * as ProcStats from "./ProcStats.js"
 export * as Properties from "./Properties.js"
 export * as ServerProcess from "./ServerProcess.js"
 export * as TestkitError from "./TestkitError.js"
+export * as TransactionalProducer from "./TransactionalProducer.js"
 export * as Wait from "./Wait.js"

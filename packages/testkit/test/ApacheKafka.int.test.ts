@@ -3,10 +3,12 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as ApacheKafka from "../src/ApacheKafka.js"
+import * as IsolatedConsumer from "../src/IsolatedConsumer.js"
 import * as JavaTools from "../src/JavaTools.js"
 import * as KafkaPeer from "../src/KafkaPeer.js"
 import * as Kcat from "../src/Kcat.js"
 import { PeerStartError } from "../src/TestkitError.js"
+import * as TransactionalProducer from "../src/TransactionalProducer.js"
 
 const COUNT = 1_000
 const messages = Array.from({ length: COUNT }, (_, i) => `message-${String(i).padStart(4, "0")}`)
@@ -166,6 +168,46 @@ describe("Apache Kafka single node", () => {
     ])
     expect(result.code).not.toBe(0)
     expect(result.stderr).toMatch(/no-such-topic/)
+  })
+
+  it("the transactional producer commits, aborts and leaves a transaction open; read_committed stops at it", async () => {
+    const b = node().bootstrap
+    const topic = "testkit-txn"
+    JavaTools.expectSuccess(
+      "kafka-topics --create",
+      await JavaTools.kafkaTopics(["--bootstrap-server", b, "--create", "--topic", topic, "--partitions", "2"])
+    )
+    const plan: ReadonlyArray<TransactionalProducer.Step> = [
+      { kind: "commit", records: 6 },
+      { kind: "abort", records: 4 },
+      { kind: "open", records: 2 }
+    ]
+    const producer = await TransactionalProducer.start({
+      bootstrap: b,
+      topic,
+      partitions: 2,
+      transactionalId: "testkit-txn",
+      compression: "zstd",
+      prefix: "t",
+      plan
+    })
+    try {
+      const read = async (isolationLevel: IsolatedConsumer.IsolationLevel) =>
+        IsolatedConsumer.consume({ bootstrap: b, topic, partitions: 2, isolationLevel })
+      const values = (c: IsolatedConsumer.Consumed) => sorted(c.records.map((r) => r.value))
+      const step = (i: number) => TransactionalProducer.values("t", 2, plan, i).flat()
+      const [committed, uncommitted] = await Promise.all([read("read_committed"), read("read_uncommitted")])
+      expect(values(committed)).toEqual(sorted(step(0)))
+      expect(values(uncommitted)).toEqual(sorted([...step(0), ...step(1), ...step(2)]))
+      // Per partition: 3 committed + COMMIT, 2 aborted + ABORT, then the open transaction's first record.
+      expect(committed.endOffsets).toEqual([7, 7])
+      expect(uncommitted.endOffsets).toEqual([8, 8])
+      await producer.commit()
+      expect(producer.isAlive()).toBe(false)
+      expect(values(await read("read_committed"))).toEqual(sorted([...step(0), ...step(2)]))
+    } finally {
+      await producer.stop()
+    }
   })
 
   it("kill and restart keep the data; stop() then ends the JVM and removes its data dir", async () => {

@@ -69,11 +69,21 @@ export const CONTROL_ABORT = 0
 export const CONTROL_COMMIT = 1
 export const CONTROL_MIRROR_PID_RESET = 7
 
+/** What the log keeps from a control batch's first record: its type and, for a marker, the coordinator epoch. */
+export interface ControlInfo {
+  /** The control record type, -1 when the bytes at hand do not hold it. */
+  readonly type: number
+  /** The coordinator epoch of an ABORT/COMMIT marker (value: int16 version, int32 epoch), else -1. */
+  readonly coordinatorEpoch: number
+}
+
+const UNKNOWN_CONTROL: ControlInfo = { type: -1, coordinatorEpoch: -1 }
+
 /**
- * The type of the first control record of a control batch (key: int16 version, int16 type), or -1 when the
- * bytes at hand do not hold it. Control batches are never compressed, so the record is readable in place.
+ * The first control record of a control batch (key: int16 version, int16 type; a marker's value: int16
+ * version, int32 coordinator epoch). Control batches are never compressed, so the record is readable in place.
  */
-export const controlType = (buf: Buffer, at: number, available: number): number => {
+export const controlInfo = (buf: Buffer, at: number, available: number): ControlInfo => {
   let p = at + RecordBatch.HEADER_SIZE
   const limit = at + available
   const skipVarint = (): boolean => {
@@ -95,11 +105,16 @@ export const controlType = (buf: Buffer, at: number, available: number): number 
     }
     return undefined
   }
-  // length, attributes, timestampDelta, offsetDelta, keyLength, key
-  if (!skipVarint()) return -1
+  // length, attributes, timestampDelta, offsetDelta, keyLength, key, valueLength, value
+  if (!skipVarint()) return UNKNOWN_CONTROL
   p += 1
-  if (!skipVarint() || !skipVarint()) return -1
+  if (!skipVarint() || !skipVarint()) return UNKNOWN_CONTROL
   const keyLength = readVarint()
-  if (keyLength === undefined || keyLength < 4 || p + 4 > limit) return -1
-  return buf.readInt16BE(p + 2)
+  if (keyLength === undefined || keyLength < 4 || p + keyLength > limit) return UNKNOWN_CONTROL
+  const type = buf.readInt16BE(p + 2)
+  p += keyLength
+  if (type !== CONTROL_ABORT && type !== CONTROL_COMMIT) return { type, coordinatorEpoch: -1 }
+  const valueLength = readVarint()
+  if (valueLength === undefined || valueLength < 6 || p + 6 > limit) return { type, coordinatorEpoch: -1 }
+  return { type, coordinatorEpoch: buf.readInt32BE(p + 2) }
 }

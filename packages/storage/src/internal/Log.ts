@@ -27,7 +27,7 @@ import {
   OffsetOutOfRangeError,
   RecordTooLargeError
 } from "../StorageError.js"
-import { controlType, crcValid, readRange, scan } from "./BatchScan.js"
+import { controlInfo, crcValid, readRange, scan } from "./BatchScan.js"
 import { LeaderEpochCache } from "./LeaderEpochCache.js"
 import { type BatchInfo, type Pending, ProducerState } from "./ProducerState.js"
 import { Segment } from "./Segment.js"
@@ -42,8 +42,11 @@ export const CLEAN_SHUTDOWN = "clean-shutdown"
 const INT32_MAX = 2147483647
 const TIMESTAMP_TYPE_BIT = RecordBatch.TIMESTAMP_TYPE_MASK
 
+const NOT_CONTROL = { type: -1, coordinatorEpoch: -1 }
+
 const batchInfo = (b: Buffer, at: number, available: number): BatchInfo => {
   const control = RecordBatch.isControl(b, at)
+  const record = control ? controlInfo(b, at, available) : NOT_CONTROL
   return {
     producerId: RecordBatch.producerId(b, at),
     producerEpoch: RecordBatch.producerEpoch(b, at),
@@ -52,7 +55,8 @@ const batchInfo = (b: Buffer, at: number, available: number): BatchInfo => {
     lastOffsetDelta: RecordBatch.lastOffsetDelta(b, at),
     isTransactional: RecordBatch.isTransactional(b, at),
     isControl: control,
-    controlType: control ? controlType(b, at, available) : -1
+    controlType: record.type,
+    coordinatorEpoch: record.coordinatorEpoch
   }
 }
 
@@ -82,6 +86,8 @@ export class Log implements PartitionLog {
   private _logEndOffset = 0
   private _highWatermark = 0
   private recoveryPoint = 0
+  /** The high watermark of the state checkpoint, while loading. */
+  private persistedHighWatermark = 0
   private unflushedMessages = 0
   private lastFlushMs = -1
   private closed = false
@@ -105,7 +111,7 @@ export class Log implements PartitionLog {
     return this._highWatermark
   }
   get lastStableOffset(): number {
-    const first = this.producers.firstUnstableOffset()
+    const first = this.producers.firstUnstableOffset(this._highWatermark)
     return first === undefined ? this._highWatermark : Math.min(first, this._highWatermark)
   }
   get sizeInBytes(): number {
@@ -338,6 +344,7 @@ export class Log implements PartitionLog {
 
   updateHighWatermark(offset: number): void {
     this._highWatermark = Math.min(Math.max(offset, this._logStartOffset), this._logEndOffset)
+    this.producers.onHighWatermark(this._highWatermark)
   }
 
   latestEpoch(): number {
@@ -560,6 +567,7 @@ export class Log implements PartitionLog {
 
   private rebuildProducerState(): void {
     this.producers.clear()
+    this.producers.onHighWatermark(this._highWatermark)
     this.hasProducerData = false
     for (const segment of this.segments)
       scan(segment.file, 0, segment.size, false, (b, at, _position, size) => {
@@ -592,6 +600,7 @@ export class Log implements PartitionLog {
     const clean = readJson(this.volume.readFile(CLEAN_SHUTDOWN))
     const producers = clean === undefined ? undefined : ProducerState.restore(Reflect.get(clean, "producers"))
     this.recoveryPoint = num("recoveryPoint", this.segments[0]!.baseOffset)
+    this.persistedHighWatermark = num("highWatermark", 0)
     if (clean !== undefined && producers !== undefined && epochs !== undefined) {
       for (const s of this.segments) s.load()
       this.producers = producers
@@ -610,7 +619,8 @@ export class Log implements PartitionLog {
     this.epochs.truncateFromStart(this._logStartOffset)
     this.epochs.truncateFromEnd(this._logEndOffset)
     this.producers.onLogStartOffset(this._logStartOffset)
-    this._highWatermark = Math.min(Math.max(num("highWatermark", 0), this._logStartOffset), this._logEndOffset)
+    this._highWatermark = Math.min(Math.max(this.persistedHighWatermark, this._logStartOffset), this._logEndOffset)
+    this.producers.onHighWatermark(this._highWatermark)
     this.writeEpochCheckpoint()
     this.flush()
   }
@@ -630,6 +640,8 @@ export class Log implements PartitionLog {
   private recover(): void {
     const validateFrom = this.segmentIndexFor(this.recoveryPoint)
     this.producers = new ProducerState()
+    // Markers already below the persisted high watermark need not hold the LSO back while the log loads.
+    this.producers.onHighWatermark(this.persistedHighWatermark)
     this.hasProducerData = false
     let next = -1
     for (let i = 0; i < this.segments.length; i++) {

@@ -1,6 +1,8 @@
 /**
  * Producer state of one partition: per producer id the epoch, the last five batches' sequence ranges and
- * offsets (idempotence), the first offset of its open transaction (LSO), and the aborted-transaction list.
+ * offsets (idempotence), the first offset of its open transaction and the coordinator epoch of its last
+ * marker; the aborted-transaction list; and the transactions whose marker is not yet below the high
+ * watermark, which hold the LSO back like open ones (Kafka's unreplicated transactions).
  * `check` decides whether a leader append is acceptable; `apply` is the only mutation, used alike for
  * live appends (leader and follower) and for rebuilding from the log.
  */
@@ -23,6 +25,15 @@ interface ProducerEntry {
   batches: BatchMetadata[]
   /** First offset of the open transaction, -1 when none. */
   txnFirstOffset: number
+  /** Coordinator epoch of the producer's last COMMIT/ABORT marker, -1 when none was seen. */
+  coordinatorEpoch: number
+}
+
+/** A transaction ended by a marker that is not yet below the high watermark. */
+interface CompletedTxn {
+  readonly firstOffset: number
+  /** Offset of the marker. */
+  readonly lastOffset: number
 }
 
 export interface AbortedTxn {
@@ -43,6 +54,15 @@ export interface BatchInfo {
   readonly isControl: boolean
   /** Control record type for control batches, -1 otherwise. */
   readonly controlType: number
+  /** Coordinator epoch of a COMMIT/ABORT marker, -1 otherwise. */
+  readonly coordinatorEpoch: number
+}
+
+export interface OpenTxn {
+  readonly producerId: bigint
+  readonly producerEpoch: number
+  readonly firstOffset: number
+  readonly coordinatorEpoch: number
 }
 
 const lastSequence = (info: BatchInfo): number => {
@@ -59,10 +79,14 @@ export type Pending = Map<bigint, { epoch: number; lastSeq: number }>
 // own map and list on the first write.
 const NO_PRODUCERS: ReadonlyMap<bigint, ProducerEntry> = new Map()
 const NO_ABORTED: ReadonlyArray<AbortedTxn> = []
+const NO_COMPLETED: ReadonlyArray<CompletedTxn> = []
 
 export class ProducerState {
   private producers: ReadonlyMap<bigint, ProducerEntry> = NO_PRODUCERS
   private aborted: ReadonlyArray<AbortedTxn> = NO_ABORTED
+  /** In marker order, so the ones the high watermark passed are a prefix. */
+  private completed: ReadonlyArray<CompletedTxn> = NO_COMPLETED
+  private highWatermark = 0
 
   /**
    * Checks a leader append of `info`: returns the original batch when it is a duplicate, undefined when it is
@@ -119,12 +143,17 @@ export class ProducerState {
       }
       if (info.producerId < 0n) return
       const entry = this.entry(info.producerId, info.producerEpoch)
-      if (info.controlType === CONTROL_ABORT && entry.txnFirstOffset >= 0)
-        this.abortedList().push({
-          producerId: info.producerId,
-          firstOffset: entry.txnFirstOffset,
-          lastOffset: info.baseOffset
-        })
+      if (info.coordinatorEpoch >= 0) entry.coordinatorEpoch = info.coordinatorEpoch
+      if (entry.txnFirstOffset >= 0) {
+        if (info.controlType === CONTROL_ABORT)
+          this.abortedList().push({
+            producerId: info.producerId,
+            firstOffset: entry.txnFirstOffset,
+            lastOffset: info.baseOffset
+          })
+        if (info.baseOffset >= this.highWatermark)
+          this.completedList().push({ firstOffset: entry.txnFirstOffset, lastOffset: info.baseOffset })
+      }
       entry.txnFirstOffset = -1
       return
     }
@@ -143,7 +172,7 @@ export class ProducerState {
   private entry(producerId: bigint, epoch: number): ProducerEntry {
     let entry = this.producers.get(producerId)
     if (entry === undefined) {
-      entry = { epoch, batches: [], txnFirstOffset: -1 }
+      entry = { epoch, batches: [], txnFirstOffset: -1, coordinatorEpoch: -1 }
       this.producerMap().set(producerId, entry)
     } else if (epoch !== entry.epoch) {
       entry.epoch = epoch
@@ -162,19 +191,43 @@ export class ProducerState {
     return this.aborted as AbortedTxn[]
   }
 
-  /** The first offset of the oldest open transaction, or undefined. */
-  firstUnstableOffset(): number | undefined {
+  private completedList(): CompletedTxn[] {
+    if (this.completed === NO_COMPLETED) this.completed = []
+    return this.completed as CompletedTxn[]
+  }
+
+  /**
+   * The first offset of the oldest transaction still open, or ended by a marker at or above `highWatermark`
+   * (a consumer must not see its records before the marker is replicated); undefined when there is none.
+   */
+  firstUnstableOffset(highWatermark: number): number | undefined {
     let first: number | undefined
     for (const e of this.producers.values())
       if (e.txnFirstOffset >= 0 && (first === undefined || e.txnFirstOffset < first)) first = e.txnFirstOffset
+    for (const t of this.completed)
+      if (t.lastOffset >= highWatermark && (first === undefined || t.firstOffset < first)) first = t.firstOffset
     return first
   }
 
+  /** Forgets the completed transactions whose marker is now below the high watermark. */
+  onHighWatermark(highWatermark: number): void {
+    this.highWatermark = highWatermark
+    if (this.completed.length === 0 || this.completed[0]!.lastOffset >= highWatermark) return
+    const rest = this.completed.filter((t) => t.lastOffset >= highWatermark)
+    this.completed = rest.length === 0 ? NO_COMPLETED : rest
+  }
+
   /** Producers with an open transaction, by the first offset of that transaction. */
-  openTransactions(): ReadonlyArray<{ producerId: bigint; producerEpoch: number; firstOffset: number }> {
-    const open: Array<{ producerId: bigint; producerEpoch: number; firstOffset: number }> = []
+  openTransactions(): ReadonlyArray<OpenTxn> {
+    const open: OpenTxn[] = []
     for (const [producerId, e] of this.producers)
-      if (e.txnFirstOffset >= 0) open.push({ producerId, producerEpoch: e.epoch, firstOffset: e.txnFirstOffset })
+      if (e.txnFirstOffset >= 0)
+        open.push({
+          producerId,
+          producerEpoch: e.epoch,
+          firstOffset: e.txnFirstOffset,
+          coordinatorEpoch: e.coordinatorEpoch
+        })
     return open.sort((a, b) => a.firstOffset - b.firstOffset)
   }
 
@@ -189,12 +242,14 @@ export class ProducerState {
   }
 
   isEmpty(): boolean {
-    return this.producers.size === 0 && this.aborted.length === 0
+    return this.producers.size === 0 && this.aborted.length === 0 && this.completed.length === 0
   }
 
   clear(): void {
     this.producers = NO_PRODUCERS
     this.aborted = NO_ABORTED
+    this.completed = NO_COMPLETED
+    this.highWatermark = 0
   }
 
   /** A JSON-friendly snapshot, written at clean shutdown. */
@@ -204,9 +259,11 @@ export class ProducerState {
         id.toString(),
         e.epoch,
         e.txnFirstOffset,
-        e.batches.map((b) => [b.firstSeq, b.lastSeq, b.firstOffset, b.lastOffset])
+        e.batches.map((b) => [b.firstSeq, b.lastSeq, b.firstOffset, b.lastOffset]),
+        e.coordinatorEpoch
       ]),
-      aborted: this.aborted.map((t) => [t.producerId.toString(), t.firstOffset, t.lastOffset])
+      aborted: this.aborted.map((t) => [t.producerId.toString(), t.firstOffset, t.lastOffset]),
+      completed: this.completed.map((t) => [t.firstOffset, t.lastOffset])
     }
   }
 
@@ -219,10 +276,19 @@ export class ProducerState {
     const aborted: unknown = Reflect.get(value, "aborted")
     if (!Array.isArray(producers) || !Array.isArray(aborted)) return undefined
     const state = new ProducerState()
+    // Snapshots written before coordinator epochs and completed transactions were kept lack them.
+    const completed: unknown = Reflect.get(value, "completed") ?? []
+    if (!Array.isArray(completed)) return undefined
     for (const p of producers) {
-      if (!Array.isArray(p) || p.length !== 4 || typeof p[0] !== "string") return undefined
-      const [id, epoch, txnFirstOffset, batches]: unknown[] = p
-      if (!Number.isInteger(epoch) || !Number.isInteger(txnFirstOffset) || !Array.isArray(batches)) return undefined
+      if (!Array.isArray(p) || (p.length !== 4 && p.length !== 5) || typeof p[0] !== "string") return undefined
+      const [id, epoch, txnFirstOffset, batches, coordinatorEpoch = -1]: unknown[] = p
+      if (
+        !Number.isInteger(epoch) ||
+        !Number.isInteger(txnFirstOffset) ||
+        !Array.isArray(batches) ||
+        !Number.isInteger(coordinatorEpoch)
+      )
+        return undefined
       const metas: BatchMetadata[] = []
       for (const b of batches) {
         if (!isNums(b, 4)) return undefined
@@ -231,8 +297,13 @@ export class ProducerState {
       state.producerMap().set(BigInt(String(id)), {
         epoch: Number(epoch),
         txnFirstOffset: Number(txnFirstOffset),
-        batches: metas
+        batches: metas,
+        coordinatorEpoch: Number(coordinatorEpoch)
       })
+    }
+    for (const t of completed) {
+      if (!isNums(t, 2)) return undefined
+      state.completedList().push({ firstOffset: t[0]!, lastOffset: t[1]! })
     }
     for (const t of aborted) {
       if (!Array.isArray(t) || t.length !== 3 || typeof t[0] !== "string" || !isNums(t.slice(1), 2)) return undefined

@@ -1,0 +1,90 @@
+/**
+ * Our own small Java peers (`packages/testkit/java/*.java`, written against Kafka's client API) compiled
+ * with `javac` against the resolved Kafka jars. The classes are cached next to the jars (or in the user's
+ * cache when that folder is read-only), in a folder named after a hash of the sources, so a changed
+ * source compiles again and an unchanged one never does.
+ *
+ * It compiles into a private folder and renames it into place, so concurrent test files never see
+ * half-written classes.
+ */
+import { createHash } from "node:crypto"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs"
+import { homedir } from "node:os"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+import * as KafkaPeer from "../KafkaPeer.js"
+import { PeerStartError } from "../TestkitError.js"
+import * as Process from "./Process.js"
+
+/** The folder of the Java sources. */
+export const sourceDir: string = fileURLToPath(new URL("../../java/", import.meta.url))
+
+const COMPILE_TIMEOUT_MS = 120_000
+
+const compiled = new Map<string, Promise<string>>()
+
+/** The classes folder for `libs` (compiling on first use) and the classpath that runs them. */
+export const classpath = async (libs: string): Promise<string> =>
+  `${await classesFor(libs)}:${KafkaPeer.classpath(libs)}`
+
+const classesFor = (libs: string): Promise<string> => {
+  let p = compiled.get(libs)
+  if (p === undefined) {
+    p = compile(libs)
+    p.catch(() => compiled.delete(libs))
+    compiled.set(libs, p)
+  }
+  return p
+}
+
+/**
+ * Where the classes for `libs` live: next to the jars, or, when that folder is not writable (a libs folder
+ * given by `CLUSTERMIRROR_KAFKA_LIBS`), in the user's cache under a name that also depends on the libs path.
+ * `work` is a fresh folder to compile into, undefined when the classes are already there.
+ */
+const placeFor = (libs: string, name: string): { target: string; work: string | undefined } => {
+  const nextToJars = join(dirname(libs), name)
+  if (existsSync(nextToJars)) return { target: nextToJars, work: undefined }
+  try {
+    return { target: nextToJars, work: mkdtempSync(`${nextToJars}.tmp-`) }
+  } catch {
+    const suffix = createHash("sha256").update(libs).digest("hex").slice(0, 8)
+    const cache = join(homedir(), ".cache", "clustermirror")
+    mkdirSync(cache, { recursive: true })
+    const target = join(cache, `${name}-${suffix}`)
+    return existsSync(target) ? { target, work: undefined } : { target, work: mkdtempSync(`${target}.tmp-`) }
+  }
+}
+
+const compile = async (libs: string): Promise<string> => {
+  const sources = readdirSync(sourceDir)
+    .filter((n) => n.endsWith(".java"))
+    .sort()
+  const hash = createHash("sha256")
+  for (const s of sources) hash.update(s).update(readFileSync(join(sourceDir, s)))
+  const name = `testkit-classes-${hash.digest("hex").slice(0, 16)}`
+  const { target, work } = placeFor(libs, name)
+  if (work === undefined) return target
+  try {
+    const r = await Process.run(
+      "javac",
+      ["-nowarn", "-d", work, "-cp", KafkaPeer.classpath(libs), ...sources.map((s) => join(sourceDir, s))],
+      { timeoutMs: COMPILE_TIMEOUT_MS }
+    )
+    if (r.code !== 0)
+      throw new PeerStartError({
+        peer: "javac",
+        output: r.stdout + r.stderr,
+        message: `compiling the testkit's Java peers failed (exit ${r.code ?? r.signal}):\n${r.stdout}${r.stderr}`
+      })
+    try {
+      renameSync(work, target)
+    } catch (e) {
+      // Another compile won the race; its classes are the same.
+      if (!existsSync(target)) throw e
+    }
+    return target
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+}
