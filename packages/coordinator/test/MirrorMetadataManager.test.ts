@@ -134,6 +134,9 @@ class Partitions implements MirrorMetadataManager.PartitionPort {
   finishStop = async (_t: string, p: number, sourceClusterId: string | null) => {
     this.calls.push(`finish ${p} ${sourceClusterId}`)
   }
+  acceptDataLoss = (_m: string, _t: string, p: number) => {
+    this.calls.push(`accept data loss ${p}`)
+  }
 }
 
 const setup = (options: { retry?: MirrorStateMachineRetry; lme?: number } = {}) => {
@@ -340,6 +343,47 @@ describe("MirrorMetadataManager", () => {
     await eventually("recovered", () => stateOf(1) === "MIRRORING")
     expect(m.stateOf(TOPIC, 1)?.retryAttempt).toBe(0)
     expect(m.recover(MIRROR, ["nope"])[0]!.errorCode).toBe(Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+  })
+
+  it("given a data-loss failure, then recovery needs AcceptDataLoss, which restarts the partition at the source log start", async () => {
+    const { update, stateOf, managers, partitions } = setup()
+    update()
+    await eventually("mirroring", () => stateOf(1) === "MIRRORING")
+    const m = managers.get(1)!
+    const reason =
+      "Data loss: the source log start 1200 passed the mirror position 1000 (200 records were deleted on the source before they were mirrored)"
+    m.fetchFailed(TOPIC, 1, { message: reason, retryable: false })
+    await eventually("failed", () => stateOf(1) === "FAILED")
+
+    const refused = m.recover(MIRROR, [TOPIC])
+    expect(refused).toHaveLength(1)
+    expect(refused[0]!.errorCode).toBe(Errors.ErrorCode.INVALID_CLUSTER_MIRROR_STATES)
+    expect(refused[0]!.errorMessage).toContain(reason)
+    expect(refused[0]!.errorMessage).toContain("--accept-data-loss")
+    await new Promise((r) => setTimeout(r, 100))
+    expect(m.stateOf(TOPIC, 1)).toMatchObject({ state: "FAILED", retryAttempt: -1, errorMessage: reason })
+    expect(partitions.get(1)!.calls).not.toContain("accept data loss 1")
+
+    expect(m.recover(MIRROR, [TOPIC], { acceptDataLoss: true })).toEqual([
+      { topicName: TOPIC, errorCode: 0, errorMessage: null }
+    ])
+    await eventually("recovered", () => stateOf(1) === "MIRRORING")
+    const calls = partitions.get(1)!.calls
+    // The acceptance is handed over before the fetcher starts again.
+    expect(calls.lastIndexOf("accept data loss 1")).toBeGreaterThanOrEqual(0)
+    expect(calls.lastIndexOf("accept data loss 1")).toBeLessThan(calls.lastIndexOf("start 1"))
+    expect(m.stateOf(TOPIC, 1)).toMatchObject({ retryAttempt: 0, errorMessage: null })
+  })
+
+  it("lists the partitions it leads with their states", async () => {
+    const { update, stateOf, managers } = setup()
+    update()
+    await eventually("mirroring", () => stateOf(0) === "MIRRORING" && stateOf(1) === "MIRRORING")
+    expect([...managers.get(1)!.partitionStates()]).toEqual([
+      { mirror: MIRROR, topic: TOPIC, partition: 0, state: "MIRRORING" },
+      { mirror: MIRROR, topic: TOPIC, partition: 1, state: "MIRRORING" }
+    ])
+    expect([...managers.get(2)!.partitionStates()]).toEqual([])
   })
 
   it("given a source batch epoch above the local epoch, then EPOCH_FENCING bumps to source + 10 and mirroring resumes", async () => {
