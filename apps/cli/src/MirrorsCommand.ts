@@ -17,7 +17,9 @@ actions (exactly one):
   --stop     --mirror <name> --topics <names|regexes>
   --pause    --mirror <name> --topics <names|regexes>
   --resume   --mirror <name> --topics <names|regexes>
-  --recover  --mirror <name> --topics <names|regexes>   retry topics whose partitions stay FAILED
+  --recover  --mirror <name> --topics <names|regexes> [--accept-data-loss]
+             retry topics whose partitions stay FAILED (--accept-data-loss: partitions failed on data
+             loss restart at the source log start; the records deleted on the source stay lost)
   --list     [--mirror <name>]
   --describe [--mirror <name>] [--failed] [--json]    partition states and lag (--failed: FAILED only)
   --delete   --mirror <name>
@@ -27,7 +29,7 @@ options:
 const ACTIONS = ["create", "start", "stop", "pause", "resume", "recover", "list", "describe", "delete"] as const
 export type Action = (typeof ACTIONS)[number]
 const WITH_VALUE = new Set(["bootstrap-server", "command-config", "mirror-config", "mirror", "topics", "exclude"])
-const FLAGS = new Set<string>([...ACTIONS, "json", "failed", "help", "dry-run"])
+const FLAGS = new Set<string>([...ACTIONS, "json", "failed", "help", "dry-run", "accept-data-loss"])
 
 export interface Command {
   readonly action: Action
@@ -41,6 +43,8 @@ export interface Command {
   readonly dryRun: boolean
   readonly json: boolean
   readonly failed: boolean
+  /** `--recover --accept-data-loss`: partitions failed on data loss restart at the source log start. */
+  readonly acceptDataLoss: boolean
 }
 
 export class UsageError extends Error {}
@@ -91,6 +95,8 @@ export const parse = (argv: ReadonlyArray<string>): Command => {
   for (const f of ["json", "failed"] as const)
     if (flags.has(f) && action !== "describe") throw new UsageError(`--${f} is only valid with --describe`)
   if (flags.has("dry-run") && action !== "start") throw new UsageError("--dry-run is only valid with --start")
+  if (flags.has("accept-data-loss") && action !== "recover")
+    throw new UsageError("--accept-data-loss is only valid with --recover")
   return {
     action,
     bootstrapServer,
@@ -101,7 +107,8 @@ export const parse = (argv: ReadonlyArray<string>): Command => {
     exclude,
     dryRun: flags.has("dry-run"),
     json: flags.has("json"),
-    failed: flags.has("failed")
+    failed: flags.has("failed"),
+    acceptDataLoss: flags.has("accept-data-loss")
   }
 }
 
@@ -388,7 +395,7 @@ export const run = async (command: Command, io: Io): Promise<number> => {
       }
       case "recover": {
         const { names: topics } = await destinationTopics()
-        const results = await admin.recoverMirrorTopics(mirror, topics)
+        const results = await admin.recoverMirrorTopics(mirror, topics, { acceptDataLoss: command.acceptDataLoss })
         const failed = new Set(results.filter((r) => r.error !== null).map((r) => r.name))
         const done = topics.filter((t) => !failed.has(t))
         if (done.length > 0 || failed.size === 0)

@@ -40,6 +40,7 @@ import * as GroupApis from "./GroupApis.js"
 import { type BrokerContext, INTERNAL_TOPICS, ProducerIdManager, register } from "./KafkaApis.js"
 import type * as MetadataView from "./MetadataView.js"
 import * as MirrorApis from "./MirrorApis.js"
+import * as MirrorMetrics from "./MirrorMetrics.js"
 import * as MirrorRuntime from "./MirrorRuntime.js"
 import { ReplicaManager } from "./ReplicaManager.js"
 import { Handlers } from "./RequestChannel.js"
@@ -290,6 +291,7 @@ export const start = async (
     peers.set(id, c)
     return c
   }
+  const metrics = new MirrorMetrics.MirrorMetrics()
   const mirrors = MirrorRuntime.make({
     config,
     clusterId,
@@ -298,8 +300,15 @@ export const start = async (
     controller,
     catchUp: () => catchUp(),
     peer,
-    log
+    log,
+    metrics
   })
+  const metricsServer =
+    config.metricsPort > 0
+      ? await MirrorMetrics.serve(metrics, { host: config.host, port: config.metricsPort, log })
+      : undefined
+  if (metricsServer !== undefined)
+    log(`broker ${nodeId} serves metrics at http://${config.host}:${metricsServer.port}/metrics`)
 
   // Read-your-writes for requests this broker forwards: a metadata fetch sent after the controller
   // answered carries that answer's records, so once such a round is loaded this broker serves them.
@@ -552,6 +561,7 @@ export const start = async (
       if (stopped) return
       stopped = true
       clearInterval(isr)
+      await metricsServer?.close()
       await server.close()
       for (const f of fetchers.values()) {
         f.fetcher.stop()
