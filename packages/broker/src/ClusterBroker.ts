@@ -550,6 +550,15 @@ export const start = async (
   while (Date.now() < unfencedBy && !serving()) await sleep(20)
   const isr = setInterval(() => replicas.shrinkIsrs(), Math.max(500, Math.floor(config.replicaLagTimeMaxMs / 2)))
   isr.unref()
+  // Time and size retention (log.retention.check.interval.ms), like Kafka's log cleanup task.
+  const retention = setInterval(() => {
+    try {
+      replicas.enforceRetention()
+    } catch (e) {
+      log(`retention failed: ${e instanceof Error ? e.message : String(e)}`)
+    }
+  }, config.logRetentionCheckIntervalMs)
+  retention.unref()
   log(`broker ${nodeId} serving on ${config.host}:${server.port} (controller ${bootstrap.host}:${bootstrap.port})`)
 
   return {
@@ -561,6 +570,7 @@ export const start = async (
       if (stopped) return
       stopped = true
       clearInterval(isr)
+      clearInterval(retention)
       await metricsServer?.close()
       await server.close()
       for (const f of fetchers.values()) {
