@@ -141,6 +141,7 @@ class Partitions implements MirrorMetadataManager.PartitionPort {
 
 const setup = (options: { retry?: MirrorStateMachineRetry; lme?: number } = {}) => {
   const world = new World()
+  const retries: Array<string> = []
   const partitions = new Map<number, Partitions>([
     [1, new Partitions()],
     [2, new Partitions()]
@@ -178,7 +179,8 @@ const setup = (options: { retry?: MirrorStateMachineRetry; lme?: number } = {}) 
       },
       retry: options.retry ?? { initialBackoffMs: 20, maxBackoffMs: 200, maxAttempts: 100 },
       random: () => 0.5,
-      stoppingWaitMs: 300
+      stoppingWaitMs: 300,
+      onRetry: (mirror) => retries.push(mirror)
     })
     managers.set(id, m)
   }
@@ -195,7 +197,7 @@ const setup = (options: { retry?: MirrorStateMachineRetry; lme?: number } = {}) 
     }
     return undefined
   }
-  return { world, partitions, managers, update, stateOf, stored, lookups }
+  return { world, partitions, managers, update, stateOf, stored, lookups, retries }
 }
 type MirrorStateMachineRetry = { initialBackoffMs: number; maxBackoffMs: number; maxAttempts: number }
 
@@ -302,7 +304,7 @@ describe("MirrorMetadataManager", () => {
   })
 
   it("given the source refuses (a mirror loop), then LOG_TRUNCATION fails with its reason and retries until the source allows it", async () => {
-    const { world, update, stateOf, stored, partitions, lookups } = setup({ lme: 3 })
+    const { world, update, stateOf, stored, partitions, lookups, retries } = setup({ lme: 3 })
     world.sourceRefusal = "Detected mirror loop for mirror:back"
     update()
     await eventually("failed", () => stored(0)?.state === "FAILED" && stored(0)?.errorMessage === world.sourceRefusal)
@@ -313,6 +315,9 @@ describe("MirrorMetadataManager", () => {
     // The truncation used the source's last mirror epoch.
     expect(partitions.get(1)!.calls).toContain("truncate 0 lme=3")
     expect(lookups).toContain(`${MIRROR} ${TOPIC} true 0`)
+    // Every automatic retry was reported, for the mirror it belongs to.
+    expect(retries.length).toBeGreaterThanOrEqual(1)
+    expect(new Set(retries)).toEqual(new Set([MIRROR]))
   })
 
   it("given a FAILED partition, when the operator stops the topic, then it stops without waiting for a retry", async () => {
