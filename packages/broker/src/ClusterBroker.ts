@@ -550,10 +550,18 @@ export const start = async (
   while (Date.now() < unfencedBy && !serving()) await sleep(20)
   const isr = setInterval(() => replicas.shrinkIsrs(), Math.max(500, Math.floor(config.replicaLagTimeMaxMs / 2)))
   isr.unref()
-  // Time and size retention (log.retention.check.interval.ms), like Kafka's log cleanup task.
+  // Time and size retention (log.retention.check.interval.ms), like Kafka's log cleanup task: only for
+  // topics whose cleanup.policy deletes. Compacted topics (__consumer_offsets, __mirror_state) keep
+  // everything, since logs here are not compacted.
+  const deletes = (topic: string) =>
+    (MetadataImage.configsOf(image, MetadataImage.ConfigResourceType.TOPIC, topic).get("cleanup.policy") ?? "delete")
+      .split(",")
+      .some((policy) => policy.trim() === "delete") &&
+    topic !== GroupApis.OFFSETS_TOPIC &&
+    topic !== MirrorRuntime.MIRROR_STATE_TOPIC
   const retention = setInterval(() => {
     try {
-      replicas.enforceRetention()
+      replicas.enforceRetention(deletes)
     } catch (e) {
       log(`retention failed: ${e instanceof Error ? e.message : String(e)}`)
     }
