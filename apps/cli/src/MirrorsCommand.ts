@@ -17,7 +17,9 @@ actions (exactly one):
   --stop     --mirror <name> --topics <names|regexes>
   --pause    --mirror <name> --topics <names|regexes>
   --resume   --mirror <name> --topics <names|regexes>
-  --recover  --mirror <name> --topics <names|regexes>   retry topics whose partitions stay FAILED
+  --recover  --mirror <name> --topics <names|regexes> [--accept-data-loss]
+             retry topics whose partitions stay FAILED (--accept-data-loss: partitions failed on data
+             loss restart at the source log start; the records deleted on the source stay lost)
   --list     [--mirror <name>]
   --describe [--mirror <name>] [--failed] [--json]    partition states and lag (--failed: FAILED only)
   --describe --groups --mirror <name> [--json]        per consumer group, what the offset sync did
@@ -28,7 +30,7 @@ options:
 const ACTIONS = ["create", "start", "stop", "pause", "resume", "recover", "list", "describe", "delete"] as const
 export type Action = (typeof ACTIONS)[number]
 const WITH_VALUE = new Set(["bootstrap-server", "command-config", "mirror-config", "mirror", "topics", "exclude"])
-const FLAGS = new Set<string>([...ACTIONS, "json", "failed", "groups", "help", "dry-run"])
+const FLAGS = new Set<string>([...ACTIONS, "json", "failed", "groups", "help", "dry-run", "accept-data-loss"])
 
 export interface Command {
   readonly action: Action
@@ -44,6 +46,8 @@ export interface Command {
   readonly failed: boolean
   /** `--describe --groups`: the mirror's consumer group offset sync status. */
   readonly groups: boolean
+  /** `--recover --accept-data-loss`: partitions failed on data loss restart at the source log start. */
+  readonly acceptDataLoss: boolean
 }
 
 export class UsageError extends Error {}
@@ -96,6 +100,8 @@ export const parse = (argv: ReadonlyArray<string>): Command => {
   if (flags.has("groups") && mirror === null) throw new UsageError("--mirror is required with --groups")
   if (flags.has("groups") && flags.has("failed")) throw new UsageError("--groups and --failed exclude each other")
   if (flags.has("dry-run") && action !== "start") throw new UsageError("--dry-run is only valid with --start")
+  if (flags.has("accept-data-loss") && action !== "recover")
+    throw new UsageError("--accept-data-loss is only valid with --recover")
   return {
     action,
     bootstrapServer,
@@ -107,7 +113,8 @@ export const parse = (argv: ReadonlyArray<string>): Command => {
     dryRun: flags.has("dry-run"),
     json: flags.has("json"),
     failed: flags.has("failed"),
-    groups: flags.has("groups")
+    groups: flags.has("groups"),
+    acceptDataLoss: flags.has("accept-data-loss")
   }
 }
 
@@ -450,7 +457,7 @@ export const run = async (command: Command, io: Io): Promise<number> => {
       }
       case "recover": {
         const { names: topics } = await destinationTopics()
-        const results = await admin.recoverMirrorTopics(mirror, topics)
+        const results = await admin.recoverMirrorTopics(mirror, topics, { acceptDataLoss: command.acceptDataLoss })
         const failed = new Set(results.filter((r) => r.error !== null).map((r) => r.name))
         const done = topics.filter((t) => !failed.has(t))
         if (done.length > 0 || failed.size === 0)

@@ -28,7 +28,12 @@ describe("MirrorsCommand.parse", () => {
     expect(parse("--bootstrap-server h:1 --recover --mirror m --topics a,x.*")).toMatchObject({
       action: "recover",
       mirror: "m",
-      topics: ["a", "x.*"]
+      topics: ["a", "x.*"],
+      acceptDataLoss: false
+    })
+    expect(parse("--bootstrap-server h:1 --recover --mirror m --topics a --accept-data-loss")).toMatchObject({
+      action: "recover",
+      acceptDataLoss: true
     })
   })
 
@@ -51,6 +56,7 @@ describe("MirrorsCommand.parse", () => {
       "--bootstrap-server h:1 --recover --mirror m --topics a --failed",
       "--bootstrap-server h:1 --list --nope",
       "--bootstrap-server h:1 --stop --mirror m --topics a --dry-run",
+      "--bootstrap-server h:1 --start --mirror m --topics a --accept-data-loss",
       "--bootstrap-server"
     ])
       expect(() => parse(bad), bad).toThrow(MirrorsCommand.UsageError)

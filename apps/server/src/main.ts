@@ -1,5 +1,5 @@
 /**
- * `clustermirror server --port <port> --data-dir <dir> [--config <file>] [--host <host>]`
+ * `clustermirror server --port <port> --data-dir <dir> [--config <file>] [--host <host>] [--metrics-port <port>]`
  * `clustermirror mirrors --bootstrap-server <host:port> <action> ...`
  *
  * The only entrypoint of the server app: builds the broker from its config and runs it until SIGTERM
@@ -10,7 +10,7 @@ import * as MirrorsCommand from "@clustermirror/cli"
 import { BrokerConfig, Node } from "@clustermirror/broker"
 import { Effect, Exit, Fiber } from "effect"
 
-const usage = `usage: clustermirror server [--port <port>] [--data-dir <dir>] [--config <file>] [--host <host>] [--node-id <id>] [--embedded <brokers>]
+const usage = `usage: clustermirror server [--port <port>] [--data-dir <dir>] [--config <file>] [--host <host>] [--node-id <id>] [--embedded <brokers>] [--metrics-port <port>]
        clustermirror mirrors --bootstrap-server <host:port> <action> ...   (cluster mirrors; --help for the actions)`
 
 const parseArgs = (argv: ReadonlyArray<string>): Map<string, string> => {
@@ -41,6 +41,7 @@ const buildConfig = (args: Map<string, string>): BrokerConfig.BrokerConfig => {
     else if (k === "host") overrides.set("listeners", `PLAINTEXT://${v}:${args.get("port") ?? config.port}`)
     else if (k === "data-dir") overrides.set("log.dirs", v)
     else if (k === "node-id") overrides.set("node.id", v)
+    else if (k === "metrics-port") overrides.set("metrics.port", v)
     else throw new Error(`unknown option --${k}\n${usage}`)
   }
   return BrokerConfig.fromProperties(overrides, config)

@@ -56,6 +56,8 @@ export interface BrokerConfig {
   readonly mirrorFailedRetryMaxBackoffMs: number
   /** `mirror.failed.retry.max.attempts`: retries before a FAILED partition waits for an operator; 0 disables. */
   readonly mirrorFailedRetryMaxAttempts: number
+  /** `metrics.port` (our own key): the Prometheus endpoint's port on the broker host; 0 turns it off. */
+  readonly metricsPort: number
 }
 
 export const BrokerConfig = Context.GenericTag<BrokerConfig>("@clustermirror/broker/BrokerConfig")
@@ -100,7 +102,8 @@ export const defaults: BrokerConfig = {
   mirrorMetadataRefreshIntervalMs: 60000,
   mirrorFailedRetryInitialBackoffMs: 1000,
   mirrorFailedRetryMaxBackoffMs: 300000,
-  mirrorFailedRetryMaxAttempts: 100
+  mirrorFailedRetryMaxAttempts: 100,
+  metricsPort: 0
 }
 
 type Parser = (value: string, key: string) => Partial<BrokerConfig>
@@ -212,7 +215,8 @@ const parsers: Record<string, Parser> = {
   "mirror.metadata.refresh.interval.ms": int("mirrorMetadataRefreshIntervalMs", 0),
   "mirror.failed.retry.initial.backoff.ms": int("mirrorFailedRetryInitialBackoffMs", 1),
   "mirror.failed.retry.max.backoff.ms": int("mirrorFailedRetryMaxBackoffMs", 1),
-  "mirror.failed.retry.max.attempts": int("mirrorFailedRetryMaxAttempts", 0)
+  "mirror.failed.retry.max.attempts": int("mirrorFailedRetryMaxAttempts", 0),
+  "metrics.port": int("metricsPort", 0)
 }
 
 /** Keys accepted for compatibility with Kafka config files but without effect on a single node. */

@@ -41,6 +41,7 @@ import { type BrokerContext, INTERNAL_TOPICS, ProducerIdManager, register } from
 import type * as MetadataView from "./MetadataView.js"
 import * as MirrorApis from "./MirrorApis.js"
 import type * as MirrorRefresh from "./MirrorRefresh.js"
+import * as MirrorMetrics from "./MirrorMetrics.js"
 import * as MirrorRuntime from "./MirrorRuntime.js"
 import type * as MirrorSync from "./MirrorSync.js"
 import { ReplicaManager } from "./ReplicaManager.js"
@@ -303,6 +304,7 @@ export const start = async (
     peers.set(id, c)
     return c
   }
+  const metrics = new MirrorMetrics.MirrorMetrics()
   const mirrors = MirrorRuntime.make({
     config,
     clusterId,
@@ -312,8 +314,15 @@ export const start = async (
     catchUp: () => catchUp(),
     peer,
     log,
-    ...options
+    ...options,
+    metrics
   })
+  const metricsServer =
+    config.metricsPort > 0
+      ? await MirrorMetrics.serve(metrics, { host: config.host, port: config.metricsPort, log })
+      : undefined
+  if (metricsServer !== undefined)
+    log(`broker ${nodeId} serves metrics at http://${config.host}:${metricsServer.port}/metrics`)
 
   // Read-your-writes for requests this broker forwards: a metadata fetch sent after the controller
   // answered carries that answer's records, so once such a round is loaded this broker serves them.
@@ -555,6 +564,23 @@ export const start = async (
   while (Date.now() < unfencedBy && !serving()) await sleep(20)
   const isr = setInterval(() => replicas.shrinkIsrs(), Math.max(500, Math.floor(config.replicaLagTimeMaxMs / 2)))
   isr.unref()
+  // Time and size retention (log.retention.check.interval.ms), like Kafka's log cleanup task: only for
+  // topics whose cleanup.policy deletes. Compacted topics (__consumer_offsets, __mirror_state) keep
+  // everything, since logs here are not compacted.
+  const deletes = (topic: string) =>
+    (MetadataImage.configsOf(image, MetadataImage.ConfigResourceType.TOPIC, topic).get("cleanup.policy") ?? "delete")
+      .split(",")
+      .some((policy) => policy.trim() === "delete") &&
+    topic !== GroupApis.OFFSETS_TOPIC &&
+    topic !== MirrorRuntime.MIRROR_STATE_TOPIC
+  const retention = setInterval(() => {
+    try {
+      replicas.enforceRetention(deletes)
+    } catch (e) {
+      log(`retention failed: ${e instanceof Error ? e.message : String(e)}`)
+    }
+  }, config.logRetentionCheckIntervalMs)
+  retention.unref()
   log(`broker ${nodeId} serving on ${config.host}:${server.port} (controller ${bootstrap.host}:${bootstrap.port})`)
 
   return {
@@ -567,6 +593,8 @@ export const start = async (
       if (stopped) return
       stopped = true
       clearInterval(isr)
+      clearInterval(retention)
+      await metricsServer?.close()
       await server.close()
       for (const f of fetchers.values()) {
         f.fetcher.stop()

@@ -28,6 +28,7 @@ import {
   ResumeMirrorTopics,
   StartMirrorTopics,
   StopMirrorTopics,
+  TopicPartitionMap,
   WriteMirrorStates,
   type Api,
   type Spec
@@ -38,6 +39,8 @@ import type { Channel } from "./internal/Channel.js"
 import { keyedRecords } from "./internal/CoordinatorLog.js"
 import * as TwoPhaseTruncation from "./internal/TwoPhaseTruncation.js"
 import * as MirrorRefresh from "./MirrorRefresh.js"
+import { MirrorLag } from "./MirrorLag.js"
+import type { MirrorMetrics } from "./MirrorMetrics.js"
 import type { PartitionState as ReplicaPartitionState, ReplicaManager } from "./ReplicaManager.js"
 import type { PartitionLog } from "@clustermirror/storage"
 import type { Handlers } from "./RequestChannel.js"
@@ -62,6 +65,8 @@ export interface MirrorRuntimeOptions {
   readonly coordinatorTasks?: ReadonlyArray<MirrorRefresh.CoordinatorTask>
   /** Every sync error of the periodic refresh, by mirror and kind. */
   readonly onSyncError?: (mirror: string, kind: string, error: string) => void
+  /** Where the mirror metrics are counted and their gauges collected; none when absent. */
+  readonly metrics?: MirrorMetrics
 }
 
 export interface MirrorRuntime {
@@ -152,8 +157,10 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
   }
 
   const topicIdOf = (name: string) => MetadataImage.topicByName(image(), name)?.id
+  const metrics = options.metrics
   const coordinator = new ClusterMirrorCoordinator.ClusterMirrorCoordinator({
     log: stateLog,
+    onLoaded: (partition, ms) => metrics?.coordinatorLoaded(partition, ms),
     context: {
       topicId: topicIdOf,
       leaderEpoch: (topicId, partition) =>
@@ -166,6 +173,9 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
 
   const fetcherManagers = new Map<string, { manager: MirrorFetcherManager.MirrorFetcherManager; bootstrap: string }>()
   let manager: MirrorMetadataManager.MirrorMetadataManager
+  let lag: MirrorLag
+  /** Partitions whose data loss the operator accepted: their fetcher restarts them at the source log start once. */
+  const acceptedDataLoss = new TopicPartitionMap<true>()
 
   const fetcherFor = (mirror: string): MirrorFetcherManager.MirrorFetcherManager | undefined => {
     const configs = MetadataImage.configsOf(image(), MetadataImage.ConfigResourceType.CLUSTER_MIRROR, mirror)
@@ -186,6 +196,9 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
       events: {
         fetched: (tp, p) => {
           manager.fetched(tp.topic, tp.partition)
+          acceptedDataLoss.delete(tp.topic, tp.partition)
+          lag.fetched(tp.topic, tp.partition, p.sourceHighWatermark, p.logEndOffset)
+          if (p.appendedBytes > 0) metrics?.fetched(mirror, p.appendedBytes, p.appendedRecords)
           // The local log start follows the source's (retention on the source, §6.2), within what is committed.
           const local = replicas.get(tp.topic, tp.partition)?.log
           if (local !== undefined && p.sourceLogStartOffset > local.logStartOffset) {
@@ -198,12 +211,19 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
             )
         },
         failed: (tp, f) => manager.fetchFailed(tp.topic, tp.partition, f),
+        dataLoss: (tp, l) => {
+          metrics?.dataLoss(mirror)
+          log(
+            `mirror ${mirror}: DATA LOSS on ${tp.topic}-${tp.partition}: the source log start ${l.sourceLogStartOffset} passed the mirror position ${l.position} (${l.sourceLogStartOffset - l.position} records deleted on the source before they were mirrored); the partition stays FAILED until an operator recovers it accepting the loss (--recover --accept-data-loss) or stops the topic`
+          )
+        },
         epochAhead: (tp, e) => manager.epochAhead(tp.topic, tp.partition, Math.max(e.batchEpoch, e.sourceLeaderEpoch)),
         epochNearlyAhead: (tp, e) =>
           manager.epochNearlyAhead(tp.topic, tp.partition, Math.max(e.batchEpoch, e.sourceLeaderEpoch))
       }
     })
     fetcherManagers.set(mirror, { manager: created, bootstrap })
+    metrics?.mirrorKnown(mirror)
     return created
   }
 
@@ -454,7 +474,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
         return
       }
       if (m.has({ topic, partition })) return
-      m.addPartitions([new MirrorTarget(p, replicas)])
+      m.addPartitions([new MirrorTarget(p, replicas, acceptedDataLoss)])
     },
     removeFetcher: (mirror, topic, partition) => {
       fetcherManagers.get(mirror)?.manager.removePartitions([{ topic, partition }])
@@ -510,6 +530,9 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
         return
       }
       await append(ControlRecord.mirrorPidReset({ sourceClusterId, timestamp: Date.now() }), "MIRROR_PID_RESET")
+    },
+    acceptDataLoss: (_mirror, topic, partition) => {
+      acceptedDataLoss.set(topic, partition, true)
     }
   }
 
@@ -554,8 +577,15 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
       maxBackoffMs: config.mirrorFailedRetryMaxBackoffMs,
       maxAttempts: config.mirrorFailedRetryMaxAttempts
     },
-    log
+    log,
+    onRetry: (mirror) => metrics?.retryAttempt(mirror)
   })
+  lag = new MirrorLag({
+    fetcherLag: (mirror, topic, partition) => fetcherManagers.get(mirror)?.manager.lag({ topic, partition }),
+    highWatermark: (topic, partition) => replicas.get(topic, partition)?.log.highWatermark,
+    source: sourceClient
+  })
+  metrics?.partitions(() => lag.sample(manager.partitionStates()))
 
   // The periodic refresh (§5.9), with its own admin connection to this cluster.
   let destination: ClusterClient.Client | undefined
@@ -573,7 +603,10 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     bumpLeaderEpochs: partitions.bumpLeaderEpochs,
     intervalMs: config.mirrorMetadataRefreshIntervalMs,
     coordinatorTasks: [...syncTasks, ...(options.coordinatorTasks ?? [])],
-    ...(options.onSyncError === undefined ? {} : { onSyncError: options.onSyncError }),
+    onSyncError: (mirror, kind, error) => {
+      metrics?.syncError(mirror, kind)
+      options.onSyncError?.(mirror, kind, error)
+    },
     log
   })
 
@@ -629,7 +662,8 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     handlers.register(RecoverMirrorTopics.api, async (req, request) => {
       const local = manager.recover(
         request.mirrorName,
-        request.topics.map((t) => t.topicName)
+        request.topics.map((t) => t.topicName),
+        { acceptDataLoss: request.acceptDataLoss }
       )
       const fromBroker = req.clientId?.startsWith("broker-") === true
       if (fromBroker) return { throttleTimeMs: 0, errorCode: 0, errorMessage: null, topics: local.map(toRecoverTopic) }
@@ -713,7 +747,8 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
 class MirrorTarget implements MirrorFetcherManager.MirrorPartition {
   constructor(
     private readonly state: ReplicaPartitionState,
-    private readonly replicas: ReplicaManager
+    private readonly replicas: ReplicaManager,
+    private readonly accepted: TopicPartitionMap<true>
   ) {}
   get topic(): string {
     return this.state.topic
@@ -732,6 +767,10 @@ class MirrorTarget implements MirrorFetcherManager.MirrorPartition {
   }
   onAppend(): void {
     this.replicas.mirrorAppended(this.state.topic, this.state.partition)
+  }
+  /** Consumes the operator's acceptance of a data loss: it restarts the partition once. */
+  acceptDataLoss(): boolean {
+    return this.accepted.delete(this.state.topic, this.state.partition)
   }
 }
 

@@ -4,7 +4,8 @@
  * - `controller`: the controller on the CONTROLLER listener (`ControllerServer`);
  * - `broker`: a broker following that controller (`ClusterBroker`);
  * - both: a combined node, its broker talking to its own controller.
- * `embedded` runs a controller and N brokers in one process, each on its own loopback port and data dir.
+ * `embedded` runs a controller and N brokers in one process, each on its own loopback port and data dir
+ * (and metrics port, when `metrics.port` is set).
  */
 import { Uuid } from "@clustermirror/protocol"
 import * as fs from "node:fs"
@@ -152,6 +153,8 @@ export const embedded = async (
           host: "127.0.0.1",
           advertisedHost: "127.0.0.1",
           port,
+          // Like the client ports: broker i serves metrics on the configured port + i - 1.
+          metricsPort: base.metricsPort > 0 ? base.metricsPort + i - 1 : 0,
           controllerBootstrap: { host: "127.0.0.1", port: controllerPort },
           dataDir: path.join(base.dataDir, `broker-${i}`)
         },

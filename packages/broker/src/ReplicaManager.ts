@@ -612,9 +612,10 @@ export class ReplicaManager {
     return { errorCode: 0, leaderEpoch: r.epoch, endOffset: BigInt(r.endOffset) }
   }
 
-  enforceRetention(): void {
+  /** Applies time and size retention to the partitions of the topics `applies` accepts (default all). */
+  enforceRetention(applies: (topic: string) => boolean = () => true): void {
     const now = this.now()
-    for (const p of this.partitions.values()) p.log.enforceRetention(now)
+    for (const p of this.partitions.values()) if (applies(p.topic)) p.log.enforceRetention(now)
   }
 
   close(): void {

@@ -187,3 +187,32 @@ describe("ReplicaManager as leader", () => {
     expect(r.currentLeader).toEqual({ leaderId: 2, leaderEpoch: 5 })
   })
 })
+
+describe("ReplicaManager retention", () => {
+  it("applies size retention only to the topics the caller's policy accepts", async () => {
+    const rm = new ReplicaManager({
+      store: PartitionLogStore.makeMemoryStore(),
+      nodeId: 1,
+      now: () => 1_000,
+      replicaLagTimeMaxMs: 10_000,
+      isrChannel: { alterPartition: async () => ({ errorCode: 0, registration: null }) }
+    })
+    const config = { ...PartitionLog.defaultConfig, segmentBytes: 200, retentionBytes: 400 }
+    for (const topic of ["kept", "trimmed"]) {
+      rm.applyRegistration(
+        topic,
+        0,
+        topic === "kept" ? "q83vEjRWeJCrze8SNFZ4kA" : "AAAAAAAAAAAAAAAAAAAAAQ",
+        { replicas: [1], isr: [1], leader: 1, leaderEpoch: 0, partitionEpoch: 0 },
+        config,
+        false,
+        1
+      )
+      for (let i = 0; i < 10; i++) await rm.appendAsLeader(topic, 0, batch(5), true, 1)
+    }
+    rm.enforceRetention((topic) => topic === "trimmed")
+    expect(rm.get("kept", 0)!.log.logStartOffset).toBe(0)
+    expect(rm.get("trimmed", 0)!.log.logStartOffset).toBeGreaterThan(0)
+    expect(rm.get("trimmed", 0)!.log.logEndOffset).toBe(50)
+  })
+})

@@ -586,11 +586,20 @@ export class MirrorAdmin {
     return topicResults("ResumeMirrorTopics", checked(`ResumeMirrorTopics ${name}`, res).topics)
   }
 
-  /** Restarts mirroring `topics` whose partitions stay FAILED after their retries ran out. */
-  async recoverMirrorTopics(name: string, topics: ReadonlyArray<string>): Promise<ReadonlyArray<TopicResult>> {
+  /**
+   * Restarts mirroring `topics` whose partitions stay FAILED after their retries ran out. Partitions that
+   * failed on data loss (the source deleted records before they were mirrored) restart at the source log
+   * start only with `acceptDataLoss`; without it their topics are refused.
+   */
+  async recoverMirrorTopics(
+    name: string,
+    topics: ReadonlyArray<string>,
+    options: { readonly acceptDataLoss?: boolean } = {}
+  ): Promise<ReadonlyArray<TopicResult>> {
     const res = await this.client.sendToAnyBroker(RecoverMirrorTopics.api, {
       mirrorName: name,
-      topics: topics.map((topicName) => ({ topicName }))
+      topics: topics.map((topicName) => ({ topicName })),
+      acceptDataLoss: options.acceptDataLoss === true
     })
     return topicResults(
       "RecoverMirrorTopics",

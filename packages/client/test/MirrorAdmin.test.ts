@@ -407,6 +407,18 @@ describe("MirrorAdmin over a scripted cluster", () => {
     expect(error instanceof KafkaError && error.errorCode).toBe(Errors.ErrorCode.UNKNOWN_CLUSTER_MIRROR)
   })
 
+  it("recoverMirrorTopics sends AcceptDataLoss only when asked", async () => {
+    const sent: Array<boolean> = []
+    const client = new ScriptedClient([1]).answer(RecoverMirrorTopics.api, (_n, req) => {
+      sent.push(req.acceptDataLoss)
+      return { throttleTimeMs: 0, errorCode: 0, errorMessage: null, topics: [] }
+    })
+    const admin = new MirrorAdmin.MirrorAdmin(client)
+    await admin.recoverMirrorTopics("m", ["a"])
+    await admin.recoverMirrorTopics("m", ["a"], { acceptDataLoss: true })
+    expect(sent).toEqual([false, true])
+  })
+
   it("describeBrokerConfigs asks a broker about itself", async () => {
     const asked: Array<{ nodeId: number; type: number; name: string }> = []
     const client = new ScriptedClient([4, 5]).answer(DescribeConfigs.api, (nodeId, req) => ({

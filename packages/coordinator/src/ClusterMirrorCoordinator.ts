@@ -33,6 +33,8 @@ export interface StateLog {
 export interface ClusterMirrorCoordinatorOptions {
   readonly log: StateLog
   readonly context: MirrorStateShard.Context
+  /** Called after a partition was loaded on leadership gain, with the replay's duration (metrics). */
+  readonly onLoaded?: (partition: number, ms: number) => void
 }
 
 interface LoadedShard {
@@ -64,8 +66,10 @@ export class ClusterMirrorCoordinator {
     if (current !== undefined && current.state.leaderEpoch === leaderEpoch && this.numPartitions === numPartitions)
       return MirrorStateShard.entries(current.state)
     this.numPartitions = numPartitions
+    const started = performance.now()
     const state = MirrorStateShard.loadFrom(partition, numPartitions, leaderEpoch, this.options.log.readAll(partition))
     this.shards.set(partition, { state, queue: Promise.resolve() })
+    this.options.onLoaded?.(partition, performance.now() - started)
     return MirrorStateShard.entries(state)
   }
 

@@ -93,6 +93,8 @@ export interface PartitionPort {
   ) => Promise<void>
   /** STOPPING steps 4-5: ABORT markers for open transactions, then MIRROR_PID_RESET. */
   readonly finishStop: (topic: string, partition: number, sourceClusterId: string | null) => Promise<void>
+  /** The operator accepted a data loss: the partition's next fetcher restarts it at the source log start. */
+  readonly acceptDataLoss?: (mirror: string, topic: string, partition: number) => void
 }
 
 /** What LOG_TRUNCATION learns from the source cluster (§5.5 steps 1-5). */
@@ -132,6 +134,8 @@ export interface MirrorMetadataManagerOptions {
   readonly log?: (line: string) => void
   /** How long a delete waits for the partitions of stopped topics to reach STOPPED (default 15 s). */
   readonly stoppingWaitMs?: number
+  /** Called for every automatic retry of a FAILED partition (metrics). */
+  readonly onRetry?: (mirror: string) => void
 }
 
 /** The user operations of §4.5 and the states they accept (desired and actual). */
@@ -178,7 +182,7 @@ type PartEvent =
   | { readonly _tag: "FetchFailed"; readonly message: string; readonly retryable: boolean }
   | { readonly _tag: "SourceFailed"; readonly message: string; readonly retryable: boolean }
   | { readonly _tag: "EpochAhead"; readonly sourceEpoch: number }
-  | { readonly _tag: "Recover" }
+  | { readonly _tag: "Recover"; readonly acceptDataLoss: boolean }
 
 const RUNNING = 1
 const AGAIN = 2
@@ -440,6 +444,23 @@ export class MirrorMetadataManager {
     return t.desired === "STOPPED" ? "stopping" : "readOnly"
   }
 
+  /** Every mirror partition this broker leads with its actual state (UNKNOWN until loaded), for metrics. */
+  *partitionStates(): Iterable<{
+    readonly mirror: string
+    readonly topic: string
+    readonly partition: number
+    readonly state: State
+  }> {
+    for (const part of this.parts.values())
+      if (!part.gone)
+        yield {
+          mirror: part.mirror,
+          topic: part.topic,
+          partition: part.partition,
+          state: part.value?.state ?? "UNKNOWN"
+        }
+  }
+
   /** The actual state of a partition this broker leads; undefined when it leads none or has not loaded it. */
   stateOf(topic: string, partition: number): Value | undefined {
     return this.parts.get(topic, partition)?.value
@@ -608,12 +629,16 @@ export class MirrorMetadataManager {
   /**
    * RecoverMirrorTopics (106) for the partitions of `topicNames` this broker leads: FAILED partitions
    * whose retries are exhausted (or not retryable) go back to their previous state with a fresh retry
-   * budget. Per topic: the error of the first partition that could not be recovered, or NONE.
+   * budget. A partition that failed on data loss recovers only with `acceptDataLoss` (it then restarts at
+   * the source log start); otherwise its topic is refused with how to accept. Per topic: the error of the
+   * first partition that could not be recovered, or NONE.
    */
   recover(
     mirror: string,
-    topicNames: ReadonlyArray<string>
+    topicNames: ReadonlyArray<string>,
+    options: { readonly acceptDataLoss?: boolean } = {}
   ): ReadonlyArray<{ readonly topicName: string; readonly errorCode: number; readonly errorMessage: string | null }> {
+    const acceptDataLoss = options.acceptDataLoss === true
     return topicNames.map((topicName) => {
       const t = this.options.metadata.topicByName(topicName)
       if (t === undefined)
@@ -624,12 +649,20 @@ export class MirrorMetadataManager {
           errorCode: E.TOPIC_NOT_IN_CLUSTER_MIRROR,
           errorMessage: `Topic ${topicName} is not in mirror ${mirror}`
         }
+      if (!acceptDataLoss)
+        for (const part of this.parts.values())
+          if (part.topic === topicName && part.value !== undefined && MirrorStateMachine.isDataLoss(part.value))
+            return {
+              topicName,
+              errorCode: E.INVALID_CLUSTER_MIRROR_STATES,
+              errorMessage: `${part.topic}-${part.partition} is FAILED: ${part.value.errorMessage}. Recover with AcceptDataLoss (clustermirror mirrors --recover --accept-data-loss) to restart it at the source log start, or stop the topic`
+            }
       for (const part of this.parts.values()) {
         if (part.topic !== topicName || part.value === undefined || part.value.state !== "FAILED") continue
         const r = MirrorStateMachine.recover(part.value, this.retryConfig)
         if (Either.isLeft(r))
           return { topicName, errorCode: E.INVALID_CLUSTER_MIRROR_STATES, errorMessage: r.left.message }
-        part.event = { _tag: "Recover" }
+        part.event = { _tag: "Recover", acceptDataLoss }
         this.kick(part)
       }
       return { topicName, errorCode: E.NONE, errorMessage: null }
@@ -723,6 +756,7 @@ export class MirrorMetadataManager {
       if (Either.isLeft(next)) return
       if (await this.persist(part, next.right)) {
         this.log(`retrying ${part.topic}-${part.partition} (attempt ${v.retryAttempt}): ${next.right.state}`)
+        this.options.onRetry?.(part.mirror)
         part.again = true
       }
       return
@@ -778,6 +812,10 @@ export class MirrorMetadataManager {
         if (Either.isLeft(next)) return
         if (part.timer !== undefined) clearTimeout(part.timer)
         part.timer = undefined
+        if (event.acceptDataLoss && MirrorStateMachine.isDataLoss(v)) {
+          this.options.partitions.acceptDataLoss?.(part.mirror, part.topic, part.partition)
+          this.log(`${part.topic}-${part.partition}: data loss accepted, mirroring restarts at the source log start`)
+        }
         await this.persist(part, next.right)
         return
       }

@@ -172,6 +172,16 @@ export const fail = (v: MirrorStateValue, failure: Failure): MirrorStateValue =>
 /** The fetcher validated a batch: the partition works again, so the failure count starts over. */
 export const fetchSucceeded = (v: MirrorStateValue): MirrorStateValue => (v.state === "FAILED" ? v : withoutFailure(v))
 
+/**
+ * How the reason of a data-loss failure begins (the mirror fetcher's wording): the source deleted records
+ * before they were mirrored. Only a recovery that accepts the loss restarts such a partition.
+ */
+export const DATA_LOSS_PREFIX = "Data loss:"
+
+/** Whether a FAILED partition failed because the source deleted records it had not mirrored yet. */
+export const isDataLoss = (v: MirrorStateValue): boolean =>
+  v.state === "FAILED" && v.errorMessage !== null && v.errorMessage.startsWith(DATA_LOSS_PREFIX)
+
 /** Whether the failure of a FAILED partition will never be retried automatically. */
 export const isExhausted = (v: MirrorStateValue, config: RetryConfig): boolean =>
   v.state === "FAILED" && (v.retryAttempt === NON_RETRYABLE || v.retryAttempt >= config.maxAttempts)

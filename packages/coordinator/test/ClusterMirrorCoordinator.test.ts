@@ -11,8 +11,10 @@ const N = 3
 
 const make = () => {
   const logs = new Map<number, Array<MirrorStateRecords.MirrorStateRecord>>()
+  const loaded: Array<{ partition: number; ms: number }> = []
   let fail = false
   const c = new ClusterMirrorCoordinator({
+    onLoaded: (partition, ms) => loaded.push({ partition, ms }),
     log: {
       readAll: (p) => [...(logs.get(p) ?? [])],
       append: async (p, _e, records) => {
@@ -22,7 +24,7 @@ const make = () => {
     },
     context: { topicId: (n) => (n === "t" ? TOPIC_ID : undefined), leaderEpoch: () => 0 }
   })
-  return { c, logs, setFail: (f: boolean) => (fail = f) }
+  return { c, logs, loaded, setFail: (f: boolean) => (fail = f) }
 }
 
 const write = (partitions: ReadonlyArray<number>, state: MirrorPartitionState.MirrorPartitionState) => ({
@@ -43,6 +45,16 @@ const write = (partitions: ReadonlyArray<number>, state: MirrorPartitionState.Mi
 })
 
 describe("ClusterMirrorCoordinator", () => {
+  it("reports each load on leadership gain with its duration, and not again for the same leadership", () => {
+    const { c, loaded } = make()
+    c.onBecomeLeader(1, 0, N)
+    c.onBecomeLeader(1, 0, N)
+    c.onBecomeLeader(2, 0, N)
+    c.onBecomeLeader(1, 1, N)
+    expect(loaded.map((l) => l.partition)).toEqual([1, 2, 1])
+    for (const l of loaded) expect(l.ms).toBeGreaterThanOrEqual(0)
+  })
+
   it("answers NOT_COORDINATOR for keys of partitions it does not lead", async () => {
     const { c } = make()
     const res = await c.write(write([0, 1, 2, 3], "LOG_TRUNCATION"))

@@ -134,10 +134,14 @@ class Partitions implements MirrorMetadataManager.PartitionPort {
   finishStop = async (_t: string, p: number, sourceClusterId: string | null) => {
     this.calls.push(`finish ${p} ${sourceClusterId}`)
   }
+  acceptDataLoss = (_m: string, _t: string, p: number) => {
+    this.calls.push(`accept data loss ${p}`)
+  }
 }
 
 const setup = (options: { retry?: MirrorStateMachineRetry; lme?: number } = {}) => {
   const world = new World()
+  const retries: Array<string> = []
   const partitions = new Map<number, Partitions>([
     [1, new Partitions()],
     [2, new Partitions()]
@@ -175,7 +179,8 @@ const setup = (options: { retry?: MirrorStateMachineRetry; lme?: number } = {}) 
       },
       retry: options.retry ?? { initialBackoffMs: 20, maxBackoffMs: 200, maxAttempts: 100 },
       random: () => 0.5,
-      stoppingWaitMs: 300
+      stoppingWaitMs: 300,
+      onRetry: (mirror) => retries.push(mirror)
     })
     managers.set(id, m)
   }
@@ -192,7 +197,7 @@ const setup = (options: { retry?: MirrorStateMachineRetry; lme?: number } = {}) 
     }
     return undefined
   }
-  return { world, partitions, managers, update, stateOf, stored, lookups }
+  return { world, partitions, managers, update, stateOf, stored, lookups, retries }
 }
 type MirrorStateMachineRetry = { initialBackoffMs: number; maxBackoffMs: number; maxAttempts: number }
 
@@ -299,7 +304,7 @@ describe("MirrorMetadataManager", () => {
   })
 
   it("given the source refuses (a mirror loop), then LOG_TRUNCATION fails with its reason and retries until the source allows it", async () => {
-    const { world, update, stateOf, stored, partitions, lookups } = setup({ lme: 3 })
+    const { world, update, stateOf, stored, partitions, lookups, retries } = setup({ lme: 3 })
     world.sourceRefusal = "Detected mirror loop for mirror:back"
     update()
     await eventually("failed", () => stored(0)?.state === "FAILED" && stored(0)?.errorMessage === world.sourceRefusal)
@@ -310,6 +315,9 @@ describe("MirrorMetadataManager", () => {
     // The truncation used the source's last mirror epoch.
     expect(partitions.get(1)!.calls).toContain("truncate 0 lme=3")
     expect(lookups).toContain(`${MIRROR} ${TOPIC} true 0`)
+    // Every automatic retry was reported, for the mirror it belongs to.
+    expect(retries.length).toBeGreaterThanOrEqual(1)
+    expect(new Set(retries)).toEqual(new Set([MIRROR]))
   })
 
   it("given a FAILED partition, when the operator stops the topic, then it stops without waiting for a retry", async () => {
@@ -366,6 +374,47 @@ describe("MirrorMetadataManager", () => {
     leaderOf(0).sourceFailed(TOPIC, 0, "source topic deleted: orders", false)
     await new Promise((r) => setTimeout(r, 100))
     expect(stored(0)).toMatchObject({ state: "STOPPED", retryAttempt: 0 })
+  })
+
+  it("given a data-loss failure, then recovery needs AcceptDataLoss, which restarts the partition at the source log start", async () => {
+    const { update, stateOf, managers, partitions } = setup()
+    update()
+    await eventually("mirroring", () => stateOf(1) === "MIRRORING")
+    const m = managers.get(1)!
+    const reason =
+      "Data loss: the source log start 1200 passed the mirror position 1000 (200 records were deleted on the source before they were mirrored)"
+    m.fetchFailed(TOPIC, 1, { message: reason, retryable: false })
+    await eventually("failed", () => stateOf(1) === "FAILED")
+
+    const refused = m.recover(MIRROR, [TOPIC])
+    expect(refused).toHaveLength(1)
+    expect(refused[0]!.errorCode).toBe(Errors.ErrorCode.INVALID_CLUSTER_MIRROR_STATES)
+    expect(refused[0]!.errorMessage).toContain(reason)
+    expect(refused[0]!.errorMessage).toContain("--accept-data-loss")
+    await new Promise((r) => setTimeout(r, 100))
+    expect(m.stateOf(TOPIC, 1)).toMatchObject({ state: "FAILED", retryAttempt: -1, errorMessage: reason })
+    expect(partitions.get(1)!.calls).not.toContain("accept data loss 1")
+
+    expect(m.recover(MIRROR, [TOPIC], { acceptDataLoss: true })).toEqual([
+      { topicName: TOPIC, errorCode: 0, errorMessage: null }
+    ])
+    await eventually("recovered", () => stateOf(1) === "MIRRORING")
+    const calls = partitions.get(1)!.calls
+    // The acceptance is handed over before the fetcher starts again.
+    expect(calls.lastIndexOf("accept data loss 1")).toBeGreaterThanOrEqual(0)
+    expect(calls.lastIndexOf("accept data loss 1")).toBeLessThan(calls.lastIndexOf("start 1"))
+    expect(m.stateOf(TOPIC, 1)).toMatchObject({ retryAttempt: 0, errorMessage: null })
+  })
+
+  it("lists the partitions it leads with their states", async () => {
+    const { update, stateOf, managers } = setup()
+    update()
+    await eventually("mirroring", () => stateOf(0) === "MIRRORING" && stateOf(1) === "MIRRORING")
+    expect([...managers.get(1)!.partitionStates()]).toEqual([
+      { mirror: MIRROR, topic: TOPIC, partition: 0, state: "MIRRORING" },
+      { mirror: MIRROR, topic: TOPIC, partition: 1, state: "MIRRORING" }
+    ])
+    expect([...managers.get(2)!.partitionStates()]).toEqual([])
   })
 
   it("given a source batch epoch above the local epoch, then EPOCH_FENCING bumps to source + 10 and mirroring resumes", async () => {

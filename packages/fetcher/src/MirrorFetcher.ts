@@ -5,8 +5,10 @@
  * and appends whole batches unchanged at the source offsets (`appendAsFollower`: offsets, batch leader
  * epochs, producer ids and compression kept; records are never decoded). Before fetching a partition it
  * reconciles the local log with OffsetForLeaderEpoch (§6.3); on `DivergingEpoch` it truncates like a
- * follower; on OFFSET_OUT_OF_RANGE below the source log start it restarts the log there (§6.2). Before each
- * append it checks the batch leader epochs against the destination and source leader epochs (§6.4).
+ * follower; on OFFSET_OUT_OF_RANGE below the source log start it restarts there a log that never held a
+ * position, and reports data loss for one that did (the source deleted records before they were copied):
+ * such a partition fails, non-retryable, until an operator accepts the loss. Before each append it checks
+ * the batch leader epochs against the destination and source leader epochs (§6.4).
  *
  * It owns only fetch positions, delays and the connection to its source broker. It must not decide mirror
  * state transitions, read source metadata, or move partitions between fetchers: it reports outcomes to its
@@ -112,11 +114,27 @@ export interface MirrorPartition {
   readonly destinationLeaderEpoch: () => number
   /** Called after batches were appended: the owner advances its high watermark and wakes consumers. */
   readonly onAppend: () => void
+  /**
+   * Asked when the source log start passed the position of this partition's log: true when an operator
+   * accepted the loss (the log restarts at the source log start), false or absent to fail the partition.
+   */
+  readonly acceptDataLoss?: () => boolean
 }
+
+/** How every data-loss failure reason begins: the mark by which a FAILED partition's reason is recognized. */
+export const DATA_LOSS_PREFIX = "Data loss:"
+
+/** The FAILED reason of a partition whose source deleted records at `position`..`sourceLogStartOffset` - 1. */
+export const dataLossMessage = (position: number, sourceLogStartOffset: number): string =>
+  `${DATA_LOSS_PREFIX} the source log start ${sourceLogStartOffset} passed the mirror position ${position} ` +
+  `(${sourceLogStartOffset - position} records were deleted on the source before they were mirrored)`
 
 /** What the mirror fetchers report to the mirror runtime; it decides the state transitions. */
 export interface MirrorFetcherEvents {
-  /** Batches were appended, or the source positions moved, or the log restarted at the source log start. */
+  /**
+   * Batches were appended (`appendedBytes` bytes holding `appendedRecords` records, both 0 otherwise), or
+   * the source positions moved, or the log restarted at the source log start.
+   */
   readonly fetched: (
     tp: TopicPartition,
     p: {
@@ -124,8 +142,15 @@ export interface MirrorFetcherEvents {
       sourceLogStartOffset: number
       logEndOffset: number
       resetToSourceLogStart: boolean
+      appendedBytes: number
+      appendedRecords: number
     }
   ) => void
+  /**
+   * The source log start passed the log's position: the records between were deleted on the source before
+   * they were copied. Reported once, just before the partition is reported `failed` (non-retryable).
+   */
+  readonly dataLoss?: (tp: TopicPartition, l: { position: number; sourceLogStartOffset: number }) => void
   /** The partition is no longer fetched; `retryable` false when retrying cannot help (source topic deleted). */
   readonly failed: (tp: TopicPartition, f: { message: string; retryable: boolean }) => void
   /** A fetched batch carries a leader epoch above the destination's (E_b > E_d): nothing appended, removed. */
@@ -737,9 +762,12 @@ export class MirrorFetcher {
     const start = batches[first]!.position
     const whole = start === 0 && rest === records.length ? records : records.subarray(start, rest)
     let batchEpoch = -1
+    let recordCount = 0
     for (let i = first; i < batches.length; i++) {
-      const epoch = RecordBatch.partitionLeaderEpoch(records, batches[i]!.position)
+      const position = batches[i]!.position
+      const epoch = RecordBatch.partitionLeaderEpoch(records, position)
       if (epoch > batchEpoch) batchEpoch = epoch
+      recordCount += RecordBatch.recordCount(records, position)
     }
     const destinationEpoch = s.partition.destinationLeaderEpoch()
     if (batchEpoch > destinationEpoch) {
@@ -770,7 +798,8 @@ export class MirrorFetcher {
     s.corruptCount = 0
     s.partition.onAppend()
     this.moveToEnd(s)
-    this.settle(s, true)
+    this.settle(s, false)
+    this.reportFetched(s, false, whole.length, recordCount)
     return whole.length
   }
 
@@ -785,19 +814,28 @@ export class MirrorFetcher {
     if (report) this.reportFetched(s, false)
   }
 
-  private reportFetched(s: PartitionState, resetToSourceLogStart: boolean): void {
+  private reportFetched(
+    s: PartitionState,
+    resetToSourceLogStart: boolean,
+    appendedBytes = 0,
+    appendedRecords = 0
+  ): void {
     this.options.owner.events.fetched(s.tp, {
       sourceHighWatermark: s.sourceHighWatermark,
       sourceLogStartOffset: s.sourceLogStartOffset,
       logEndOffset: s.log.logEndOffset,
-      resetToSourceLogStart
+      resetToSourceLogStart,
+      appendedBytes,
+      appendedRecords
     })
   }
 
   /**
    * OFFSET_OUT_OF_RANGE (§6.2): when the local log ends below the source log start (ListOffsets EARLIEST,
-   * consumer form), the source deleted what was not copied yet: restart the log at the source log start and
-   * report it once. Otherwise the local log ends above the source's: look the partition up again and
+   * consumer form), the source deleted what was not copied yet. A log that never held a position (empty at
+   * offset 0) restarts at the source log start, reported once; a log with a position p > 0 lost the records
+   * from p to the source log start: it is reported as data loss and fails non-retryable, unless the
+   * partition says the operator accepted the loss, which restarts it like a new one. Otherwise the local log ends above the source's: look the partition up again and
    * reconcile with OffsetForLeaderEpoch after the backoff. Returns an error message when the request failed
    * as a whole.
    */
@@ -845,6 +883,13 @@ export class MirrorFetcher {
         }
         const sourceLogStart = Number(p.offset)
         if (sourceLogStart > s.log.logEndOffset) {
+          const position = s.log.logEndOffset
+          if (position > 0 && s.partition.acceptDataLoss?.() !== true) {
+            s.sourceLogStartOffset = sourceLogStart
+            owner.events.dataLoss?.(s.tp, { position, sourceLogStartOffset: sourceLogStart })
+            owner.fail(s, dataLossMessage(position, sourceLogStart), false)
+            continue
+          }
           try {
             s.log.truncateFullyAndStartAt(sourceLogStart)
           } catch (e) {

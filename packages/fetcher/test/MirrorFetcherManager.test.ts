@@ -19,6 +19,12 @@ type Event =
   | { readonly _tag: "fetched"; readonly tp: TopicPartition; readonly logEndOffset: number; readonly reset: boolean }
   | { readonly _tag: "failed"; readonly tp: TopicPartition; readonly message: string; readonly retryable: boolean }
   | {
+      readonly _tag: "dataLoss"
+      readonly tp: TopicPartition
+      readonly position: number
+      readonly sourceLogStartOffset: number
+    }
+  | {
       readonly _tag: "epochAhead"
       readonly tp: TopicPartition
       readonly batchEpoch: number
@@ -67,6 +73,8 @@ interface Harness {
   readonly source: MemorySourceCluster
   readonly manager: MirrorFetcherManager
   readonly events: Event[]
+  /** Bytes and records of every append reported by `fetched`. */
+  readonly appended: Array<{ readonly bytes: number; readonly records: number }>
   readonly lines: string[]
 }
 
@@ -84,14 +92,18 @@ const setup = (
   const clock = { now: T0 }
   const source = new MemorySourceCluster(options.source)
   const events: Event[] = []
+  const appended: Array<{ bytes: number; records: number }> = []
   const lines: string[] = []
   let harness: Harness | undefined
   const callbacks: MirrorFetcherEvents = {
     fetched: (tp, p) => {
       events.push({ _tag: "fetched", tp, logEndOffset: p.logEndOffset, reset: p.resetToSourceLogStart })
+      if (p.appendedBytes > 0 || p.appendedRecords > 0)
+        appended.push({ bytes: p.appendedBytes, records: p.appendedRecords })
       if (harness !== undefined) options.onFetched?.(harness, tp)
     },
     failed: (tp, f) => events.push({ _tag: "failed", tp, ...f }),
+    dataLoss: (tp, l) => events.push({ _tag: "dataLoss", tp, ...l }),
     epochAhead: (tp, e) => events.push({ _tag: "epochAhead", tp, ...e }),
     epochNearlyAhead: (tp, e) => events.push({ _tag: "epochNearlyAhead", tp, ...e })
   }
@@ -107,7 +119,7 @@ const setup = (
     log: (line) => lines.push(line)
   })
   onTestFinished(() => manager.close())
-  harness = { clock, source, manager, events, lines }
+  harness = { clock, source, manager, events, appended, lines }
   return harness
 }
 
@@ -296,7 +308,7 @@ describe("MirrorFetcherManager", () => {
     })
   })
 
-  it("restarts at the source log start when the source deleted what was not copied yet, and reports it once", async () => {
+  it("reports data loss and fails non-retryable when the source deleted what was not copied yet", async () => {
     // Given a destination that copied 0..3, and a source that deleted everything below 8 since
     const h = setup()
     h.source.addTopic({ name: ORDERS, topicId: ORDERS_ID, partitions: 1, leaders: [1], leaderEpoch: 2 })
@@ -308,16 +320,85 @@ describe("MirrorFetcherManager", () => {
     // When mirroring resumes
     h.manager.addPartitions([d.partition])
 
+    // Then the partition fails with the data-loss reason, reported once, and its log does not jump
+    await eventually(() => expect(tagged(h.events, "failed")).toHaveLength(1))
+    expect(tagged(h.events, "dataLoss")).toEqual([
+      { _tag: "dataLoss", tp: tp(ORDERS, 0), position: 4, sourceLogStartOffset: 8 }
+    ])
+    expect(tagged(h.events, "failed")).toEqual([
+      {
+        _tag: "failed",
+        tp: tp(ORDERS, 0),
+        message:
+          "Data loss: the source log start 8 passed the mirror position 4 (4 records were deleted on the source before they were mirrored)",
+        retryable: false
+      }
+    ])
+    expect(h.manager.has(tp(ORDERS, 0))).toBe(false)
+    expect([d.log.logStartOffset, d.log.logEndOffset]).toEqual([0, 4])
+    expect(tagged(h.events, "fetched").filter((e) => e.reset)).toEqual([])
+  })
+
+  it("restarts at the source log start once the operator accepted the data loss, and reports it once", async () => {
+    const h = setup()
+    h.source.addTopic({ name: ORDERS, topicId: ORDERS_ID, partitions: 1, leaders: [1], leaderEpoch: 2 })
+    produce(h, ORDERS, 0, 6, "a")
+    const d = destination(ORDERS, ORDERS_ID, 0)
+    for (const b of batches(h.source.log(ORDERS, 0)).slice(0, 2)) d.log.appendAsFollower(Buffer.from(b), 0)
+    h.source.log(ORDERS, 0).deleteRecordsBefore(8)
+    let asked = 0
+
+    h.manager.addPartitions([
+      {
+        ...d.partition,
+        acceptDataLoss: () => {
+          asked++
+          return true
+        }
+      }
+    ])
+
     // Then the log restarts at 8 and holds the source's batches from there
     await eventually(() => expect(d.log.logEndOffset).toBe(12))
     expect(d.log.logStartOffset).toBe(8)
     expect(batches(d.log)).toEqual(batches(h.source.log(ORDERS, 0)))
-    const fetched = tagged(h.events, "fetched")
-    expect(fetched.filter((e) => e.reset)).toEqual([
+    expect(tagged(h.events, "fetched").filter((e) => e.reset)).toEqual([
       { _tag: "fetched", tp: tp(ORDERS, 0), logEndOffset: 8, reset: true }
     ])
+    expect(asked).toBe(1)
     expect(h.source.received.some((r) => r.api === "ListOffsets")).toBe(true)
     expect(tagged(h.events, "failed")).toEqual([])
+    expect(tagged(h.events, "dataLoss")).toEqual([])
+  })
+
+  it("starts a never-mirrored partition at the source log start without reporting data loss", async () => {
+    const h = setup()
+    h.source.addTopic({ name: ORDERS, topicId: ORDERS_ID, partitions: 1, leaders: [1], leaderEpoch: 2 })
+    produce(h, ORDERS, 0, 6, "a")
+    h.source.log(ORDERS, 0).deleteRecordsBefore(8)
+    const d = destination(ORDERS, ORDERS_ID, 0)
+
+    h.manager.addPartitions([{ ...d.partition, acceptDataLoss: () => false }])
+
+    await eventually(() => expect(d.log.logEndOffset).toBe(12))
+    expect(d.log.logStartOffset).toBe(8)
+    expect(tagged(h.events, "fetched").filter((e) => e.reset)).toHaveLength(1)
+    expect(tagged(h.events, "failed")).toEqual([])
+    expect(tagged(h.events, "dataLoss")).toEqual([])
+  })
+
+  it("reports the bytes and records of each append", async () => {
+    const h = setup()
+    h.source.addTopic({ name: ORDERS, topicId: ORDERS_ID, partitions: 1, leaders: [1] })
+    produce(h, ORDERS, 0, 3, "a")
+    const d = destination(ORDERS, ORDERS_ID, 0)
+
+    h.manager.addPartitions([d.partition])
+
+    await eventually(() => expect(d.log.logEndOffset).toBe(6))
+    const sourceBytes = batches(h.source.log(ORDERS, 0)).reduce((n, b) => n + b.length, 0)
+    expect(h.appended.reduce((n, a) => n + a.bytes, 0)).toBe(sourceBytes)
+    expect(h.appended.reduce((n, a) => n + a.records, 0)).toBe(6)
   })
 
   it("starts at the batch holding the source log start when that start is inside a batch", async () => {

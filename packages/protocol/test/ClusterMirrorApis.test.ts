@@ -186,6 +186,32 @@ describe("KIP-1279 APIs", () => {
     )
   })
 
+  it("RecoverMirrorTopicsRequest carries AcceptDataLoss as tag 0: absent when false, so old peers read it", () => {
+    const plain = Either.getOrThrow(
+      RecoverMirrorTopics.Request.encode(0, { mirrorName: "m", topics: [{ topicName: "t" }] })
+    )
+    // m, [t, no tags], no tags
+    expect(hex(plain)).toBe("026d" + "02" + "0274" + "00" + "00")
+    expect(Either.getOrThrow(RecoverMirrorTopics.Request.decode(0, plain)).acceptDataLoss).toBe(false)
+
+    const accepting = Either.getOrThrow(
+      RecoverMirrorTopics.Request.encode(0, { mirrorName: "m", topics: [{ topicName: "t" }], acceptDataLoss: true })
+    )
+    expect(hex(accepting)).toBe(
+      "026d" +
+        "02" +
+        "0274" +
+        "00" +
+        "01" + // one tagged field
+        "000101" // tag 0, 1 byte: AcceptDataLoss true
+    )
+    expect(Either.getOrThrow(RecoverMirrorTopics.Request.decode(0, accepting))).toEqual({
+      mirrorName: "m",
+      topics: [{ topicName: "t" }],
+      acceptDataLoss: true
+    })
+  })
+
   it("RecoverMirrorTopics answers under key 106: responses carry no key of their own", () => {
     expect(RecoverMirrorTopics.api.key).toBe(106)
     expect(RecoverMirrorTopics.Response.apiKey).toBe(106)

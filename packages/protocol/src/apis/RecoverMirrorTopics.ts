@@ -2,12 +2,15 @@
  * RecoverMirrorTopics (key 106, KIP-1279 later revisions): restarts mirror partitions that stay
  * FAILED after their retries ran out. Codec only.
  *
- * RecoverMirrorTopicsRequest => MirrorName [Topics: TopicName]
+ * RecoverMirrorTopicsRequest => MirrorName [Topics: TopicName] <tag 0: AcceptDataLoss>
  * RecoverMirrorTopicsResponse => ThrottleTimeMs ErrorCode ErrorMessage [Topics: TopicName ErrorCode ErrorMessage]
  *
  * The prototype files the response schema under apiKey 107. A response carries no API key on the wire
  * (it is matched to its request by correlation id), so the API is key 106 in both directions and 107
  * stays unused.
+ *
+ * AcceptDataLoss (our addition, tag 0, ignorable): partitions FAILED because the source deleted records
+ * before they were mirrored restart at the source log start; without it they stay FAILED.
  */
 import * as Api from "../Api.js"
 import * as S from "../Spec.js"
@@ -18,7 +21,11 @@ export const Request = S.message({
   type: "request",
   validVersions: "0",
   flexibleVersions: "0+",
-  fields: [S.string("MirrorName"), S.array("Topics", [S.string("TopicName", { mapKey: true })])]
+  fields: [
+    S.string("MirrorName"),
+    S.array("Topics", [S.string("TopicName", { mapKey: true })]),
+    S.bool("AcceptDataLoss", { default: false, taggedVersions: "0+", tag: 0, ignorable: true })
+  ]
 })
 
 export const Response = S.message({
