@@ -29,10 +29,12 @@ const MB = 1024 * 1024
 const TOPIC = "bench-mirror"
 const PROGRESS_EVERY_MS = 5_000
 const PROFILE_TOP = 20
+const PROFILE_PATHS = 8
+const PROFILE_DEPTH = 8
 /** How long the lag consumer may trail the producer's end before the phase gives up. */
 const LAG_TAIL_TIMEOUT_MS = 120_000
 
-export const DEFAULT_MB = 512
+export const DEFAULT_MB = 1024
 
 /** The goals of the issue, as ratios of MB per CPU second. */
 export const GOALS = { bOverA: 5, bOverD: 0.8 } as const
@@ -67,7 +69,7 @@ export const defaults: Omit<Options, "totalBytes" | "cpuProfileDir"> = {
   ourBrokers: 1,
   mm2Tasks: 2,
   producerProps: Replication.defaults.producerProps,
-  pollMs: 200,
+  pollMs: 50,
   catchUpTimeoutMs: 600_000,
   lagRateShare: 0.5,
   lagSeconds: 20,
@@ -127,7 +129,11 @@ export interface Result {
   /** (b)/(a) and (b)/(d) of MB per CPU second and of MB/s, when those setups ran. */
   readonly ratios: Readonly<Record<string, number>>
   readonly goals: typeof GOALS
-  readonly profile: { readonly file: string; readonly top: ReturnType<typeof Profile.topFrames> } | null
+  readonly profile: {
+    readonly file: string
+    readonly top: ReturnType<typeof Profile.topFrames>
+    readonly paths: ReadonlyArray<Profile.HotPath>
+  } | null
 }
 
 const log = (line: string): void => {
@@ -405,7 +411,12 @@ export const run = async (o: Options, resultsDir: string, repoRoot: string): Pro
     if (o.cpuProfileDir !== undefined && o.setups.includes("b")) {
       const file = Profile.newest(o.cpuProfileDir, profileSince)
       if (file === undefined) log("no CPU profile of (b)'s destination was written")
-      else profile = { file, top: Profile.topFrames(file, PROFILE_TOP, repoRoot, windows) }
+      else
+        profile = {
+          file,
+          top: Profile.topFrames(file, PROFILE_TOP, repoRoot, windows),
+          paths: Profile.hotPaths(file, PROFILE_PATHS, PROFILE_DEPTH, repoRoot, windows)
+        }
     }
     const ratios = ratiosOf(setups)
     const result: Result = {
@@ -468,7 +479,10 @@ export const run = async (o: Options, resultsDir: string, repoRoot: string): Pro
     writeFileSync(join(resultsDir, "mirror.json"), json)
     log(`saved ${stamped}`)
     if (profile !== null)
-      log(`\nCPU profile of (b)'s destination during its catch-up: ${profile.file}\n${Profile.format(profile.top)}`)
+      log(
+        `\nCPU profile of (b)'s destination during its catch-up: ${profile.file}\n${Profile.format(profile.top)}` +
+          `\nheaviest stacks (self time, innermost first):\n${Profile.formatPaths(profile.paths)}`
+      )
     return result
   } finally {
     rmSync(scratch, { recursive: true, force: true })
