@@ -8,6 +8,7 @@ import { join, relative } from "node:path"
 
 interface ProfileNode {
   readonly id: number
+  readonly children?: ReadonlyArray<number>
   readonly callFrame: {
     readonly functionName: string
     readonly url: string
@@ -121,3 +122,66 @@ export const format = (p: ReturnType<typeof topFrames>): string =>
     `${p.samples} samples, busy ${p.busyPercent.toFixed(1)}%; self time as a share of busy samples:`,
     ...p.frames.map((f) => `${f.selfPercent.toFixed(1).padStart(5)}%  ${f.name}  ${f.location}`)
   ].join("\n")
+
+/** One caller chain of a hot function, innermost first, with its share of the busy samples. */
+export interface HotPath {
+  readonly frames: ReadonlyArray<string>
+  readonly selfPercent: number
+}
+
+const frameLabel = (n: ProfileNode, root: string): string => {
+  const { functionName, url, lineNumber, columnNumber } = n.callFrame
+  const path = url.startsWith("file://") ? relative(root, new URL(url).pathname) : url
+  const where = path === "" ? "" : ` ${path}:${lineNumber + 1}:${columnNumber + 1}`
+  return `${functionName === "" ? "(anonymous)" : functionName}${where}`
+}
+
+/**
+ * The `top` heaviest call stacks by self samples (inside `windows`), each cut to its `depth` innermost
+ * frames, so that a hot leaf such as a buffer copy shows who calls it. Idle, GC and program samples have
+ * no stack and are left out.
+ */
+export const hotPaths = (
+  file: string,
+  top = 5,
+  depth = 8,
+  root = process.cwd(),
+  windows: ReadonlyArray<Window> = []
+): ReadonlyArray<HotPath> => {
+  const parsed: unknown = JSON.parse(readFileSync(file, "utf8"))
+  if (!isProfile(parsed)) throw new Error(`${file} is not a V8 CPU profile`)
+  const hitsById = hitsIn(parsed, windows)
+  const byId = new Map(parsed.nodes.map((n) => [n.id, n]))
+  const parent = new Map<number, number>()
+  for (const n of parsed.nodes) for (const c of n.children ?? []) parent.set(c, n.id)
+  let busy = 0
+  const byStack = new Map<string, { frames: string[]; hits: number }>()
+  for (const n of parsed.nodes) {
+    const hits = hitsById.get(n.id) ?? 0
+    if (hits === 0 || n.callFrame.functionName === IDLE) continue
+    busy += hits
+    if (n.callFrame.url === "" && n.callFrame.functionName.startsWith("(")) continue
+    const frames: string[] = []
+    for (let id: number | undefined = n.id; id !== undefined && frames.length < depth; id = parent.get(id)) {
+      const node = byId.get(id)
+      if (node === undefined || node.callFrame.functionName === "(root)") break
+      frames.push(frameLabel(node, root))
+    }
+    const key = frames.join("\n")
+    const e = byStack.get(key)
+    if (e === undefined) byStack.set(key, { frames, hits })
+    else e.hits += hits
+  }
+  return [...byStack.values()]
+    .sort((a, b) => b.hits - a.hits)
+    .slice(0, top)
+    .map((e) => ({ frames: e.frames, selfPercent: (100 * e.hits) / Math.max(1, busy) }))
+}
+
+export const formatPaths = (paths: ReadonlyArray<HotPath>): string =>
+  paths
+    .map(
+      (p) =>
+        `${p.selfPercent.toFixed(1).padStart(5)}%  ${p.frames.map((f, i) => (i === 0 ? f : `    <- ${f}`)).join("\n")}`
+    )
+    .join("\n")

@@ -261,13 +261,17 @@ const createTopic = async (s: Setup, o: Options, topic: string): Promise<void> =
   })
 }
 
-/** Runs ProducerPerformance against `s` with `o.producerProps`; fails unless every record was acknowledged. */
+/**
+ * Runs ProducerPerformance against `s` with `o.producerProps`, as fast as it can or at `recordsPerSec`;
+ * fails unless every record was acknowledged.
+ */
 export const producerPerf = async (
   s: Pick<Setup, "name" | "bootstrap">,
   o: Options,
   topic: string,
   records: number,
-  payloadFile: string
+  payloadFile: string,
+  recordsPerSec = -1
 ): Promise<PerfSummary> => {
   const props = Object.entries({ "bootstrap.servers": s.bootstrap, "client.id": CLIENT_ID, ...o.producerProps }).map(
     ([k, v]) => `${k}=${v}`
@@ -283,7 +287,7 @@ export const producerPerf = async (
         "--payload-file",
         payloadFile,
         "--throughput",
-        "-1",
+        String(recordsPerSec),
         "--producer-props",
         ...props
       ],

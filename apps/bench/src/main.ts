@@ -1,9 +1,9 @@
 /**
- * `pnpm bench [suite] [--mb <n>] [--partitions <n>] [--profile]`: runs one named benchmark suite
- * (default `produce-fetch`), prints its table and saves `bench-results/<suite>.json`. `--mb` (or
- * `BENCH_MB`) sets the MB of record values each produce phase sends; `--partitions` the idle partitions
- * of `mirror-memory`; `--profile` runs the server under `--cpu-prof` into `bench-results/` and prints its
- * hottest functions.
+ * `pnpm bench [suite] [--mb <n>] [--partitions <n>] [--setups a,b,c,d] [--profile]`: runs one named
+ * benchmark suite (default `produce-fetch`), prints its table and saves `bench-results/<suite>.json`.
+ * `--mb` (or `BENCH_MB`) sets the MB of record values each produce phase sends; `--partitions` the idle
+ * partitions of `mirror-memory`; `--setups` which of the `mirror` suite's setups run; `--profile` runs
+ * the server under `--cpu-prof` into `bench-results/` and prints its hottest functions.
  *
  * The only entrypoint of the bench app; the hidden `__baseline` and `__mirror-memory-child` commands are
  * child processes of the suites.
@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url"
 import * as Baseline from "./Baseline.js"
 import * as Mirror from "./Mirror.js"
 import * as MirrorMemory from "./MirrorMemory.js"
+import * as MirrorSetups from "./MirrorSetups.js"
 import * as ProduceFetch from "./ProduceFetch.js"
 import * as Profile from "./Profile.js"
 import * as Replication from "./Replication.js"
@@ -26,6 +27,8 @@ interface SuiteArgs {
   /** `--partitions`, when given. */
   readonly partitions: number | undefined
   readonly profileDir: string | undefined
+  /** `--setups` of the mirror suite, when given. */
+  readonly setups: ReadonlyArray<MirrorSetups.SetupId> | undefined
 }
 
 type Suite =
@@ -56,22 +59,19 @@ const suites: Readonly<Record<string, Suite>> = {
       )
   },
   mirror: {
-    description: `mirror catch-up of --mb MB (default ${Mirror.DEFAULT_MB}) and steady state between two clusters of ours, vs our replication`,
+    description: `(a) Kafka -> MirrorMaker 2 -> Kafka, (b) Kafka -> ours, (c) ours -> ours, (d) Kafka follower replication: catch-up of --mb MB (default ${Mirror.DEFAULT_MB}), lag, stop of 1,000 partitions; --setups a,b,c,d`,
     defaultMb: Mirror.DEFAULT_MB,
-    runAndReport: (a) => {
-      const baselineMb = Math.min(a.mb, Mirror.BASELINE_MB)
-      return Mirror.run(
+    runAndReport: (a) =>
+      Mirror.run(
         {
           ...Mirror.defaults,
+          ...(a.setups === undefined ? {} : { setups: a.setups }),
           totalBytes: a.mb * 1024 * 1024,
-          baselineBytes: baselineMb * 1024 * 1024,
-          steadyBytes: baselineMb * 1024 * 1024,
           cpuProfileDir: a.profileDir
         },
         resultsDir,
         repoRoot
       )
-    }
   },
   "mirror-memory": {
     description: `heap and RSS per idle mirrored vs plain partition of one destination broker (--partitions, default ${MirrorMemory.DEFAULT_PARTITIONS})`,
@@ -84,7 +84,7 @@ const suites: Readonly<Record<string, Suite>> = {
   }
 }
 
-const usage = `usage: pnpm bench [${Object.keys(suites).join("|")}] [--mb <n>] [--partitions <n>] [--profile]
+const usage = `usage: pnpm bench [${Object.keys(suites).join("|")}] [--mb <n>] [--partitions <n>] [--setups a,b,c,d] [--profile]
 ${Object.entries(suites)
   .map(([name, s]) => `  ${name}: ${s.description}`)
   .join("\n")}`
@@ -102,6 +102,7 @@ const main = async (): Promise<void> => {
   let suiteName = "produce-fetch"
   let mbArg = process.env["BENCH_MB"]
   let partitionsArg: string | undefined
+  let setupsArg: string | undefined
   let profile = false
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!
@@ -110,6 +111,8 @@ const main = async (): Promise<void> => {
     else if (a.startsWith("--mb=")) mbArg = a.slice(5)
     else if (a === "--partitions") partitionsArg = argv[++i] ?? fail("--partitions needs a number")
     else if (a.startsWith("--partitions=")) partitionsArg = a.slice(13)
+    else if (a === "--setups") setupsArg = argv[++i] ?? fail("--setups needs a list such as a,b,c,d")
+    else if (a.startsWith("--setups=")) setupsArg = a.slice(9)
     else if (a === "--help" || a === "-h") {
       process.stdout.write(`${usage}\n`)
       return
@@ -122,12 +125,17 @@ const main = async (): Promise<void> => {
   const partitions = partitionsArg === undefined ? undefined : Number(partitionsArg)
   if (partitions !== undefined && (!Number.isInteger(partitions) || partitions < 100 || partitions % 100 !== 0))
     fail("--partitions must be a positive multiple of 100")
+  const setups = setupsArg === undefined ? undefined : setupsArg.split(",").map((x) => x.trim())
+  const isSetup = (x: string): x is MirrorSetups.SetupId => x in MirrorSetups.labels
+  if (setups !== undefined && (setups.length === 0 || !setups.every(isSetup)))
+    fail("--setups must list some of a, b, c, d")
+  const setupIds = setups?.filter(isSetup)
   if ("runAndReport" in suite) {
-    await suite.runAndReport({ mb, partitions, profileDir: profile ? resultsDir : undefined })
+    await suite.runAndReport({ mb, partitions, setups: setupIds, profileDir: profile ? resultsDir : undefined })
     return
   }
   const started = Date.now()
-  const result = await suite.run({ mb, partitions, profileDir: profile ? resultsDir : undefined })
+  const result = await suite.run({ mb, partitions, setups: setupIds, profileDir: profile ? resultsDir : undefined })
   process.stdout.write(`\n${suiteName} (${mb} MB of record values per produce phase)\n`)
   process.stdout.write(`${Report.table(result.rows)}\n`)
   process.stdout.write(

@@ -2,7 +2,9 @@
 # Resolves Apache Kafka (broker + Java tools) from Maven Central into one folder of jars and prints
 # that folder. The folder is cached: a second run with the same version only prints it.
 #
-#   kafka-peer.sh [version]          version defaults to $KAFKA_VERSION or the pinned one below
+#   kafka-peer.sh [version]                   version defaults to $KAFKA_VERSION or the pinned one below
+#   kafka-peer.sh <version> connect-mirror    MirrorMaker 2 instead: connect-mirror and connect-runtime
+#                                             of that version, in <root>/kafka-<version>-connect-mirror/libs
 #
 # Environment:
 #   KAFKA_VERSION               Kafka version to resolve (4.x)
@@ -14,11 +16,17 @@ set -euo pipefail
 # The newest 4.x release checked to resolve and run a KRaft node with Java 17 here.
 default_version="4.4.0"
 version="${1:-${KAFKA_VERSION:-$default_version}}"
+flavour="${2:-}"
+case "$flavour" in
+  "") suffix="" ; artifacts=(kafka_2.13 kafka-tools) ;;
+  connect-mirror) suffix="-connect-mirror" ; artifacts=(connect-mirror connect-runtime) ;;
+  *) echo "kafka-peer: unknown flavour \"${flavour}\" (known: connect-mirror)" >&2; exit 1 ;;
+esac
 log4j_version="2.24.3"
 slf4j_version="2.0.17"
 dependency_plugin_version="2.8"
 cache_root="${CLUSTERMIRROR_KAFKA_CACHE:-${HOME}/.cache/clustermirror}"
-dest="${cache_root}/kafka-${version}"
+dest="${cache_root}/kafka-${version}${suffix}"
 libs="${dest}/libs"
 marker="${dest}/.complete"
 
@@ -33,8 +41,18 @@ command -v java >/dev/null 2>&1 || { echo "kafka-peer: java (17+) is required" >
 mkdir -p "$cache_root"
 # Resolve into a private scratch dir and move it into place at the end, so concurrent runs and
 # interrupted runs never leave a half-filled libs folder that looks complete.
-work=$(mktemp -d "${cache_root}/.kafka-${version}.XXXXXX")
+work=$(mktemp -d "${cache_root}/.kafka-${version}${suffix}.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+
+kafka_dependencies=""
+for a in "${artifacts[@]}"; do
+  kafka_dependencies+="    <dependency>
+      <groupId>org.apache.kafka</groupId>
+      <artifactId>${a}</artifactId>
+      <version>${version}</version>
+    </dependency>
+"
+done
 
 cat >"${work}/pom.xml" <<POM
 <?xml version="1.0" encoding="UTF-8"?>
@@ -43,21 +61,11 @@ cat >"${work}/pom.xml" <<POM
          xsi:schemaLocation="http://maven.apache.org/POM/4.0.0 http://maven.apache.org/xsd/maven-4.0.0.xsd">
   <modelVersion>4.0.0</modelVersion>
   <groupId>clustermirror.testkit</groupId>
-  <artifactId>kafka-peer</artifactId>
+  <artifactId>kafka-peer${suffix}</artifactId>
   <version>${version}</version>
   <packaging>pom</packaging>
   <dependencies>
-    <dependency>
-      <groupId>org.apache.kafka</groupId>
-      <artifactId>kafka_2.13</artifactId>
-      <version>${version}</version>
-    </dependency>
-    <dependency>
-      <groupId>org.apache.kafka</groupId>
-      <artifactId>kafka-tools</artifactId>
-      <version>${version}</version>
-    </dependency>
-    <!-- Kafka's artifacts only depend on the slf4j API (its poms name 1.7, its distribution ships 2.0);
+${kafka_dependencies}    <!-- Kafka's artifacts only depend on the slf4j API (its poms name 1.7, its distribution ships 2.0);
          the broker's log output needs a binding, and the log4j2 binding needs the 2.0 API. -->
     <dependency>
       <groupId>org.slf4j</groupId>
@@ -86,7 +94,7 @@ if ! mvn -q -B -f "${work}/pom.xml" "org.apache.maven.plugins:maven-dependency-p
   exit 1
 fi
 
-ls "${work}/libs"/kafka_2.13-"${version}".jar >/dev/null
+for a in "${artifacts[@]}"; do ls "${work}/libs/${a}-${version}.jar" >/dev/null; done
 rm -f "${work}/mvn.log"
 touch "${work}/.complete"
 if [ -f "$marker" ]; then

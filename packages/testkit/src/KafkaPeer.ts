@@ -1,7 +1,8 @@
 /**
  * Where Apache Kafka's jars come from: `scripts/kafka-peer.sh` resolves `kafka_2.13` and `kafka-tools`
  * (plus a log4j2 binding) from Maven Central into a cached folder, and this module finds that folder and
- * our own log4j2 configuration for the JVMs it is used with.
+ * our own log4j2 configuration for the JVMs it is used with. MirrorMaker 2 (`connect-mirror` with
+ * `connect-runtime`) is resolved the same way into a folder of its own.
  *
  * It never builds or patches Kafka; the jars are used exactly as published.
  */
@@ -22,6 +23,16 @@ export const log4jConfig: string = fileURLToPath(new URL("../resources/log4j2.pr
 /** The version to use: the option, else `KAFKA_VERSION`, else `DEFAULT_VERSION`. */
 export const version = (requested?: string): string => requested ?? process.env["KAFKA_VERSION"] ?? DEFAULT_VERSION
 
+/**
+ * The MirrorMaker 2 release used unless `CONNECT_MIRROR_VERSION` or an option says otherwise: the newest
+ * `connect-mirror` published on Maven Central (it is released separately from, and may trail, the broker).
+ */
+export const DEFAULT_CONNECT_MIRROR_VERSION = "4.3.1"
+
+/** The MirrorMaker 2 version to use: the option, else `CONNECT_MIRROR_VERSION`, else the default. */
+export const connectMirrorVersion = (requested?: string): string =>
+  requested ?? process.env["CONNECT_MIRROR_VERSION"] ?? DEFAULT_CONNECT_MIRROR_VERSION
+
 const resolved = new Map<string, Promise<string>>()
 
 /** Resolving takes about ten seconds on first use, when Maven downloads the jars. */
@@ -34,13 +45,28 @@ const RESOLVE_TIMEOUT_MS = 600_000
 export const libs = (requested?: string): Promise<string> => {
   const override = process.env["CLUSTERMIRROR_KAFKA_LIBS"]
   if (override !== undefined && override !== "") return Promise.resolve(override)
-  const v = version(requested)
-  let p = resolved.get(v)
+  return resolve(version(requested), undefined)
+}
+
+/**
+ * The folder holding MirrorMaker 2's jars (`connect-mirror`, `connect-runtime` and their dependencies) of
+ * `requested` (default: `connectMirrorVersion()`), resolving it on first use.
+ * `CLUSTERMIRROR_CONNECT_MIRROR_LIBS` names a ready folder and skips the resolver.
+ */
+export const connectMirrorLibs = (requested?: string): Promise<string> => {
+  const override = process.env["CLUSTERMIRROR_CONNECT_MIRROR_LIBS"]
+  if (override !== undefined && override !== "") return Promise.resolve(override)
+  return resolve(connectMirrorVersion(requested), "connect-mirror")
+}
+
+const resolve = (v: string, flavour: "connect-mirror" | undefined): Promise<string> => {
+  const key = flavour === undefined ? v : `${v}-${flavour}`
+  let p = resolved.get(key)
   if (p === undefined) {
     p = new Promise<string>((resolve, reject) => {
       execFile(
         "bash",
-        [resolverScript, v],
+        flavour === undefined ? [resolverScript, v] : [resolverScript, v, flavour],
         { timeout: RESOLVE_TIMEOUT_MS, maxBuffer: 4 * 1024 * 1024 },
         (error, stdout, stderr) => {
           const dir = stdout.trim().split("\n").pop() ?? ""
@@ -48,7 +74,7 @@ export const libs = (requested?: string): Promise<string> => {
             reject(
               new KafkaLibsError({
                 version: v,
-                message: `resolving Apache Kafka ${v} failed: ${error?.message ?? "no folder printed"}\n${stderr}`
+                message: `resolving Apache Kafka ${key} failed: ${error?.message ?? "no folder printed"}\n${stderr}`
               })
             )
           else resolve(dir)
@@ -56,8 +82,8 @@ export const libs = (requested?: string): Promise<string> => {
       )
     })
     // A failure is not cached, so that a later test may retry (for example after the network is back).
-    p.catch(() => resolved.delete(v))
-    resolved.set(v, p)
+    p.catch(() => resolved.delete(key))
+    resolved.set(key, p)
   }
   return p
 }

@@ -1,7 +1,7 @@
 /**
- * @clustermirror/testkit: real peers for integration tests and benchmarks (Apache Kafka from Maven
- * Central, Kafka's Java tools, kcat, our own server as a process) and the mirror verifier. Test support
- * only; never imported by production code.
+ * @clustermirror/testkit: real peers for integration tests and benchmarks (Apache Kafka and its
+ * MirrorMaker 2 from Maven Central, Kafka's Java tools, kcat, our own server as a process) and the
+ * mirror verifier. Test support only; never imported by production code.
  */
 export * as ApacheKafka from "./ApacheKafka.js"
 export * as IsolatedConsumer from "./IsolatedConsumer.js"
@@ -9,6 +9,7 @@ export * as JavaTools from "./JavaTools.js"
 export * as KafkaPeer from "./KafkaPeer.js"
 export * as Kcat from "./Kcat.js"
 export * as MirrorCheck from "./MirrorCheck.js"
+export * as MirrorMaker from "./MirrorMaker.js"
 export * as Ports from "./Ports.js"
 export * as ProcStats from "./ProcStats.js"
 export * as Properties from "./Properties.js"
