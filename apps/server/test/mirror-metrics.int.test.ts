@@ -11,7 +11,7 @@ import * as fs from "node:fs"
 import { spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { ClientError, ClusterClient, MirrorAdmin } from "@clustermirror/client"
-import { CreateTopics, ListOffsets } from "@clustermirror/protocol"
+import { CreateTopics, DeleteTopics, IncrementalAlterConfigs, ListOffsets } from "@clustermirror/protocol"
 import { Kcat, Ports, ServerProcess, Wait } from "@clustermirror/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
@@ -316,5 +316,81 @@ describe("mirror metrics and data-loss detection", () => {
     expect(total(after, counter("data_loss"))).toBe(1)
     expect(total(after, partitionsIn("FAILED"))).toBe(0)
     expect(total(after, LAG_RECORDS)).toBe(0)
+  })
+  it("a source topic deleted under a running mirror: FAILED for good, a log line, and a topic_deleted sync error in the metrics", async () => {
+    const gone = "gone"
+    const created = await src.sendToAnyBroker(CreateTopics.api, {
+      topics: [{ name: gone, numPartitions: 1, replicationFactor: 1, assignments: [], configs: [] }],
+      timeoutMs: 30_000,
+      validateOnly: false
+    })
+    expect(created.topics.map((t) => t.errorCode)).toEqual([0])
+    await Kcat.forBootstrap(sourceBootstrap)(["-P", "-t", gone, "-p", "0"], { input: lines("g", 20) })
+    // The mirror refreshes every 500 ms from now on.
+    const altered = await dst.sendToAnyBroker(IncrementalAlterConfigs.api, {
+      resources: [
+        {
+          resourceType: 64,
+          resourceName: MIRROR,
+          configs: [{ name: "mirror.metadata.refresh.interval.ms", configOperation: 0, value: "500" }]
+        }
+      ],
+      validateOnly: false
+    })
+    expect(altered.responses.map((r) => r.errorCode)).toEqual([0])
+    expect((await admin.startMirrorTopics(MIRROR, [gone])).map((t) => t.error)).toEqual([null])
+    const goneState = async () =>
+      (await admin.describeClusterMirrors([MIRROR])).mirrors[0]?.partitions.find((p) => p.topic === gone)
+    await Wait.eventually(
+      "the new topic mirrored",
+      async () => ((await goneState())?.state === "MIRRORING" ? true : undefined),
+      60_000,
+      200
+    )
+    const before = total(
+      await scrapeAll(),
+      `clustermirror_mirror_sync_errors_total{mirror="${MIRROR}",kind="topic_deleted"}`
+    )
+    expect(before ?? 0).toBe(0)
+
+    const deleted = await src.sendToAnyBroker(DeleteTopics.api, {
+      topics: [{ name: gone, topicId: "AAAAAAAAAAAAAAAAAAAAAA" }],
+      topicNames: [gone],
+      timeoutMs: 30_000
+    })
+    expect(deleted.responses.map((r) => r.errorCode)).toEqual([0])
+    const failed = await Wait.eventually(
+      "the partition failed for good",
+      async () => {
+        const p = await goneState()
+        return p?.state === "FAILED" && p.errorMessage?.includes("source topic deleted") ? p : undefined
+      },
+      60_000,
+      200
+    )
+    expect(failed.retryAttempt).toBe(-1)
+    await Wait.eventually(
+      "the sync error counted",
+      async () =>
+        (total(await scrapeAll(), `clustermirror_mirror_sync_errors_total{mirror="${MIRROR}",kind="topic_deleted"}`) ??
+          0) >= 1
+          ? true
+          : undefined,
+      30_000,
+      200
+    )
+    expect(destination.output()).toContain("source topic deleted")
+    // The operator's view: --describe --failed lists it with the reason.
+    const described = await cli([
+      "--bootstrap-server",
+      destinationBootstrap,
+      "--describe",
+      "--mirror",
+      MIRROR,
+      "--failed"
+    ])
+    expect(described.code, described.stderr).toBe(0)
+    expect(described.stdout).toContain(gone)
+    expect(described.stdout).toContain("source topic deleted")
   })
 })

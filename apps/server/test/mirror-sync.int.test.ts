@@ -3,8 +3,9 @@
  * files): topic configs changed on the source reach the destination while excluded ones never do, and a
  * kafkajs consumer group's offsets committed on the source let a consumer of the same group start, after
  * failover, exactly where the group left off; an active destination group is left alone, and the
- * per-group status says what happened, through MirrorAdmin and the CLI. The sync tasks run as the refresh
- * loop runs them, with a context built here from the destination broker's metadata image.
+ * per-group status says what happened, through MirrorAdmin and the CLI. The first tests run the sync tasks
+ * as the refresh loop runs them, with a context built here from the destination broker's metadata image;
+ * the last one leaves them to the loop itself.
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -123,21 +124,26 @@ describe("mirror sync: topic configs and consumer group offsets", () => {
     await task.run(context())
   }
 
-  const describeTopic = async (client: ClusterClient.Client) => {
+  const describeTopic = async (client: ClusterClient.Client, topic = TOPIC) => {
     const res = await client.sendToAnyBroker(DescribeConfigs.api, {
-      resources: [{ resourceType: 2, resourceName: TOPIC, configurationKeys: null }],
+      resources: [{ resourceType: 2, resourceName: topic, configurationKeys: null }],
       includeSynonyms: false,
       includeDocumentation: false
     })
     return new Map(res.results[0]!.configs.map((c) => [c.name, { value: c.value, source: c.configSource }]))
   }
 
-  const alterSource = async (configs: ReadonlyArray<{ name: string; op: number; value: string | null }>) => {
-    const res = await src.sendToAnyBroker(IncrementalAlterConfigs.api, {
+  const alterConfigs = async (
+    client: ClusterClient.Client,
+    resourceType: number,
+    resourceName: string,
+    configs: ReadonlyArray<{ name: string; op: number; value: string | null }>
+  ) => {
+    const res = await client.sendToAnyBroker(IncrementalAlterConfigs.api, {
       resources: [
         {
-          resourceType: 2,
-          resourceName: TOPIC,
+          resourceType,
+          resourceName,
           configs: configs.map((c) => ({ name: c.name, configOperation: c.op, value: c.value }))
         }
       ],
@@ -145,6 +151,8 @@ describe("mirror sync: topic configs and consumer group offsets", () => {
     })
     expect(res.responses.map((r) => r.errorCode)).toEqual([0])
   }
+  const alterSource = (configs: ReadonlyArray<{ name: string; op: number; value: string | null }>) =>
+    alterConfigs(src, 2, TOPIC, configs)
 
   /** A group's committed offset and leader epoch per partition of the topic (-1 none). */
   const committedOn = async (client: ClusterClient.Client, group: string) => {
@@ -405,5 +413,51 @@ describe("mirror sync: topic configs and consumer group offsets", () => {
     })
     for (let p = 0; p < PARTITIONS; p++)
       expect(read.get(p)).toEqual(Array.from({ length: RECORDS - COMMITTED[p]! }, (_, i) => COMMITTED[p]! + i))
+  })
+  it("runs both syncs from the refresh loop on its own, for a topic started later", async () => {
+    const topic = "payments"
+    const kafka = kafkaFor(source.bootstrap, "sync-source-later")
+    const sourceAdmin = kafka.admin()
+    await sourceAdmin.connect()
+    await sourceAdmin.createTopics({
+      topics: [
+        { topic, numPartitions: 1, replicationFactor: 1, configEntries: [{ name: "retention.ms", value: "86400001" }] }
+      ],
+      waitForLeaders: true
+    })
+    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 })
+    await producer.connect()
+    await producer.send({
+      topic,
+      acks: -1,
+      messages: Array.from({ length: 10 }, (_, i) => ({ partition: 0, value: `p-${i}` }))
+    })
+    await producer.disconnect()
+    await sourceAdmin.setOffsets({ groupId: "billing", topic, partitions: [{ partition: 0, offset: "4" }] })
+    await sourceAdmin.disconnect()
+
+    // The mirror refreshes every 500 ms from now on; nothing below runs a sync task by hand.
+    await alterConfigs(dst, 64, MIRROR, [{ name: "mirror.metadata.refresh.interval.ms", op: 0, value: "500" }])
+    const started = await admin.startMirrorTopics(MIRROR, [topic])
+    expect(started.map((t) => t.error)).toEqual([null])
+    await Wait.eventually(
+      "the later topic's config and group offsets synced by the loop",
+      async () => {
+        const retention = (await describeTopic(dst, topic)).get("retention.ms")
+        const status = (await admin.describeGroupSync(MIRROR)).find((g) => g.group === "billing")
+        return retention?.value === "86400001" && retention.source === 1 && status?.state === "SYNCED"
+          ? status
+          : undefined
+      },
+      60_000,
+      200
+    )
+    const res = await dst.sendToAnyBroker(OffsetFetch.api, {
+      groupId: "billing",
+      topics: [{ name: topic, partitionIndexes: [0] }],
+      groups: [{ groupId: "billing", topics: [{ name: topic, partitionIndexes: [0] }] }]
+    })
+    const topics = res.groups.length > 0 ? res.groups[0]!.topics : res.topics
+    expect(Number(topics[0]!.partitions[0]!.committedOffset)).toBe(4)
   })
 })
