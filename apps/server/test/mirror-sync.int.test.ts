@@ -260,7 +260,7 @@ describe("mirror sync: topic configs and consumer group offsets", () => {
       { name: "message.timestamp.type", op: 0, value: "LogAppendTime" },
       { name: "min.insync.replicas", op: 0, value: "1" }
     ])
-    await runTask("topic-configs")
+    await runTask("topic_configs")
     let configs = await describeTopic(dst)
     expect(configs.get("retention.ms")).toEqual({ value: "123456789", source: 1 })
     expect(configs.get("cleanup.policy")).toEqual({ value: "compact", source: 1 })
@@ -271,7 +271,7 @@ describe("mirror sync: topic configs and consumer group offsets", () => {
 
     // A key removed on the source goes back to the destination's default; an unchanged run changes nothing.
     await alterSource([{ name: "max.message.bytes", op: 1, value: null }])
-    await runTask("topic-configs")
+    await runTask("topic_configs")
     configs = await describeTopic(dst)
     expect(configs.get("max.message.bytes")?.source).not.toBe(1)
     expect(configs.get("retention.ms")).toEqual({ value: "123456789", source: 1 })
@@ -314,7 +314,7 @@ describe("mirror sync: topic configs and consumer group offsets", () => {
     await live.run({ autoCommit: false, eachMessage: async () => {} })
     await Wait.eventually("the live group joined", () => (joined ? true : undefined))
 
-    await runTask("group-offsets")
+    await runTask("group_offsets")
     expect(syncErrors).toEqual([])
 
     const statuses = await admin.describeGroupSync(MIRROR)

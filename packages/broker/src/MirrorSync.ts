@@ -15,11 +15,11 @@
  *   unless the destination group is active (it owns its offsets then).
  *
  * Deciding (`topicConfigChanges`, `selectGroup`, `planGroupOffsets`) is pure; the tasks do the I/O through
- * `internal/SyncRequests`. The context types are declared here, structurally identical to the refresh
- * loop's, which runs the tasks; this module must not depend on the loop, nor change mirror state.
+ * `internal/SyncRequests`. The task contract (context, task) is the refresh loop's, which runs the tasks;
+ * this module uses its types only, and never changes mirror state.
  */
-import type { ClusterClient } from "@clustermirror/client"
-import { type DescribeClusterMirrors, Errors, type MirrorPartitionState } from "@clustermirror/protocol"
+import { type DescribeClusterMirrors, Errors } from "@clustermirror/protocol"
+import type { CoordinatorContext, CoordinatorTask } from "./MirrorRefresh.js"
 import {
   alterTopicConfigs,
   boundsOf,
@@ -41,36 +41,7 @@ import {
 // ---------------------------------------------------------------------------------------------------
 // The refresh loop's task contract
 
-type State = MirrorPartitionState.MirrorPartitionState
-
-/** One of the mirror's topics on the destination (metadata image). */
-export interface RefreshTopic {
-  readonly name: string
-  readonly topicId: string
-  readonly partitions: number
-  /** The topic's desired state from the image. */
-  readonly desiredState: State
-}
-
-export interface CoordinatorContext {
-  readonly mirror: string
-  /** The mirror's configs (CLUSTER_MIRROR resource). */
-  readonly configs: ReadonlyMap<string, string>
-  /** An admin connection to the mirror's source cluster. */
-  readonly source: ClusterClient.Client
-  /** An admin connection to this (destination) cluster. */
-  readonly destination: ClusterClient.Client
-  readonly topics: ReadonlyArray<RefreshTopic>
-  /** A partition's actual state, if known here. */
-  readonly partitionState: (topicId: string, partition: number) => State | undefined
-  /** Counts and logs a sync error of this kind. */
-  readonly syncError: (kind: string, error: string) => void
-}
-
-export interface CoordinatorTask {
-  readonly name: string
-  readonly run: (ctx: CoordinatorContext) => Promise<void>
-}
+export type { CoordinatorContext, CoordinatorTask, RefreshTopic } from "./MirrorRefresh.js"
 
 // ---------------------------------------------------------------------------------------------------
 // Patterns
@@ -181,7 +152,7 @@ export const syncTopicConfigs = async (ctx: CoordinatorContext): Promise<void> =
   }
 }
 
-export const topicConfigsTask: CoordinatorTask = { name: "topic-configs", run: syncTopicConfigs }
+export const topicConfigsTask: CoordinatorTask = { name: "topic_configs", run: syncTopicConfigs }
 
 // ---------------------------------------------------------------------------------------------------
 // Consumer group offsets: decisions
@@ -497,7 +468,7 @@ export const syncGroupOffsets = async (ctx: CoordinatorContext, options: GroupOf
 
 /** The group-offset sync as a coordinator task recording into `store`. */
 export const groupOffsetsTask = (options: GroupOffsetsOptions): CoordinatorTask => ({
-  name: "group-offsets",
+  name: "group_offsets",
   run: (ctx) => syncGroupOffsets(ctx, options)
 })
 

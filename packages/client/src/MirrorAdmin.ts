@@ -15,6 +15,7 @@ import {
   DeleteClusterMirror,
   DescribeClusterMirrors,
   DescribeConfigs,
+  Errors,
   ListClusterMirrors,
   ListOffsets,
   OffsetForLeaderEpoch,
@@ -343,6 +344,27 @@ const withSource = async <A>(bootstrap: string, use: (source: Client) => Promise
   }
 }
 
+/** OffsetForLeaderEpoch (consumer form): the largest epoch <= `epoch` the leader knows, and where it ends. */
+export const endOfEpoch = async (
+  client: Client,
+  topic: string,
+  partition: number,
+  epoch: number
+): Promise<{ readonly epoch: number; readonly endOffset: bigint }> => {
+  const res = await client.sendToLeader(
+    topic,
+    partition,
+    OffsetForLeaderEpoch.api,
+    () => ({
+      replicaId: -1,
+      topics: [{ topic, partitions: [{ partition, currentLeaderEpoch: -1, leaderEpoch: epoch }] }]
+    }),
+    (r) => r.topics[0]?.partitions[0]?.errorCode ?? Errors.ErrorCode.UNKNOWN_SERVER_ERROR
+  )
+  const p = res.topics[0]!.partitions[0]!
+  return { epoch: p.leaderEpoch, endOffset: p.endOffset }
+}
+
 export class MirrorAdmin {
   constructor(readonly client: Client) {}
 
@@ -408,20 +430,6 @@ export class MirrorAdmin {
             lmes.set(k, Math.max(lmes.get(k) ?? -1, p.lastMirrorEpoch))
           }
       }
-      const endOf = async (client: Client, topic: string, partition: number, epoch: number) => {
-        const res = await client.sendToLeader(
-          topic,
-          partition,
-          OffsetForLeaderEpoch.api,
-          () => ({
-            replicaId: -1,
-            topics: [{ topic, partitions: [{ partition, currentLeaderEpoch: -1, leaderEpoch: epoch }] }]
-          }),
-          (r) => r.topics[0]?.partitions[0]?.errorCode ?? 0
-        )
-        const p = res.topics[0]!.partitions[0]!
-        return { epoch: p.leaderEpoch, endOffset: p.endOffset }
-      }
       const out: Array<TruncationPreview> = []
       for (const t of wanted)
         for (const partition of t.partitions) {
@@ -443,9 +451,9 @@ export class MirrorAdmin {
           const highWatermark = hwRes.topics[0]!.partitions[0]!.offset
           let truncateTo = 0n
           if (lastMirrorEpoch >= 0) {
-            const here = await endOf(this.client, t.name, partition, lastMirrorEpoch)
+            const here = await endOfEpoch(this.client, t.name, partition, lastMirrorEpoch)
             if (here.epoch >= 0 && here.endOffset >= 0n) {
-              const there = await endOf(source, t.name, partition, here.epoch)
+              const there = await endOfEpoch(source, t.name, partition, here.epoch)
               truncateTo = here.endOffset
               // The source ends that epoch earlier (or only knows an older one): the fetcher cuts there too.
               if (there.endOffset >= 0n && there.endOffset < truncateTo) truncateTo = there.endOffset

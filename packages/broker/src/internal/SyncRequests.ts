@@ -7,7 +7,7 @@
  *
  * Translation only: what to copy, skip or clamp is decided in `MirrorSync`.
  */
-import type { ClusterClient } from "@clustermirror/client"
+import { type ClusterClient, MirrorAdmin } from "@clustermirror/client"
 import {
   DescribeConfigs,
   DescribeGroups,
@@ -17,8 +17,7 @@ import {
   ListGroups,
   ListOffsets,
   OffsetCommit,
-  OffsetFetch,
-  OffsetForLeaderEpoch
+  OffsetFetch
 } from "@clustermirror/protocol"
 
 type Client = ClusterClient.Client
@@ -316,27 +315,6 @@ export const boundsOf = (
   partition: number
 ): LogBounds | undefined => bounds.get(boundsKey(topic, partition))
 
-/** OffsetForLeaderEpoch: the largest epoch <= `epoch` the leader knows, and where it ends. */
-const endOfEpoch = async (
-  client: Client,
-  topic: string,
-  partition: number,
-  epoch: number
-): Promise<{ readonly epoch: number; readonly endOffset: bigint }> => {
-  const res = await client.sendToLeader(
-    topic,
-    partition,
-    OffsetForLeaderEpoch.api,
-    () => ({
-      replicaId: -1,
-      topics: [{ topic, partitions: [{ partition, currentLeaderEpoch: -1, leaderEpoch: epoch }] }]
-    }),
-    (r) => r.topics[0]?.partitions[0]?.errorCode ?? Errors.ErrorCode.UNKNOWN_SERVER_ERROR
-  )
-  const p = res.topics[0]!.partitions[0]!
-  return { epoch: p.leaderEpoch, endOffset: p.endOffset }
-}
-
 /**
  * The leader epoch of the batch holding `offset`: the smallest epoch whose end lies after it, found by a
  * binary search over 0..`latestEpoch` with OffsetForLeaderEpoch (the end offsets grow with the epoch).
@@ -354,7 +332,7 @@ export const epochForOffset = async (
   let hi = latestEpoch
   while (lo <= hi) {
     const mid = Math.floor((lo + hi) / 2)
-    const end = await endOfEpoch(client, topic, partition, mid)
+    const end = await MirrorAdmin.endOfEpoch(client, topic, partition, mid)
     if (end.epoch >= 0 && end.endOffset > offset) {
       found = end.epoch
       hi = mid - 1
