@@ -31,6 +31,7 @@
  */
 import type { ClusterClient, MetadataCache } from "@clustermirror/client"
 import type { MirrorMetadataManager } from "@clustermirror/coordinator"
+import type { MirrorFetcherManager } from "@clustermirror/fetcher"
 import { MetadataImage } from "@clustermirror/metadata-log"
 import {
   CreatePartitions,
@@ -93,6 +94,8 @@ export interface MirrorRefreshOptions {
   readonly intervalMs: number
   readonly coordinatorTasks?: ReadonlyArray<CoordinatorTask>
   readonly onSyncError?: (mirror: string, kind: string, error: string) => void
+  /** The source leaders and leader epochs each refresh read (on every broker), for the mirror's fetchers. */
+  readonly sourceLeaders?: (mirror: string, leaders: ReadonlyArray<MirrorFetcherManager.SourceLeader>) => void
   readonly log?: (line: string) => void
 }
 
@@ -273,6 +276,7 @@ export class MirrorRefresh {
       return listing
     }
     const present: Array<{ readonly topic: RefreshTopic; readonly grow: number | null }> = []
+    const leaders: Array<MirrorFetcherManager.SourceLeader> = []
     if (active.length > 0) {
       let snap: MetadataCache.Snapshot
       try {
@@ -323,8 +327,20 @@ export class MirrorRefresh {
         if (verdict._tag !== "Present") continue
         present.push({ topic: t, grow: verdict.grow })
         for (const [partition, p] of found.partitions)
-          if (partition < t.partitions && p.leader >= 0) this.options.manager.sourceLeaderKnown(t.name, partition)
+          if (partition < t.partitions && p.leader >= 0) {
+            this.options.manager.sourceLeaderKnown(t.name, partition)
+            const node = cluster.brokers.get(p.leader)
+            leaders.push({
+              topic: t.name,
+              partition,
+              leaderId: p.leader,
+              leaderEpoch: p.leaderEpoch,
+              address: node === undefined ? undefined : { host: node.host, port: node.port }
+            })
+          }
       }
+      // The mirror's fetchers learn source elections from here too, not only from their own lookups.
+      if (leaders.length > 0) this.options.sourceLeaders?.(mirror, leaders)
     }
 
     if (this.closed || !this.isCoordinator(mirror)) return

@@ -603,6 +603,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     bumpLeaderEpochs: partitions.bumpLeaderEpochs,
     intervalMs: config.mirrorMetadataRefreshIntervalMs,
     coordinatorTasks: [...syncTasks, ...(options.coordinatorTasks ?? [])],
+    sourceLeaders: (mirror, leaders) => fetcherManagers.get(mirror)?.manager.sourceLeaders(leaders),
     onSyncError: (mirror, kind, error) => {
       metrics?.syncError(mirror, kind)
       options.onSyncError?.(mirror, kind, error)

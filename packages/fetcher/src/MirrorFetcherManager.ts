@@ -73,6 +73,15 @@ export interface Lag {
   readonly lagMs: number
 }
 
+/** A source partition's leader and leader epoch, with the leader's address. */
+export interface SourceLeader {
+  readonly topic: string
+  readonly partition: number
+  readonly leaderId: number
+  readonly leaderEpoch: number
+  readonly address: SourceAddress | undefined
+}
+
 type MetadataTopic = Metadata.Response["topics"][number]
 type MetadataPartition = MetadataTopic["partitions"][number]
 
@@ -165,6 +174,19 @@ export class MirrorFetcherManager {
   sourceLeaderEpoch(tp: TopicPartition): number | undefined {
     const s = this.partitions.get(tp.topic, tp.partition)
     return s === undefined || s.sourceLeaderEpoch < 0 ? undefined : s.sourceLeaderEpoch
+  }
+
+  /**
+   * Source leaders learned outside the fetchers (the periodic refresh, KIP-1279 §5.9): a partition being
+   * fetched whose source leader epoch moved on starts over at the new epoch, as when a metadata answer
+   * shows it. Partitions waiting for metadata or a failure report are left to their own lookup.
+   */
+  sourceLeaders(leaders: ReadonlyArray<SourceLeader>): void {
+    for (const l of leaders) {
+      const s = this.partitions.get(l.topic, l.partition)
+      if (s === undefined || s.phase === "Metadata" || s.pendingFailure !== undefined) continue
+      this.moveOn(s, l.leaderId, l.leaderEpoch, l.address)
+    }
   }
 
   /** Stops every fetcher and the metadata lookups, and closes every connection. */
@@ -431,20 +453,28 @@ export class MirrorFetcherManager {
       let byIndex = indexed.get(t)
       if (byIndex === undefined) indexed.set(t, (byIndex = new Map(t.partitions.map((x) => [x.partitionIndex, x]))))
       const sp = byIndex.get(p.partition)
-      if (sp === undefined || sp.leaderEpoch <= s.sourceLeaderEpoch) continue
-      const address = brokers.get(sp.leaderId)
-      if (sp.leaderId < 0 || address === undefined) continue
-      this.log(`${p.topic}-${p.partition}: source leader epoch moved from ${s.sourceLeaderEpoch} to ${sp.leaderEpoch}`)
-      const sameLeader = sp.leaderId === s.sourceLeaderId && s.fetcher !== undefined
-      s.sourceLeaderId = sp.leaderId
-      s.sourceLeaderEpoch = sp.leaderEpoch
-      if (sameLeader) {
-        // Same fetcher: it reconciles with OffsetForLeaderEpoch next round and drops the answer in flight.
-        s.phase = "Truncating"
-        s.delayedUntil = 0
-        s.fetcher?.add(s)
-      } else this.assign(s, sp.leaderId, address)
+      if (sp !== undefined) this.moveOn(s, sp.leaderId, sp.leaderEpoch, brokers.get(sp.leaderId))
     }
+  }
+
+  /**
+   * A newer source leader epoch of a partition being fetched: it starts over at that epoch with
+   * OffsetForLeaderEpoch, at the same fetcher or at the new leader's; the fetch in flight for the old epoch
+   * is dropped when it is answered. Nothing happens for an epoch not newer than the one held.
+   */
+  private moveOn(s: PartitionState, leaderId: number, leaderEpoch: number, address: SourceAddress | undefined): void {
+    if (leaderEpoch <= s.sourceLeaderEpoch || leaderId < 0 || address === undefined) return
+    const p = s.partition
+    this.log(`${p.topic}-${p.partition}: source leader epoch moved from ${s.sourceLeaderEpoch} to ${leaderEpoch}`)
+    const sameLeader = leaderId === s.sourceLeaderId && s.fetcher !== undefined
+    s.sourceLeaderId = leaderId
+    s.sourceLeaderEpoch = leaderEpoch
+    if (sameLeader) {
+      // Same fetcher: it reconciles with OffsetForLeaderEpoch next round and drops the answer in flight.
+      s.phase = "Truncating"
+      s.delayedUntil = 0
+      s.fetcher?.add(s)
+    } else this.assign(s, leaderId, address)
   }
 
   /** No leader found: a pending failure is reported now; otherwise the partition retries after the backoff. */

@@ -446,6 +446,38 @@ describe("MirrorFetcherManager", () => {
     expect(tagged(h.events, "failed")).toEqual([])
   })
 
+  it("learns a newer source leader epoch from sourceLeaders (the periodic refresh), ignoring older ones", async () => {
+    const h = setup()
+    h.source.addTopic({ name: ORDERS, topicId: ORDERS_ID, partitions: 1, leaders: [1], leaderEpoch: 0 })
+    produce(h, ORDERS, 0, 2, "a")
+    const d0 = destination(ORDERS, ORDERS_ID, 0)
+    h.manager.addPartitions([d0.partition])
+    await eventually(() => expect(d0.log.logEndOffset).toBe(4))
+
+    // The source elected again on the same broker; the refresh saw it before any fetch did.
+    h.source.bumpLeaderEpoch(ORDERS, 0)
+    const address = h.source.address(1)
+    const before = h.source.received.length
+    h.manager.sourceLeaders([
+      { topic: ORDERS, partition: 0, leaderId: 1, leaderEpoch: 1, address },
+      // Partitions this manager does not fetch are ignored.
+      { topic: "unknown", partition: 0, leaderId: 1, leaderEpoch: 7, address }
+    ])
+    expect(h.manager.sourceLeaderEpoch(tp(ORDERS, 0))).toBe(1)
+    expect(h.lines.some((l) => l.includes("source leader epoch moved from 0 to 1"))).toBe(true)
+    // An older epoch (a stale answer) changes nothing.
+    h.manager.sourceLeaders([{ topic: ORDERS, partition: 0, leaderId: 1, leaderEpoch: 0, address }])
+    expect(h.manager.sourceLeaderEpoch(tp(ORDERS, 0))).toBe(1)
+
+    produce(h, ORDERS, 0, 2, "b")
+    await eventually(() => expect(batches(d0.log)).toEqual(batches(h.source.log(ORDERS, 0))))
+    expect(batches(d0.log).map((b) => RecordBatch.partitionLeaderEpoch(b))).toEqual([0, 0, 1, 1])
+    // The partition reconciled at the new epoch before fetching on.
+    const checks = h.source.received.slice(before).filter((r) => r.api === "OffsetForLeaderEpoch")
+    expect(checks.length).toBeGreaterThanOrEqual(1)
+    expect(tagged(h.events, "failed")).toEqual([])
+  })
+
   it("reports epochAhead and appends nothing when a batch epoch is above the destination epoch", async () => {
     const h = setup()
     h.source.addTopic({ name: ORDERS, topicId: ORDERS_ID, partitions: 1, leaders: [1], leaderEpoch: 5 })
