@@ -220,6 +220,10 @@ describe("mirror metrics and data-loss detection", () => {
     expect(total(paused, partitionsIn("PAUSED"))).toBe(1)
     expect(total(paused, partitionsIn("MIRRORING"))).toBe(0)
     expect(total(paused, counter("fetched_records"))).toBe(100)
+    // The describe tells the same while paused: the source is asked for the partitions without a fetcher.
+    const described = await waitPartition("describe shows the lag while paused", (p) => p.lag === 50n)
+    expect([described.state, described.sourceOffset, described.destinationOffset]).toEqual(["PAUSED", 150n, 100n])
+    expect(described.lagTimeMs).toBeGreaterThan(0n)
 
     // Resumed: the lag falls back to 0 and the fetched counters grow by what was copied.
     await admin.resumeMirrorTopics(MIRROR, [TOPIC])

@@ -78,10 +78,36 @@ export class MirrorLag {
     }
     for (const [topic, partition] of [...this.caughtUpAt.entries()])
       if (!seen.has(topic, partition)) this.caughtUpAt.delete(topic, partition)
+    out.push(...(await this.withoutFetcher(unfetched, now)))
+    return out
+  }
+
+  /**
+   * The lag of partitions without a fetcher (paused, failed), from their source high watermarks: for
+   * DescribeClusterMirrors, which otherwise only knows the lag of partitions being fetched. Partitions the
+   * source did not answer for within the timeout have no lag.
+   */
+  async unfetched(parts: Iterable<Part>): Promise<ReadonlyArray<PartitionSample>> {
+    const now = this.now()
+    const byMirror = new Map<string, Array<Part>>()
+    for (const p of parts) {
+      if (!this.caughtUpAt.has(p.topic, p.partition)) this.caughtUpAt.set(p.topic, p.partition, now)
+      let list = byMirror.get(p.mirror)
+      if (list === undefined) byMirror.set(p.mirror, (list = []))
+      list.push(p)
+    }
+    return this.withoutFetcher(byMirror, now)
+  }
+
+  private async withoutFetcher(
+    byMirror: ReadonlyMap<string, ReadonlyArray<Part>>,
+    now: number
+  ): Promise<ReadonlyArray<PartitionSample>> {
+    const out: Array<PartitionSample> = []
     const answers = await Promise.all(
-      [...unfetched].map(([mirror, list]) => this.sourceHighWatermarks(mirror, list).catch(() => undefined))
+      [...byMirror].map(([mirror, list]) => this.sourceHighWatermarks(mirror, list).catch(() => undefined))
     )
-    ;[...unfetched.values()].forEach((list, i) => {
+    ;[...byMirror.values()].forEach((list, i) => {
       const hws = answers[i]
       for (const p of list) {
         const sourceHw = hws?.get(p.topic, p.partition)

@@ -20,6 +20,7 @@ import {
   DescribeClusterMirrors,
   Errors,
   ListClusterMirrors,
+  type MirrorPartitionState,
   MirrorStateRecords,
   PauseMirrorTopics,
   ReadMirrorStates,
@@ -47,6 +48,9 @@ import type { Handlers } from "./RequestChannel.js"
 import * as MirrorSync from "./MirrorSync.js"
 
 export const MIRROR_STATE_TOPIC = "__mirror_state"
+
+/** States in which a partition has no fetcher for a while, so its lag comes from asking the source. */
+const UNFETCHED: ReadonlySet<string> = new Set(["PAUSED", "PAUSING", "FAILED"])
 
 /** What the runtime needs of its broker. */
 export interface MirrorRuntimeOptions {
@@ -611,14 +615,62 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     log
   })
 
+  /**
+   * Paused and failed partitions have no fetcher to tell their lag: the source is asked (within a short
+   * timeout) so that a describe shows how far behind they fall; partitions it does not answer for keep -1.
+   */
+  const withUnfetchedLag = async (res: DescribeClusterMirrors.Response): Promise<DescribeClusterMirrors.Response> => {
+    const parts: Array<{
+      mirror: string
+      topic: string
+      partition: number
+      state: MirrorPartitionState.MirrorPartitionState
+    }> = []
+    for (const m of res.mirrors)
+      for (const t of m.topics)
+        for (const p of t.partitions)
+          if (p.lag < 0n && UNFETCHED.has(p.stateValue))
+            parts.push({
+              mirror: m.mirrorName,
+              topic: t.topicName,
+              partition: p.partitionIndex,
+              state: p.stateValue as MirrorPartitionState.MirrorPartitionState
+            })
+    if (parts.length === 0) return res
+    const found = new TopicPartitionMap<{ readonly records: number; readonly seconds: number }>()
+    for (const sample of await lag.unfetched(parts))
+      if (sample.lag !== undefined) found.set(sample.topic, sample.partition, sample.lag)
+    return {
+      ...res,
+      mirrors: res.mirrors.map((m) => ({
+        ...m,
+        topics: m.topics.map((t) => ({
+          ...t,
+          partitions: t.partitions.map((p) => {
+            const l = p.lag < 0n ? found.get(t.topicName, p.partitionIndex) : undefined
+            const highWatermark = replicas.get(t.topicName, p.partitionIndex)?.log.highWatermark
+            if (l === undefined || highWatermark === undefined) return p
+            return {
+              ...p,
+              sourceOffset: BigInt(highWatermark + l.records),
+              destinationOffset: BigInt(highWatermark),
+              lag: BigInt(l.records),
+              lagTimeMs: BigInt(Math.round(l.seconds * 1000))
+            }
+          })
+        }))
+      }))
+    }
+  }
+
   // -------------------------------------------------------------------------------------------------
   // Requests
 
   const register = (handlers: Handlers) => {
     handlers.register(ReadMirrorStates.api, (_req, request) => coordinator.read(request))
     handlers.register(WriteMirrorStates.api, (_req, request) => coordinator.write(request))
-    handlers.register(DescribeClusterMirrors.api, (_req, request) =>
-      MirrorSync.withGroupSync(manager.describe(request), groupSync)
+    handlers.register(DescribeClusterMirrors.api, async (_req, request) =>
+      MirrorSync.withGroupSync(await withUnfetchedLag(manager.describe(request)), groupSync)
     )
 
     /** Phase 1 of §5.8, then the controller with the stamp; a refusal answers every topic. */
