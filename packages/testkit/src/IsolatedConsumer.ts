@@ -65,14 +65,7 @@ export const consume = async (opts: ConsumeOptions): Promise<Consumed> => {
   const r = await Process.run(
     "java",
     [
-      "-Xmx128m",
-      "-XX:TieredStopAtLevel=1",
-      "-XX:+UseSerialGC",
-      "-Xshare:auto",
-      `-Dlog4j2.configurationFile=${KafkaPeer.log4jConfig}`,
-      "-cp",
-      await JavaClasses.classpath(libs),
-      MAIN_CLASS,
+      ...(await JavaClasses.javaArgs(libs, MAIN_CLASS)),
       opts.bootstrap,
       opts.topic,
       String(opts.partitions),

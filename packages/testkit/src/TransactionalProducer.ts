@@ -91,7 +91,7 @@ export const planArgument = (plan: ReadonlyArray<Step>, transactional: boolean):
 export const start = async (opts: ProducerOptions): Promise<ProducerHandle> => {
   const plan = planArgument(opts.plan, opts.transactionalId !== null)
   const libs = opts.libs ?? (await KafkaPeer.libs(opts.version))
-  const cp = await JavaClasses.classpath(libs)
+  const args = await JavaClasses.javaArgs(libs, MAIN_CLASS)
   const lineWaiters: Array<(line: string) => void> = []
   const output = new Process.OutputTail(OUTPUT_TAIL_CHARS, (line) => {
     for (const w of [...lineWaiters]) w(line)
@@ -99,14 +99,7 @@ export const start = async (opts: ProducerOptions): Promise<ProducerHandle> => {
   const child: ChildProcess = spawn(
     "java",
     [
-      "-Xmx128m",
-      "-XX:TieredStopAtLevel=1",
-      "-XX:+UseSerialGC",
-      "-Xshare:auto",
-      `-Dlog4j2.configurationFile=${KafkaPeer.log4jConfig}`,
-      "-cp",
-      cp,
-      MAIN_CLASS,
+      ...args,
       opts.bootstrap,
       opts.topic,
       String(opts.partitions),

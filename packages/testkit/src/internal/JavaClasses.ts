@@ -27,6 +27,18 @@ const compiled = new Map<string, Promise<string>>()
 export const classpath = async (libs: string): Promise<string> =>
   `${await classesFor(libs)}:${KafkaPeer.classpath(libs)}`
 
+/** The `java` arguments that run `mainClass` of our peers: a small client JVM, Kafka's logging quiet. */
+export const javaArgs = async (libs: string, mainClass: string): Promise<Array<string>> => [
+  "-Xmx128m",
+  "-XX:TieredStopAtLevel=1",
+  "-XX:+UseSerialGC",
+  "-Xshare:auto",
+  `-Dlog4j2.configurationFile=${KafkaPeer.log4jConfig}`,
+  "-cp",
+  await classpath(libs),
+  mainClass
+]
+
 const classesFor = (libs: string): Promise<string> => {
   let p = compiled.get(libs)
   if (p === undefined) {
