@@ -459,5 +459,18 @@ describe("mirror sync: topic configs and consumer group offsets", () => {
     })
     const topics = res.groups.length > 0 ? res.groups[0]!.topics : res.topics
     expect(Number(topics[0]!.partitions[0]!.committedOffset)).toBe(4)
+
+    // The failed-over topic belongs to the destination now: source config changes no longer reach it, while
+    // those of the topic still mirrored do.
+    const stoppedBefore = (await describeTopic(dst)).get("retention.ms")
+    await alterSource([{ name: "retention.ms", op: 0, value: "55555555" }])
+    await alterConfigs(src, 2, topic, [{ name: "retention.ms", op: 0, value: "86400009" }])
+    await Wait.eventually(
+      "the mirrored topic's change synced",
+      async () => ((await describeTopic(dst, topic)).get("retention.ms")?.value === "86400009" ? true : undefined),
+      60_000,
+      200
+    )
+    expect((await describeTopic(dst)).get("retention.ms")).toEqual(stoppedBefore)
   })
 })

@@ -4,7 +4,8 @@
  * status (our addition) that DescribeClusterMirrors reports.
  *
  * - `topicConfigsTask`: the source's dynamic topic configs (ConfigSource DYNAMIC_TOPIC_CONFIG) of the
- *   mirror's topics that are not PAUSED, minus `mirror.topic.properties.exclude`, are SET on the
+ *   mirror's MIRRORING topics (not the PAUSED ones, nor the STOPPED ones, which belong to this cluster
+ *   after a failover), minus `mirror.topic.properties.exclude`, are SET on the
  *   destination where they differ. A key dynamic on the destination but no longer on the source is
  *   DELETEd (back to the destination's default): every non-excluded dynamic key of a mirror topic belongs to
  *   the source, so this needs no memory of what an earlier run copied, and it works after a coordinator
@@ -114,7 +115,9 @@ export const syncTopicConfigs = async (ctx: CoordinatorContext): Promise<void> =
     // Without the exclude list nothing can be copied safely.
     return fail(`mirror ${ctx.mirror}: mirror.topic.properties.exclude: ${messageOf(e)}`)
   }
-  const topics = ctx.topics.filter((t) => t.desiredState !== "PAUSED").map((t) => t.name)
+  // Only topics being mirrored: a stopped topic belongs to this cluster now (after a failover its configs are
+  // the operator's), and a paused one keeps what it had.
+  const topics = ctx.topics.filter((t) => t.desiredState === "MIRRORING").map((t) => t.name)
   if (topics.length === 0) return
   let source: ReadonlyMap<string, TopicConfigs>
   let destination: ReadonlyMap<string, TopicConfigs>
