@@ -20,8 +20,9 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { BrokerConfig, Node } from "@clustermirror/broker"
 import { ClusterClient, MirrorAdmin } from "@clustermirror/client"
-import { CreateTopics, Produce, RecordBatch, Uuid } from "@clustermirror/protocol"
+import { CreateTopics, RecordBatch, Uuid } from "@clustermirror/protocol"
 import { Ports, ServerProcess, Wait } from "@clustermirror/testkit"
+import { produceBatch } from "./MirrorSetups.js"
 
 export const CHILD_COMMAND = "__mirror-memory-child"
 
@@ -37,7 +38,6 @@ const BROKER_ID = 1
 const REQUEST_TIMEOUT_MS = 30_000
 const READY_TIMEOUT_MS = 120_000
 const GC_PAUSE_MS = 200
-const PRODUCE_VERSION = 9
 
 export interface Options {
   /** N: idle partitions added per step (a multiple of `partitionsPerTopic`). */
@@ -351,21 +351,7 @@ const produceWarmup = async (client: ClusterClient.Client, topic: string, o: Opt
     timestamp: Date.now()
   })
   await Promise.all(
-    Array.from({ length: o.warmupPartitions }, (_, partition) =>
-      client.sendToLeader(
-        topic,
-        partition,
-        Produce.api,
-        () => ({
-          transactionalId: null,
-          acks: -1,
-          timeoutMs: REQUEST_TIMEOUT_MS,
-          topicData: [{ name: topic, topicId: Uuid.ZERO, partitionData: [{ index: partition, records: batch }] }]
-        }),
-        (r) => r.responses[0]?.partitionResponses[0]?.errorCode ?? -1,
-        { version: PRODUCE_VERSION }
-      )
-    )
+    Array.from({ length: o.warmupPartitions }, (_, partition) => produceBatch(client, topic, partition, batch))
   )
 }
 

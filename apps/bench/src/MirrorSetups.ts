@@ -255,6 +255,22 @@ const mirrorProgress = async (
   return { copiedRecords, done }
 }
 
+/** Produces `batch` to one partition's leader (acks=-1); rejects on a refusal. */
+export const produceBatch = (client: ClusterClient.Client, topic: string, partition: number, batch: Buffer) =>
+  client.sendToLeader(
+    topic,
+    partition,
+    Produce.api,
+    () => ({
+      transactionalId: null,
+      acks: -1,
+      timeoutMs: REQUEST_TIMEOUT_MS,
+      topicData: [{ name: topic, topicId: Uuid.ZERO, partitionData: [{ index: partition, records: batch }] }]
+    }),
+    (r) => r.responses[0]?.partitionResponses[0]?.errorCode ?? -1,
+    { version: PRODUCE_VERSION }
+  )
+
 /** Produces one small record to every partition of `topics` (acks=-1); fails on the first refusal. */
 const produceOneEach = async (
   client: ClusterClient.Client,
@@ -264,21 +280,7 @@ const produceOneEach = async (
   const batch = RecordBatch.build({ records: [{ key: null, value: Buffer.from("writable") }], timestamp: Date.now() })
   await Promise.all(
     topics.flatMap((topic) =>
-      Array.from({ length: perTopic }, (_, partition) =>
-        client.sendToLeader(
-          topic,
-          partition,
-          Produce.api,
-          () => ({
-            transactionalId: null,
-            acks: -1,
-            timeoutMs: REQUEST_TIMEOUT_MS,
-            topicData: [{ name: topic, topicId: Uuid.ZERO, partitionData: [{ index: partition, records: batch }] }]
-          }),
-          (r) => r.responses[0]?.partitionResponses[0]?.errorCode ?? -1,
-          { version: PRODUCE_VERSION }
-        )
-      )
+      Array.from({ length: perTopic }, (_, partition) => produceBatch(client, topic, partition, batch))
     )
   )
 }
