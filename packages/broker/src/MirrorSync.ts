@@ -412,7 +412,9 @@ export const syncGroupOffsets = async (ctx: CoordinatorContext, options: GroupOf
       const wanted = committed.filter((c) => mirroring(c.topic, c.partition))
       if (wanted.length === 0) continue
       const known = new Map<string, LogBounds | undefined>()
-      for (const c of wanted) known.set(`${c.topic}\u0000${c.partition}`, await boundsFor(c.topic, c.partition))
+      await Promise.all(
+        wanted.map(async (c) => known.set(`${c.topic}\u0000${c.partition}`, await boundsFor(c.topic, c.partition)))
+      )
       const plan = planGroupOffsets(wanted, mirroring, (t, p) => known.get(`${t}\u0000${p}`))
       const commits: Array<GroupOffsetStatus & { readonly metadata: string | null; readonly clamped: boolean }> = []
       const skipped: Array<string> = []

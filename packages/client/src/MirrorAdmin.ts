@@ -344,6 +344,33 @@ const withSource = async <A>(bootstrap: string, use: (source: Client) => Promise
   }
 }
 
+/** ListOffsets timestamps: the log start and the high watermark. */
+export const EARLIEST = -2n
+export const LATEST = -1n
+
+/** ListOffsets (consumer form, READ_UNCOMMITTED) at `timestamp` on one partition's leader. */
+export const listOffset = async (
+  client: Client,
+  topic: string,
+  partition: number,
+  timestamp: bigint
+): Promise<{ readonly offset: bigint; readonly leaderEpoch: number }> => {
+  const res = await client.sendToLeader(
+    topic,
+    partition,
+    ListOffsets.api,
+    () => ({
+      replicaId: -1,
+      isolationLevel: 0,
+      topics: [{ name: topic, partitions: [{ partitionIndex: partition, currentLeaderEpoch: -1, timestamp }] }],
+      timeoutMs: 10_000
+    }),
+    (r) => r.topics[0]?.partitions[0]?.errorCode ?? Errors.ErrorCode.UNKNOWN_SERVER_ERROR
+  )
+  const p = res.topics[0]!.partitions[0]!
+  return { offset: p.offset, leaderEpoch: p.leaderEpoch }
+}
+
 /** OffsetForLeaderEpoch (consumer form): the largest epoch <= `epoch` the leader knows, and where it ends. */
 export const endOfEpoch = async (
   client: Client,
@@ -434,21 +461,7 @@ export class MirrorAdmin {
       for (const t of wanted)
         for (const partition of t.partitions) {
           const lastMirrorEpoch = lmes.get(`${t.topicId}:${partition}`) ?? -1
-          const hwRes = await this.client.sendToLeader(
-            t.name,
-            partition,
-            ListOffsets.api,
-            () => ({
-              replicaId: -1,
-              isolationLevel: 0,
-              topics: [
-                { name: t.name, partitions: [{ partitionIndex: partition, currentLeaderEpoch: -1, timestamp: -1n }] }
-              ],
-              timeoutMs: 10_000
-            }),
-            (r) => r.topics[0]?.partitions[0]?.errorCode ?? 0
-          )
-          const highWatermark = hwRes.topics[0]!.partitions[0]!.offset
+          const highWatermark = (await listOffset(this.client, t.name, partition, LATEST)).offset
           let truncateTo = 0n
           if (lastMirrorEpoch >= 0) {
             const here = await endOfEpoch(this.client, t.name, partition, lastMirrorEpoch)

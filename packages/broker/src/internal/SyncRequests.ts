@@ -15,7 +15,6 @@ import {
   FindCoordinator,
   IncrementalAlterConfigs,
   ListGroups,
-  ListOffsets,
   OffsetCommit,
   OffsetFetch
 } from "@clustermirror/protocol"
@@ -263,29 +262,6 @@ export interface LogBounds {
 
 const boundsKey = (topic: string, partition: number) => `${topic}\u0000${partition}`
 
-/** ListOffsets at `timestamp` (-2 earliest, -1 latest) to one partition's leader. */
-const listOffset = async (
-  client: Client,
-  topic: string,
-  partition: number,
-  timestamp: bigint
-): Promise<{ readonly offset: bigint; readonly leaderEpoch: number }> => {
-  const res = await client.sendToLeader(
-    topic,
-    partition,
-    ListOffsets.api,
-    () => ({
-      replicaId: -1,
-      isolationLevel: 0,
-      topics: [{ name: topic, partitions: [{ partitionIndex: partition, currentLeaderEpoch: -1, timestamp }] }],
-      timeoutMs: 10_000
-    }),
-    (r) => r.topics[0]?.partitions[0]?.errorCode ?? Errors.ErrorCode.UNKNOWN_SERVER_ERROR
-  )
-  const p = res.topics[0]!.partitions[0]!
-  return { offset: p.offset, leaderEpoch: p.leaderEpoch }
-}
-
 /** Log start, end and latest epoch of each partition, from its leader. */
 export const logBounds = async (
   client: Client,
@@ -295,8 +271,8 @@ export const logBounds = async (
   await Promise.all(
     partitions.map(async ({ topic, partition }) => {
       const [earliest, latest] = await Promise.all([
-        listOffset(client, topic, partition, -2n),
-        listOffset(client, topic, partition, -1n)
+        MirrorAdmin.listOffset(client, topic, partition, MirrorAdmin.EARLIEST),
+        MirrorAdmin.listOffset(client, topic, partition, MirrorAdmin.LATEST)
       ])
       out.set(boundsKey(topic, partition), {
         logStartOffset: earliest.offset,
