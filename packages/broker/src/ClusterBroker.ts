@@ -392,6 +392,7 @@ export const start = async (
         image = next
         if (manifest._tag === "Snapshot") {
           for (const t of next.topics.byId.values()) for (const [i, p] of t.partitions) applyPartition(t, i, p)
+          for (const f of fetchers.values()) f.fetcher.mirrorTopicsChanged()
           mirrors.onMetadataUpdate()
           return
         }
@@ -406,6 +407,8 @@ export const start = async (
           const t = MetadataImage.topicById(next, c.topicId)
           if (t !== undefined) applyPartition(t, c.partitionId, c.partition)
         }
+        // A topic may have gained or lost its mirror name: followers pick the epoch rule again (§6.4).
+        for (const f of fetchers.values()) f.fetcher.mirrorTopicsChanged()
         mirrors.onMetadataUpdate()
       })
   }

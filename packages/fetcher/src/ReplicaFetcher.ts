@@ -82,8 +82,9 @@ export interface ReplicaFetcherOptions {
   readonly rackId?: string
   /**
    * Whether a topic has a mirror name in this broker's metadata (KIP-1279): its partitions validate batches
-   * with the `MirrorLeaderEpoch` protocol instead of the current leader epoch. Read before every request, so a
-   * topic that stops mirroring falls back to the usual rule. No topic is a mirror topic unless given.
+   * with the `MirrorLeaderEpoch` protocol instead of the current leader epoch. Read when a partition is added
+   * and, after `mirrorTopicsChanged()`, before the next request, so a topic that stops mirroring falls back to
+   * the usual rule. No topic is a mirror topic unless given.
    */
   readonly isMirrorTopic?: (topic: string) => boolean
 }
@@ -130,6 +131,8 @@ export class ReplicaFetcher {
   private readonly events: FetcherEvents
   private readonly now: () => number
   private running = false
+  /** Set by `mirrorTopicsChanged()`: the mirror names are read again before the next request. */
+  private mirrorNamesChanged = false
   private loop: Promise<void> | undefined
   private wakeUp: (() => void) | undefined
   private woken = false
@@ -236,7 +239,10 @@ export class ReplicaFetcher {
 
   /** One round: truncate epoch-less logs, send one Fetch for every ready partition, apply the answer. */
   async runOnce(): Promise<RoundResult> {
-    this.followMirrorNames()
+    if (this.mirrorNamesChanged) {
+      this.mirrorNamesChanged = false
+      this.followMirrorNames()
+    }
     this.truncateToHighWatermark()
     const now = this.now()
     const ready = [...this.states.values()].filter((s) => s.phase === "Fetching" && s.delayedUntil <= now)
@@ -347,6 +353,11 @@ export class ReplicaFetcher {
       forgottenTopicsData: [],
       rackId: this.options.rackId ?? ""
     }
+  }
+
+  /** The broker's metadata changed: mirror names are read again before the next request. */
+  mirrorTopicsChanged(): void {
+    this.mirrorNamesChanged = true
   }
 
   private isMirrorTopic(topic: string): boolean {

@@ -155,6 +155,7 @@ describe("MirrorLeaderEpoch (JR36)", () => {
     mirrored = true
     hosted.mirror = true
     write(leaderLog, 7, 1, "mirrored-seven")
+    fetcher.mirrorTopicsChanged()
     await fetcher.runOnce()
     expect(followerLog.logEndOffset).toBe(2)
     expect(fetcher.partitionState(TP)?.mirrorLeaderEpoch).toBe(7)
@@ -163,6 +164,7 @@ describe("MirrorLeaderEpoch (JR36)", () => {
 
     mirrored = false
     hosted.mirror = false
+    fetcher.mirrorTopicsChanged()
     await fetcher.runOnce()
     expect(fetcher.partitionState(TP)?.mirrorLeaderEpoch).toBe(-1)
   })
