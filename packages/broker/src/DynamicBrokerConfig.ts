@@ -105,7 +105,10 @@ export const resolve = (layers: Layers, name: string): Resolved => {
       : (ConfigurationControl.BROKER_CONFIG_DEFS.get(name)?.default ?? "")
   synonyms.push({ name, value: builtIn, source: Source.DEFAULT_CONFIG })
   const first = synonyms[0]!
-  return { name, value: first.value, source: first.source, synonyms }
+  // Set through a synonym (log.retention.hours): the value in force is the key's own, as parsed.
+  const value =
+    first.source === Source.STATIC_BROKER_CONFIG && render !== undefined ? render(layers.config) : first.value
+  return { name, value, source: first.source, synonyms }
 }
 
 export interface DescribedConfig {
