@@ -1,8 +1,11 @@
 /**
  * Broker configuration: Kafka's broker config names, their defaults, and parsing from a Java-style
- * properties file plus command-line overrides. Unknown keys are rejected with a clear message rather
- * than silently ignored.
+ * properties file plus command-line overrides. One table of parsers serves the properties file and the
+ * dynamic broker configs of the metadata log (`withDynamic`). Unknown keys, and Kafka keys that promise
+ * behaviour clustermirror does not have, are rejected with a message naming the key and why; thread
+ * counts and socket buffer sizes are accepted without effect (see the README).
  */
+import { ConfigurationControl } from "@clustermirror/controller"
 import { Context } from "effect"
 import * as fs from "node:fs"
 
@@ -24,6 +27,8 @@ export interface BrokerConfig {
   readonly logRetentionCheckIntervalMs: number
   readonly logFlushIntervalMessages: number
   readonly logFlushIntervalMs: number
+  /** `log.roll.ms` / `log.roll.hours`: the default `segment.ms`. */
+  readonly logRollMs: number
   readonly logMessageTimestampType: "CreateTime" | "LogAppendTime"
   readonly offsetsTopicNumPartitions: number
   readonly groupInitialRebalanceDelayMs: number
@@ -58,6 +63,8 @@ export interface BrokerConfig {
   readonly mirrorFailedRetryMaxAttempts: number
   /** `metrics.port` (our own key): the Prometheus endpoint's port on the broker host; 0 turns it off. */
   readonly metricsPort: number
+  /** The keys and values this config was read from (properties file and overrides): STATIC_BROKER_CONFIG. */
+  readonly properties: ReadonlyMap<string, string>
 }
 
 export const BrokerConfig = Context.GenericTag<BrokerConfig>("@clustermirror/broker/BrokerConfig")
@@ -81,6 +88,7 @@ export const defaults: BrokerConfig = {
   logRetentionCheckIntervalMs: 5 * 60 * 1000,
   logFlushIntervalMessages: Number.MAX_SAFE_INTEGER,
   logFlushIntervalMs: Number.MAX_SAFE_INTEGER,
+  logRollMs: 168 * HOUR,
   logMessageTimestampType: "CreateTime",
   offsetsTopicNumPartitions: 1,
   groupInitialRebalanceDelayMs: 3000,
@@ -103,7 +111,8 @@ export const defaults: BrokerConfig = {
   mirrorFailedRetryInitialBackoffMs: 1000,
   mirrorFailedRetryMaxBackoffMs: 300000,
   mirrorFailedRetryMaxAttempts: 100,
-  metricsPort: 0
+  metricsPort: 0,
+  properties: new Map()
 }
 
 type Parser = (value: string, key: string) => Partial<BrokerConfig>
@@ -191,6 +200,14 @@ const parsers: Record<string, Parser> = {
   "log.retention.check.interval.ms": int("logRetentionCheckIntervalMs", 1),
   "log.flush.interval.messages": long("logFlushIntervalMessages"),
   "log.flush.interval.ms": long("logFlushIntervalMs"),
+  "log.roll.ms": long("logRollMs"),
+  "log.roll.hours": (v, key) => ({ logRollMs: (int("logRollMs", 1)(v, key).logRollMs ?? 0) * HOUR }),
+  "log.cleanup.policy": (v, key) => {
+    const policies = v.split(",").map((p) => p.trim())
+    if (policies.some((p) => p !== "delete"))
+      throw new Error(`${key}=${v}: only "delete" is supported (log compaction is not implemented yet)`)
+    return {}
+  },
   "log.message.timestamp.type": (v, key) => {
     if (v !== "CreateTime" && v !== "LogAppendTime")
       throw new Error(`${key}=${v}: expected CreateTime or LogAppendTime`)
@@ -219,16 +236,25 @@ const parsers: Record<string, Parser> = {
   "metrics.port": int("metricsPort", 0)
 }
 
-/** Keys accepted for compatibility with Kafka config files but without effect on a single node. */
-const ignored = new Set([
+/**
+ * Keys accepted for compatibility with Kafka config files, without effect: the listener names (there
+ * is one client listener and the CONTROLLER one), the transaction log's settings (no transaction
+ * coordinator yet takes its own topic), the OS's socket buffer sizing, and the thread counts of
+ * `ConfigurationControl.BROKER_NO_OP_CONFIGS` (one event loop, no pools to size).
+ */
+export const NO_OP_PROPERTIES: ReadonlySet<string> = new Set([
   "controller.listener.names",
   "inter.broker.listener.name",
   "listener.security.protocol.map",
   "transaction.state.log.replication.factor",
   "transaction.state.log.min.isr",
-  "num.network.threads",
-  "num.io.threads"
+  "socket.send.buffer.bytes",
+  "socket.receive.buffer.bytes",
+  ...ConfigurationControl.BROKER_NO_OP_CONFIGS
 ])
+
+/** Whether a properties key is parsed into the config (as opposed to a no-op or a refused key). */
+export const isParsed = (key: string): boolean => Object.hasOwn(parsers, key)
 
 /** Parses Java properties text (`key=value` or `key: value`, `#`/`!` comments). */
 export const parseProperties = (text: string): Map<string, string> => {
@@ -248,9 +274,11 @@ export const fromProperties = (props: ReadonlyMap<string, string>, base: BrokerC
   let cfg: BrokerConfig = base
   let advertised = false
   for (const [key, value] of props) {
-    const parse = parsers[key]
+    const parse = Object.hasOwn(parsers, key) ? parsers[key] : undefined
     if (parse === undefined) {
-      if (ignored.has(key)) continue
+      if (NO_OP_PROPERTIES.has(key)) continue
+      const why = ConfigurationControl.unsupportedBrokerConfig(key)
+      if (why !== null) throw new Error(`broker config "${key}" is not supported: ${why}`)
       throw new Error(`unknown broker config "${key}"`)
     }
     if (key === "advertised.listeners") advertised = true
@@ -258,6 +286,29 @@ export const fromProperties = (props: ReadonlyMap<string, string>, base: BrokerC
   }
   if (!advertised && props.has("listeners"))
     cfg = { ...cfg, advertisedHost: cfg.host === "0.0.0.0" ? "127.0.0.1" : cfg.host }
+  return { ...cfg, properties: new Map([...base.properties, ...props]) }
+}
+
+/**
+ * The config in force: the properties overridden by the dynamic cluster default (broker "") and then
+ * by this broker's own dynamic configs, as the metadata log holds them. Values there were validated
+ * by the controller; one that still does not parse here keeps the value beneath it.
+ */
+export const withDynamic = (
+  config: BrokerConfig,
+  clusterDefault: ReadonlyMap<string, string>,
+  perBroker: ReadonlyMap<string, string>
+): BrokerConfig => {
+  let cfg = config
+  for (const layer of [clusterDefault, perBroker])
+    for (const [key, value] of layer) {
+      if (!ConfigurationControl.BROKER_CONFIG_DEFS.has(key) || !Object.hasOwn(parsers, key)) continue
+      try {
+        cfg = { ...cfg, ...parsers[key]!(value, key) }
+      } catch {
+        // Kept: the controller's validation and ours differ only in bounds this broker cannot apply.
+      }
+    }
   return cfg
 }
 

@@ -34,8 +34,9 @@ import { PartitionLogStore } from "@clustermirror/storage"
 import { Effect, Either } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { logConfigFor } from "./LogConfigs.js"
+import { logConfigFor, minInsyncReplicasFor } from "./LogConfigs.js"
 import type { BrokerConfig } from "./BrokerConfig.js"
+import * as DynamicBrokerConfig from "./DynamicBrokerConfig.js"
 import * as GroupApis from "./GroupApis.js"
 import { type BrokerContext, INTERNAL_TOPICS, ProducerIdManager, register } from "./KafkaApis.js"
 import type * as MetadataView from "./MetadataView.js"
@@ -147,6 +148,8 @@ export const start = async (
   const metadataLog = await Effect.runPromise(MetadataLog.makeFile(path.join(config.dataDir, "metadata")))
   const loader = await Effect.runPromise(MetadataPublisher.make())
   let image = await Effect.runPromise(metadataLog.loadInto(loader))
+  // The config in force: the properties under the dynamic broker configs of the metadata log.
+  let effectiveConfig = DynamicBrokerConfig.effective(DynamicBrokerConfig.layersOf(config, image))
   const controller = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-controller`)
   let brokerEpoch = -1n
   let stopped = false
@@ -282,7 +285,10 @@ export const start = async (
     }
   }
   const ctx: BrokerContext = {
-    config,
+    get config() {
+      return effectiveConfig
+    },
+    layers: () => DynamicBrokerConfig.layersOf(config, image),
     view: viewOf(() => image, clusterId, nodeId),
     admin,
     replicas,
@@ -353,19 +359,15 @@ export const start = async (
 
   const applyPartition = (t: MetadataImage.TopicImage, partitionId: number, p: MetadataImage.PartitionRegistration) => {
     if (!p.replicas.includes(nodeId)) return
-    const minIsr = Number(
-      MetadataImage.configsOf(image, MetadataImage.ConfigResourceType.TOPIC, t.name).get("min.insync.replicas") ??
-        config.minInsyncReplicas
-    )
     const topicView = viewOf(() => image, clusterId, nodeId).topicByName(t.name)
     const role = replicas.applyRegistration(
       t.name,
       partitionId,
       t.id,
       p,
-      logConfigFor(config, topicView),
+      logConfigFor(effectiveConfig, topicView),
       INTERNAL_TOPICS.has(t.name),
-      minIsr
+      minInsyncReplicasFor(effectiveConfig, topicView)
     )
     if (t.name === GroupApis.OFFSETS_TOPIC) groups.onLeadership(partitionId, p.leader === nodeId)
     if (t.name === MirrorRuntime.MIRROR_STATE_TOPIC)
@@ -385,17 +387,47 @@ export const start = async (
     } else stopFetching(t.name, partitionId)
   }
 
+  // Config changes apply to the hosted partitions as they are replayed: a broker-level change to every
+  // partition, a topic's change to its own.
+  const reconfigure = (topics: ReadonlySet<string> | "all") => {
+    const views = viewOf(() => image, clusterId, nodeId)
+    for (const state of replicas.all()) {
+      if (topics !== "all" && !topics.has(state.topic)) continue
+      const topicView = views.topicByName(state.topic)
+      replicas.reconfigure(
+        state.topic,
+        state.partition,
+        logConfigFor(effectiveConfig, topicView),
+        minInsyncReplicasFor(effectiveConfig, topicView)
+      )
+    }
+  }
+  const applyConfigChanges = (delta: MetadataDelta.MetadataDelta) => {
+    const changed = delta.changedConfigs()
+    const broker = MetadataImage.ConfigResourceType.BROKER
+    if (changed.some((r) => r.type === broker && (r.name === "" || r.name === String(nodeId)))) {
+      effectiveConfig = DynamicBrokerConfig.effective(DynamicBrokerConfig.layersOf(config, image))
+      reconfigure("all")
+      return
+    }
+    const topics = new Set(changed.filter((r) => r.type === MetadataImage.ConfigResourceType.TOPIC).map((r) => r.name))
+    if (topics.size > 0) reconfigure(topics)
+  }
+
   const publisher: MetadataPublisher.MetadataPublisher = {
     name: `broker-${nodeId}`,
     onMetadataUpdate: (delta: MetadataDelta.MetadataDelta, next, manifest) =>
       Effect.sync(() => {
         image = next
         if (manifest._tag === "Snapshot") {
+          effectiveConfig = DynamicBrokerConfig.effective(DynamicBrokerConfig.layersOf(config, image))
+          reconfigure("all")
           for (const t of next.topics.byId.values()) for (const [i, p] of t.partitions) applyPartition(t, i, p)
           for (const f of fetchers.values()) f.fetcher.mirrorTopicsChanged()
           mirrors.onMetadataUpdate()
           return
         }
+        applyConfigChanges(delta)
         const changes = delta.localChanges(nodeId)
         for (const tp of changes.deletes) {
           stopFetching(tp.topicName, tp.partitionId)

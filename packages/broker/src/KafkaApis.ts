@@ -16,6 +16,8 @@ import {
   Produce
 } from "@clustermirror/protocol"
 import type { BrokerConfig } from "./BrokerConfig.js"
+import * as DynamicBrokerConfig from "./DynamicBrokerConfig.js"
+import * as LogConfigs from "./LogConfigs.js"
 import type * as MetadataView from "./MetadataView.js"
 import type * as MirrorApis from "./MirrorApis.js"
 import type * as ReplicaManager from "./ReplicaManager.js"
@@ -27,7 +29,10 @@ const UNSET_OPS = -2147483648
 export const INTERNAL_TOPICS = new Set(["__consumer_offsets", "__transaction_state", "__mirror_state"])
 
 export interface BrokerContext {
+  /** The config in force: the properties overridden by the dynamic broker configs. */
   readonly config: BrokerConfig
+  /** The layers behind `config`, for DescribeConfigs' sources; without it, only the properties count. */
+  readonly layers?: () => DynamicBrokerConfig.Layers
   readonly view: MetadataView.MetadataView
   readonly admin: MetadataView.TopicAdmin
   readonly replicas: ReplicaManager.ReplicaManager
@@ -109,8 +114,18 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
           topicAuthorizedOperations: UNSET_OPS
         }
         if (byId || !ctx.config.autoCreateTopicsEnable || !request.allowAutoTopicCreation) return unknown
+        // Like Kafka's auto-creation, the creating broker's own num.partitions and default.replication.factor.
         const [created] = await ctx.admin.createTopics(
-          [{ name: t.name!, numPartitions: -1, replicationFactor: -1, assignments: [], configs: [], topicId: null }],
+          [
+            {
+              name: t.name!,
+              numPartitions: ctx.config.numPartitions,
+              replicationFactor: ctx.config.defaultReplicationFactor,
+              assignments: [],
+              configs: [],
+              topicId: null
+            }
+          ],
           false
         )
         if (
@@ -339,7 +354,9 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
     }))
     .register(DescribeConfigs.api, (_req, request) => ({
       throttleTimeMs: 0,
-      results: request.resources.map((r) => describeConfigs(ctx, r.resourceType, r.resourceName, r.configurationKeys))
+      results: request.resources.map((r) =>
+        describeConfigs(ctx, r.resourceType, r.resourceName, r.configurationKeys, request.includeSynonyms)
+      )
     }))
     .register(DescribeCluster.api, () => ({
       throttleTimeMs: 0,
@@ -376,10 +393,17 @@ const describeConfigs = (
   ctx: BrokerContext,
   resourceType: number,
   resourceName: string,
-  keys: ReadonlyArray<string> | null
+  keys: ReadonlyArray<string> | null,
+  includeSynonyms: boolean
 ) => {
   const base = { resourceType, resourceName, errorMessage: null }
-  const pick = <T extends { name: string }>(xs: T[]) => (keys === null ? xs : xs.filter((x) => keys.includes(x.name)))
+  const pick = <T extends { name: string }>(xs: ReadonlyArray<T>) =>
+    keys === null ? [...xs] : xs.filter((x) => keys.includes(x.name))
+  const layers: DynamicBrokerConfig.Layers = ctx.layers?.() ?? {
+    config: ctx.config,
+    clusterDefault: new Map(),
+    perBroker: new Map()
+  }
   if (resourceType === ConfigurationControl.ResourceType.TOPIC) {
     const topic = ctx.view.topicByName(resourceName)
     if (topic === undefined)
@@ -389,21 +413,9 @@ const describeConfigs = (
         errorMessage: `Topic ${resourceName} does not exist`,
         configs: []
       }
-    const configs = [...ConfigurationControl.TOPIC_CONFIGS].map(([name, def]) => {
-      const set = topic.configs.get(name)
-      return {
-        name,
-        value: set ?? def,
-        readOnly: false,
-        configSource: set !== undefined ? 1 : 5,
-        isDefault: set === undefined,
-        isSensitive: false,
-        synonyms: []
-      }
-    })
-    return { ...base, errorCode: 0, configs: pick(configs) }
+    return { ...base, errorCode: 0, configs: pick(LogConfigs.describeTopic(layers, topic.configs, includeSynonyms)) }
   }
-  if (resourceType === 4) {
+  if (resourceType === ConfigurationControl.ResourceType.BROKER) {
     if (resourceName !== "" && resourceName !== String(ctx.config.nodeId))
       return {
         ...base,
@@ -411,29 +423,11 @@ const describeConfigs = (
         errorMessage: `Unexpected broker id ${resourceName}`,
         configs: []
       }
-    const c = ctx.config
-    const entries: Array<[string, string]> = [
-      ["node.id", String(c.nodeId)],
-      ["auto.create.topics.enable", String(c.autoCreateTopicsEnable)],
-      ["num.partitions", String(c.numPartitions)],
-      ["default.replication.factor", String(c.defaultReplicationFactor)],
-      ["message.max.bytes", String(c.messageMaxBytes)],
-      ["log.segment.bytes", String(c.logSegmentBytes)],
-      ["log.retention.ms", String(c.logRetentionMs)],
-      ["log.retention.bytes", String(c.logRetentionBytes)],
-      ["socket.request.max.bytes", String(c.socketRequestMaxBytes)],
-      ["offsets.topic.num.partitions", String(c.offsetsTopicNumPartitions)]
-    ]
-    const configs = entries.map(([name, value]) => ({
-      name,
-      value,
-      readOnly: true,
-      configSource: 4,
-      isDefault: false,
-      isSensitive: false,
-      synonyms: []
-    }))
-    return { ...base, errorCode: 0, configs: pick(configs) }
+    return {
+      ...base,
+      errorCode: 0,
+      configs: pick(DynamicBrokerConfig.describeBroker(layers, resourceName, includeSynonyms))
+    }
   }
   if (resourceType === ConfigurationControl.ResourceType.CLUSTER_MIRROR && ctx.describeMirrorConfigs !== undefined)
     return ctx.describeMirrorConfigs(resourceName, keys)

@@ -216,6 +216,18 @@ export class ReplicaManager {
     return { state, becameLeader, becameFollower: !isLeader && (wasLeader || reg.leaderEpoch > oldEpoch) }
   }
 
+  /**
+   * Applies a changed config to a hosted partition: its log's settings (max.message.bytes, retention,
+   * segments, flushing) and its min.insync.replicas. Producers waiting on it check again.
+   */
+  reconfigure(topic: string, partition: number, config: PartitionLog.LogConfig, minInsyncReplicas: number): void {
+    const state = this.partitions.get(topic, partition)
+    if (state === undefined) return
+    this.store.open(topic, partition, config, state.topicId)
+    state.minInsyncReplicas = minInsyncReplicas
+    this.wake(key(topic, partition))
+  }
+
   /** Closes and deletes a partition's log. */
   deletePartition(topic: string, partition: number): void {
     const k = key(topic, partition)
@@ -294,7 +306,16 @@ export class ReplicaManager {
         if (current === undefined) return done(fail(E.UNKNOWN_TOPIC_OR_PARTITION))
         if (current.leader !== this.nodeId || current.leaderEpoch !== epoch)
           return done(fail(E.NOT_LEADER_OR_FOLLOWER, null, this.leaderHint(current)))
-        if (current.log.highWatermark > lastOffset) return done(ok)
+        // Kafka's rule: replicated, but by fewer replicas than min.insync.replicas asks for.
+        if (current.log.highWatermark > lastOffset)
+          return done(
+            current.isr.length < current.minInsyncReplicas
+              ? fail(
+                  E.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                  `The size of the current ISR ${current.isr.length} is insufficient to satisfy the min.isr requirement of ${current.minInsyncReplicas}`
+                )
+              : ok
+          )
         this.addWaiter(k, check)
       }
       const done = (r: ProduceResult) => {

@@ -216,3 +216,38 @@ describe("ReplicaManager retention", () => {
     expect(rm.get("trimmed", 0)!.log.logEndOffset).toBe(50)
   })
 })
+
+describe("ReplicaManager configs and min.insync.replicas", () => {
+  it("applies a changed max.message.bytes to a hosted partition (MESSAGE_TOO_LARGE after the change)", async () => {
+    const { rm } = setup({ replicas: [1], isr: [1] })
+    const big = RecordBatch.build({ records: [{ value: Buffer.alloc(2000) }], timestamp: 1 })
+    expect((await rm.appendAsLeader("t", 0, big, true, 1)).errorCode).toBe(0)
+    rm.reconfigure("t", 0, { ...PartitionLog.defaultConfig, maxMessageBytes: 1000 }, 1)
+    expect((await rm.appendAsLeader("t", 0, big, true, 1)).errorCode).toBe(Errors.ErrorCode.MESSAGE_TOO_LARGE)
+  })
+
+  it("acks=-1 with the ISR under a min.insync.replicas raised later: NOT_ENOUGH_REPLICAS at once", async () => {
+    const { rm } = setup({ isr: [1] })
+    expect((await rm.appendAsLeader("t", 0, batch(1), true, -1, 60_000)).errorCode).toBe(0)
+    rm.reconfigure("t", 0, PartitionLog.defaultConfig, 2)
+    const r = await rm.appendAsLeader("t", 0, batch(1), true, -1, 60_000)
+    expect(r.errorCode).toBe(Errors.ErrorCode.NOT_ENOUGH_REPLICAS)
+  })
+
+  it("acks=-1 waiting while the ISR shrinks under min.insync.replicas: NOT_ENOUGH_REPLICAS_AFTER_APPEND, no timeout", async () => {
+    const { rm } = setup({}, 2)
+    const pending = Promise.resolve(rm.appendAsLeader("t", 0, batch(2), true, -1, 60_000))
+    // The followers are gone: the controller's registration drops them from the ISR.
+    rm.applyRegistration(
+      "t",
+      0,
+      "q83vEjRWeJCrze8SNFZ4kA",
+      { replicas: [1, 2, 3], isr: [1], leader: 1, leaderEpoch: 5, partitionEpoch: 1 },
+      PartitionLog.defaultConfig,
+      false,
+      2
+    )
+    const r = await pending
+    expect(r.errorCode).toBe(Errors.ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+  })
+})

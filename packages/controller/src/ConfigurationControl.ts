@@ -38,7 +38,6 @@ export interface ConfigDef {
 }
 
 const LONG_MAX = "9223372036854775807"
-const INT_MAX = "2147483647"
 
 const atLeast =
   (min: number) =>
@@ -128,31 +127,132 @@ export const TOPIC_CONFIGS: ReadonlyMap<string, string> = new Map(
   [...TOPIC_CONFIG_DEFS.values()].map((d) => [d.name, d.default ?? ""])
 )
 
-/** The broker configs that can change while brokers run (a subset of Kafka's dynamic broker configs). */
+/**
+ * The broker configs that can change while brokers run (resource type 4: a node id, or "" for the
+ * cluster-wide default): the subset of Kafka's dynamic broker configs that brokers apply as they
+ * replay the ConfigRecords, plus the thread counts in `BROKER_NO_OP_CONFIGS`. A per-broker value
+ * overrides the cluster default, which overrides the broker's properties.
+ */
 export const BROKER_CONFIG_DEFS: ReadonlyMap<string, ConfigDef> = table([
-  def("compression.type", "string", "producer", oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
-  def("follower.replication.throttled.rate", "long", LONG_MAX, atLeast(0)),
-  def("leader.replication.throttled.rate", "long", LONG_MAX, atLeast(0)),
-  def("log.cleanup.policy", "list", "delete", listOf("compact", "delete")),
+  def("background.threads", "int", "10", atLeast(1)),
+  def("log.cleanup.policy", "list", "delete", listOf("delete")),
   def("log.flush.interval.messages", "long", LONG_MAX, atLeast(1)),
-  def("log.flush.interval.ms", "long", null),
+  def("log.flush.interval.ms", "long", LONG_MAX, atLeast(0)),
   def("log.message.timestamp.type", "string", "CreateTime", oneOf("CreateTime", "LogAppendTime")),
   def("log.retention.bytes", "long", "-1"),
-  def("log.retention.ms", "long", null),
-  def("log.roll.ms", "long", null),
+  def("log.retention.ms", "long", "604800000", atLeast(-1)),
+  def("log.roll.ms", "long", "604800000", atLeast(1)),
   def("log.segment.bytes", "int", "1073741824", atLeast(14)),
-  def("max.connections", "int", INT_MAX, atLeast(0)),
-  def("max.connections.per.ip", "int", INT_MAX, atLeast(0)),
   def("message.max.bytes", "int", "1048588", atLeast(0)),
   def("min.insync.replicas", "int", "1", atLeast(1)),
   def("mirror.metadata.refresh.interval.ms", "long", "60000", atLeast(0)),
-  def("mirror.num.replica.fetchers", "int", "1", atLeast(1)),
-  def("mirror.replication.throttled.rate", "long", LONG_MAX, atLeast(0)),
   def("num.io.threads", "int", "8", atLeast(1)),
   def("num.network.threads", "int", "3", atLeast(1)),
+  def("num.recovery.threads.per.data.dir", "int", "2", atLeast(1)),
   def("num.replica.fetchers", "int", "1", atLeast(1)),
   def("unclean.leader.election.enable", "boolean", "false")
 ])
+
+/**
+ * Thread counts: accepted (in properties and dynamically) and described, without effect: a broker
+ * runs its network, request and replica-fetch work on one event loop, so there is no pool to size.
+ */
+export const BROKER_NO_OP_CONFIGS: ReadonlySet<string> = new Set([
+  "background.threads",
+  "num.io.threads",
+  "num.network.threads",
+  "num.recovery.threads.per.data.dir",
+  "num.replica.fetchers"
+])
+
+/** Broker keys only the cluster-wide default may set: the controller applies them, not each broker. */
+export const BROKER_CLUSTER_ONLY_CONFIGS: ReadonlySet<string> = new Set(["unclean.leader.election.enable"])
+
+/**
+ * Broker keys a broker reads only from its properties at start (Kafka's read-only broker configs):
+ * altering them is refused with INVALID_REQUEST, as Kafka does.
+ */
+export const BROKER_READ_ONLY_CONFIGS: ReadonlySet<string> = new Set([
+  "advertised.listeners",
+  "auto.create.topics.enable",
+  "broker.heartbeat.interval.ms",
+  "broker.id",
+  "broker.session.timeout.ms",
+  "cluster.id",
+  "controller.listener.names",
+  "controller.quorum.bootstrap.servers",
+  "controller.quorum.voters",
+  "default.replication.factor",
+  "group.initial.rebalance.delay.ms",
+  "group.max.session.timeout.ms",
+  "group.min.session.timeout.ms",
+  "inter.broker.listener.name",
+  "listener.security.protocol.map",
+  "listeners",
+  "log.dir",
+  "log.dirs",
+  "log.retention.check.interval.ms",
+  "metrics.port",
+  "mirror.failed.retry.initial.backoff.ms",
+  "mirror.failed.retry.max.attempts",
+  "mirror.failed.retry.max.backoff.ms",
+  "mirror.state.topic.num.partitions",
+  "mirror.state.topic.replication.factor",
+  "node.id",
+  "num.partitions",
+  "offsets.topic.num.partitions",
+  "offsets.topic.replication.factor",
+  "process.roles",
+  "replica.lag.time.max.ms",
+  "socket.receive.buffer.bytes",
+  "socket.request.max.bytes",
+  "socket.send.buffer.bytes",
+  "transaction.state.log.min.isr",
+  "transaction.state.log.replication.factor"
+])
+
+const COMPACTION = "log compaction is not implemented yet"
+const THROTTLING = "replication throttling is not implemented yet"
+const QUOTAS = "connection quotas are not implemented yet"
+const SECURITY = "TLS and SASL listeners are not implemented yet"
+
+/**
+ * Kafka broker keys that promise behaviour clustermirror does not have: refused, in properties and
+ * dynamically, with the reason. Keys match exactly, or by prefix where the name ends with a dot.
+ */
+export const BROKER_UNSUPPORTED_CONFIGS: ReadonlyMap<string, string> = new Map([
+  ["log.cleaner.", COMPACTION],
+  ["log.cleaner.enable", COMPACTION],
+  ["compression.type", "broker-side recompression is not implemented yet: batches are stored as producers send them"],
+  ["follower.replication.throttled.rate", THROTTLING],
+  ["leader.replication.throttled.rate", THROTTLING],
+  ["mirror.replication.throttled.rate", THROTTLING],
+  ["replica.alter.log.dirs.io.max.bytes.per.second", THROTTLING],
+  ["max.connections", QUOTAS],
+  ["max.connections.per.ip", QUOTAS],
+  ["max.connections.per.ip.overrides", QUOTAS],
+  ["max.connection.creation.rate", QUOTAS],
+  ["mirror.num.replica.fetchers", "mirror fetchers are one per source broker and not configurable yet"],
+  ["log.retention.hours", "only log.retention.ms can change while brokers run"],
+  ["log.retention.minutes", "only log.retention.ms can change while brokers run"],
+  ["log.roll.hours", "only log.roll.ms can change while brokers run"],
+  ["log.preallocate", "segment preallocation is not implemented"],
+  ["auto.leader.rebalance.enable", "automatic preferred-leader balancing is not implemented yet: use ElectLeaders"],
+  ["ssl.", SECURITY],
+  ["sasl.", SECURITY],
+  ["listener.name.", SECURITY],
+  ["security.inter.broker.protocol", SECURITY],
+  ["authorizer.class.name", "authorization is not implemented yet"],
+  ["remote.log.storage.system.enable", "tiered storage is not implemented"]
+])
+
+/** Why clustermirror refuses a Kafka broker key, or null when it does not (`BROKER_UNSUPPORTED_CONFIGS`). */
+export const unsupportedBrokerConfig = (key: string): string | null => {
+  const exact = BROKER_UNSUPPORTED_CONFIGS.get(key)
+  if (exact !== undefined) return exact
+  for (const [name, why] of BROKER_UNSUPPORTED_CONFIGS) if (name.endsWith(".") && key.startsWith(name)) return why
+  return null
+}
 
 /** Mirror configs (KIP-1279 §7.3): connection to the source cluster and what to mirror. */
 export const MIRROR_CONFIG_DEFS: ReadonlyMap<string, ConfigDef> = table([
@@ -277,6 +377,29 @@ export const validateValue = (d: ConfigDef, value: string): string | null => {
   const why = d.validator?.(value) ?? null
   return why === null ? null : invalid(why)
 }
+
+/**
+ * Why a key that is not a dynamic config of its resource type cannot be altered: for brokers, a read-only
+ * key is INVALID_REQUEST (Kafka's message), an unsupported one INVALID_CONFIG with the reason.
+ */
+const notAlterable = (resourceType: number, key: string): Failure => {
+  if (resourceType === ResourceType.BROKER) {
+    const why = unsupportedBrokerConfig(key)
+    if (why !== null) return failure(Errors.ErrorCode.INVALID_CONFIG, `Broker config ${key} is not supported: ${why}`)
+    if (BROKER_READ_ONLY_CONFIGS.has(key))
+      return failure(Errors.ErrorCode.INVALID_REQUEST, `Cannot update these configs dynamically: [${key}]`)
+  }
+  return failure(Errors.ErrorCode.INVALID_CONFIG, unknownKey(resourceType, key))
+}
+
+/** A key the cluster default alone may set, given for one broker. */
+const clusterOnly = (resourceType: number, resourceName: string, key: string): Failure | null =>
+  resourceType === ResourceType.BROKER && resourceName !== "" && BROKER_CLUSTER_ONLY_CONFIGS.has(key)
+    ? failure(
+        Errors.ErrorCode.INVALID_CONFIG,
+        `Broker config ${key} is applied by the controller: set it as the cluster default (an empty broker name) or on the topic`
+      )
+    : null
 
 const unknownKey = (resourceType: number, key: string): string =>
   resourceType === ResourceType.TOPIC
@@ -492,8 +615,7 @@ export const incrementalAlterConfigs = (
     const next = new Map(current)
     for (const c of r.configs) {
       const d = defs.get(c.name)
-      if (d === undefined)
-        return Either.left(failure(Errors.ErrorCode.INVALID_CONFIG, unknownKey(r.resourceType, c.name)))
+      if (d === undefined) return Either.left(notAlterable(r.resourceType, c.name))
       if (c.configOperation === OpType.DELETE) {
         next.delete(c.name)
         continue
@@ -517,6 +639,8 @@ export const incrementalAlterConfigs = (
       }
       const why = validateValue(d, value)
       if (why !== null) return Either.left(failure(Errors.ErrorCode.INVALID_CONFIG, why))
+      const only = clusterOnly(r.resourceType, r.resourceName, c.name)
+      if (only !== null) return Either.left(only)
       next.set(c.name, value)
     }
     const missing = missingRequired(r.resourceType, next)
@@ -559,11 +683,12 @@ export const legacyAlterConfigs = (
     const next = new Map<string, string>()
     for (const c of r.configs) {
       const d = defs.get(c.name)
-      if (d === undefined)
-        return Either.left(failure(Errors.ErrorCode.INVALID_CONFIG, unknownKey(r.resourceType, c.name)))
+      if (d === undefined) return Either.left(notAlterable(r.resourceType, c.name))
       if (c.value === null) continue
       const why = validateValue(d, c.value)
       if (why !== null) return Either.left(failure(Errors.ErrorCode.INVALID_CONFIG, why))
+      const only = clusterOnly(r.resourceType, r.resourceName, c.name)
+      if (only !== null) return Either.left(only)
       next.set(c.name, c.value)
     }
     const missing = missingRequired(r.resourceType, next)

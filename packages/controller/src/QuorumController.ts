@@ -220,11 +220,18 @@ export class QuorumController {
   }
 
   private uncleanEnabled(state: ControllerState.ControllerState): ReplicationControl.UncleanElectionEnabled {
+    // The topic's value, else the dynamic cluster default, else this controller's properties.
+    const key = "unclean.leader.election.enable"
+    const clusterDefault = ConfigurationControl.configsOf(
+      state.configs,
+      ConfigurationControl.ResourceType.BROKER,
+      ""
+    ).get(key)
     return (topic) => {
-      const v = ConfigurationControl.configsOf(state.configs, ConfigurationControl.ResourceType.TOPIC, topic).get(
-        "unclean.leader.election.enable"
-      )
-      return v === undefined ? (this.options.uncleanLeaderElectionEnable ?? false) : v === "true"
+      const v =
+        ConfigurationControl.configsOf(state.configs, ConfigurationControl.ResourceType.TOPIC, topic).get(key) ??
+        clusterDefault
+      return v === undefined ? (this.options.uncleanLeaderElectionEnable ?? false) : v.trim().toLowerCase() === "true"
     }
   }
 

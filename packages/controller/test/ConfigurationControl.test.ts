@@ -251,6 +251,104 @@ describe("ConfigurationControl.incrementalAlterConfigs", () => {
       .then([config(BROKER, "", "min.insync.replicas", "2")], [ok(BROKER, "")])
   })
 
+  it("broker configs: dynamic keys stored for a broker and the cluster default, read-only and unsupported keys refused by name", () => {
+    start
+      .when(
+        incremental([
+          resource(BROKER, "1", [op("message.max.bytes", SET, "2000000")]),
+          resource(BROKER, "", [op("message.max.bytes", SET, "1500000"), op("min.insync.replicas", SET, "2")]),
+          resource(BROKER, "2", [op("num.partitions", SET, "3")]),
+          resource(BROKER, "3", [op("log.cleaner.threads", SET, "2")]),
+          resource(BROKER, "4", [op("max.connections", SET, "10")])
+        ])
+      )
+      .then(
+        [
+          config(BROKER, "1", "message.max.bytes", "2000000"),
+          config(BROKER, "", "message.max.bytes", "1500000"),
+          config(BROKER, "", "min.insync.replicas", "2")
+        ],
+        [
+          ok(BROKER, "1"),
+          ok(BROKER, ""),
+          err(
+            BROKER,
+            "2",
+            Errors.ErrorCode.INVALID_REQUEST,
+            "Cannot update these configs dynamically: [num.partitions]"
+          ),
+          err(
+            BROKER,
+            "3",
+            Errors.ErrorCode.INVALID_CONFIG,
+            "Broker config log.cleaner.threads is not supported: log compaction is not implemented yet"
+          ),
+          err(
+            BROKER,
+            "4",
+            Errors.ErrorCode.INVALID_CONFIG,
+            "Broker config max.connections is not supported: connection quotas are not implemented yet"
+          )
+        ]
+      )
+      .when(incremental([resource(BROKER, "1", [op("message.max.bytes", DELETE)])]))
+      .then([config(BROKER, "1", "message.max.bytes", null)], [ok(BROKER, "1")])
+  })
+
+  it("unclean.leader.election.enable is a cluster default only; legacy AlterConfigs classifies keys alike", () => {
+    start
+      .when(
+        incremental([
+          resource(BROKER, "1", [op("unclean.leader.election.enable", SET, "true")]),
+          resource(BROKER, "", [op("unclean.leader.election.enable", SET, "true")])
+        ])
+      )
+      .then(
+        [config(BROKER, "", "unclean.leader.election.enable", "true")],
+        [
+          err(
+            BROKER,
+            "1",
+            Errors.ErrorCode.INVALID_CONFIG,
+            "Broker config unclean.leader.election.enable is applied by the controller: set it as the cluster default (an empty broker name) or on the topic"
+          ),
+          ok(BROKER, "")
+        ]
+      )
+      .when((s) =>
+        ConfigurationControl.legacyAlterConfigs(
+          s.configs,
+          [
+            { resourceType: BROKER, resourceName: "1", configs: [{ name: "default.replication.factor", value: "3" }] },
+            {
+              resourceType: BROKER,
+              resourceName: "2",
+              configs: [{ name: "log.cleaner.dedupe.buffer.size", value: "1" }]
+            }
+          ],
+          false,
+          ctx
+        )
+      )
+      .then(
+        [],
+        [
+          err(
+            BROKER,
+            "1",
+            Errors.ErrorCode.INVALID_REQUEST,
+            "Cannot update these configs dynamically: [default.replication.factor]"
+          ),
+          err(
+            BROKER,
+            "2",
+            Errors.ErrorCode.INVALID_CONFIG,
+            "Broker config log.cleaner.dedupe.buffer.size is not supported: log compaction is not implemented yet"
+          )
+        ]
+      )
+  })
+
   it("mirror configs: only existing mirrors, required keys stay", () => {
     start
       .when(
@@ -450,6 +548,20 @@ describe("ConfigurationControl.replay", () => {
 })
 
 describe("ConfigurationControl tables", () => {
+  it("broker keys are in exactly one class: dynamic, read-only or unsupported", () => {
+    for (const key of ConfigurationControl.BROKER_CONFIG_DEFS.keys()) {
+      expect(ConfigurationControl.BROKER_READ_ONLY_CONFIGS.has(key)).toBe(false)
+      expect(ConfigurationControl.unsupportedBrokerConfig(key)).toBeNull()
+    }
+    for (const key of ConfigurationControl.BROKER_READ_ONLY_CONFIGS)
+      expect(ConfigurationControl.unsupportedBrokerConfig(key)).toBeNull()
+    for (const key of ConfigurationControl.BROKER_NO_OP_CONFIGS)
+      expect(ConfigurationControl.BROKER_CONFIG_DEFS.has(key)).toBe(true)
+    expect(ConfigurationControl.unsupportedBrokerConfig("log.cleaner.io.max.bytes.per.second")).toBe(
+      "log compaction is not implemented yet"
+    )
+  })
+
   it("every default is a valid value of its own definition", () => {
     for (const defs of [
       ConfigurationControl.TOPIC_CONFIG_DEFS,

@@ -1,0 +1,134 @@
+import { describe, expect, it } from "@effect/vitest"
+import { ConfigurationControl } from "@clustermirror/controller"
+import * as BrokerConfig from "../src/BrokerConfig.js"
+import * as DynamicBrokerConfig from "../src/DynamicBrokerConfig.js"
+import * as LogConfigs from "../src/LogConfigs.js"
+
+const { Source } = DynamicBrokerConfig
+
+const props = (entries: Record<string, string>) =>
+  BrokerConfig.fromProperties(new Map(Object.entries(entries)), BrokerConfig.defaults)
+
+const layers = (
+  config: BrokerConfig.BrokerConfig,
+  clusterDefault: Record<string, string> = {},
+  perBroker: Record<string, string> = {}
+): DynamicBrokerConfig.Layers => ({
+  config,
+  clusterDefault: new Map(Object.entries(clusterDefault)),
+  perBroker: new Map(Object.entries(perBroker))
+})
+
+const entry = (configs: ReadonlyArray<DynamicBrokerConfig.DescribedConfig>, name: string) =>
+  configs.find((c) => c.name === name)
+
+describe("BrokerConfig properties", () => {
+  it("refuses keys that promise behaviour we do not have, naming the key and why", () => {
+    expect(() => props({ "log.cleaner.threads": "2" })).toThrow(
+      'broker config "log.cleaner.threads" is not supported: log compaction is not implemented yet'
+    )
+    expect(() => props({ "max.connections": "5" })).toThrow(/"max.connections" is not supported: connection quotas/)
+    expect(() => props({ "log.cleanup.policy": "compact" })).toThrow(/log compaction is not implemented yet/)
+    expect(() => props({ "no.such.key": "1" })).toThrow('unknown broker config "no.such.key"')
+  })
+
+  it("accepts thread counts and socket buffer sizes without effect, and keeps the properties given", () => {
+    const c = props({ "num.io.threads": "16", "socket.send.buffer.bytes": "102400", "min.insync.replicas": "2" })
+    expect(c.minInsyncReplicas).toBe(2)
+    expect(c.properties.get("num.io.threads")).toBe("16")
+  })
+
+  it("parses every dynamic broker key that is not a no-op", () => {
+    for (const key of ConfigurationControl.BROKER_CONFIG_DEFS.keys())
+      expect(BrokerConfig.isParsed(key) || BrokerConfig.NO_OP_PROPERTIES.has(key)).toBe(true)
+  })
+})
+
+describe("DynamicBrokerConfig", () => {
+  it("a per-broker value overrides the cluster default, which overrides the properties", () => {
+    const base = props({ "message.max.bytes": "1000", "min.insync.replicas": "2" })
+    const l = layers(base, { "message.max.bytes": "2000", "log.retention.ms": "5000" }, { "message.max.bytes": "3000" })
+    const c = DynamicBrokerConfig.effective(l)
+    expect(c.messageMaxBytes).toBe(3000)
+    expect(c.logRetentionMs).toBe(5000)
+    expect(c.minInsyncReplicas).toBe(2)
+    expect(DynamicBrokerConfig.effective(layers(base, { "message.max.bytes": "2000" })).messageMaxBytes).toBe(2000)
+  })
+
+  it("describes a broker with the source in force and the layers beneath as synonyms", () => {
+    const base = props({ "message.max.bytes": "1000", "log.retention.hours": "1" })
+    const described = DynamicBrokerConfig.describeBroker(
+      layers(base, { "message.max.bytes": "2000", "min.insync.replicas": "2" }, { "message.max.bytes": "3000" }),
+      "1",
+      true
+    )
+    expect(entry(described, "message.max.bytes")).toMatchObject({
+      value: "3000",
+      readOnly: false,
+      configSource: Source.DYNAMIC_BROKER_CONFIG,
+      synonyms: [
+        { name: "message.max.bytes", value: "3000", source: Source.DYNAMIC_BROKER_CONFIG },
+        { name: "message.max.bytes", value: "2000", source: Source.DYNAMIC_DEFAULT_BROKER_CONFIG },
+        { name: "message.max.bytes", value: "1000", source: Source.STATIC_BROKER_CONFIG },
+        { name: "message.max.bytes", value: "1048588", source: Source.DEFAULT_CONFIG }
+      ]
+    })
+    expect(entry(described, "min.insync.replicas")).toMatchObject({
+      value: "2",
+      configSource: Source.DYNAMIC_DEFAULT_BROKER_CONFIG
+    })
+    expect(entry(described, "log.retention.ms")).toMatchObject({
+      value: "3600000",
+      configSource: Source.STATIC_BROKER_CONFIG
+    })
+    expect(entry(described, "log.segment.bytes")).toMatchObject({
+      value: "1073741824",
+      configSource: Source.DEFAULT_CONFIG,
+      isDefault: true
+    })
+    expect(entry(described, "num.partitions")).toMatchObject({ readOnly: true, configSource: Source.DEFAULT_CONFIG })
+  })
+
+  it("the cluster default resource lists only its dynamic entries", () => {
+    const described = DynamicBrokerConfig.describeBroker(
+      layers(BrokerConfig.defaults, { "message.max.bytes": "2000" }),
+      "",
+      false
+    )
+    expect(described.map((c) => [c.name, c.value, c.configSource])).toEqual([
+      ["message.max.bytes", "2000", Source.DYNAMIC_DEFAULT_BROKER_CONFIG]
+    ])
+  })
+})
+
+describe("LogConfigs", () => {
+  it("a topic's unset keys show their broker synonym's value and source; set keys are TOPIC_CONFIG", () => {
+    const base = props({ "min.insync.replicas": "2" })
+    const described = LogConfigs.describeTopic(
+      layers(base, { "message.max.bytes": "2000" }),
+      new Map([["retention.ms", "1000"]]),
+      false
+    )
+    expect(entry(described, "min.insync.replicas")).toMatchObject({
+      value: "2",
+      configSource: Source.STATIC_BROKER_CONFIG,
+      isDefault: false
+    })
+    expect(entry(described, "max.message.bytes")).toMatchObject({
+      value: "2000",
+      configSource: Source.DYNAMIC_DEFAULT_BROKER_CONFIG
+    })
+    expect(entry(described, "retention.ms")).toMatchObject({ value: "1000", configSource: Source.TOPIC_CONFIG })
+    expect(entry(described, "preallocate")).toMatchObject({ value: "false", configSource: Source.DEFAULT_CONFIG })
+  })
+
+  it("the log config and min.insync.replicas in force: the topic's, else the broker's in force", () => {
+    const c = DynamicBrokerConfig.effective(
+      layers(props({ "min.insync.replicas": "2" }), { "message.max.bytes": "2000" })
+    )
+    expect(LogConfigs.logConfigFor(c, { configs: new Map() }).maxMessageBytes).toBe(2000)
+    expect(LogConfigs.logConfigFor(c, { configs: new Map([["max.message.bytes", "500"]]) }).maxMessageBytes).toBe(500)
+    expect(LogConfigs.minInsyncReplicasFor(c, { configs: new Map() })).toBe(2)
+    expect(LogConfigs.minInsyncReplicasFor(c, { configs: new Map([["min.insync.replicas", "3"]]) })).toBe(3)
+  })
+})
