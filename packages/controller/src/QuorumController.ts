@@ -127,7 +127,7 @@ export class QuorumController {
     const snapshot = await Effect.runPromise(log.latestSnapshot)
     if (snapshot._tag === "Some") {
       const s = snapshot.value
-      state = ControllerState.replayAll(ControllerState.empty, s.records, BigInt(s.provenance.lastOffset))
+      state = ControllerState.replaySnapshot(ControllerState.empty, s.records, BigInt(s.provenance.lastOffset))
       image = MetadataDelta.make(MetadataImage.empty, s.records).apply(s.provenance)
       offset = s.endOffset
     }
