@@ -78,6 +78,7 @@ export const replay = (
     case "NoOpRecord":
     case "BeginTransactionRecord":
     case "EndTransactionRecord":
+    case "AbortTransactionRecord":
       return state
     default:
       return absurd(record)
