@@ -90,6 +90,9 @@ export interface MirrorRuntime {
 }
 
 const E = Errors.ErrorCode
+
+/** How often a mirror operation is validated again after the controller found its stamp stale (§5.8). */
+const STALE_VALIDATION_ATTEMPTS = 5
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref())
 const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e))
 
@@ -673,7 +676,12 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
       MirrorSync.withGroupSync(await withUnfetchedLag(manager.describe(request)), groupSync)
     )
 
-    /** Phase 1 of §5.8, then the controller with the stamp; a refusal answers every topic. */
+    /**
+     * Phase 1 of §5.8, then the controller with the stamp; a refusal answers every topic. The controller
+     * refuses a stamp older than a mirror-state change it committed (INVALID_CLUSTER_MIRROR_STATES): this
+     * broker then loads what the controller committed and validates again, so that an operation sent
+     * while this broker lags behind the metadata log goes through once it caught up.
+     */
     const validated = <Req extends Spec.Fields, Res extends Spec.Fields>(
       api: Api.ApiDef<Req, Res>,
       op: MirrorMetadataManager.Operation,
@@ -683,12 +691,17 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
       handlers.register(api, async (_req, request) => {
         const mirrorName = (request as { readonly mirrorName: string }).mirrorName
         const topics = topicsOf(request)
-        const v = await manager.validate(op, mirrorName, topics)
-        if (v._tag === "Invalid") return refuse(topics ?? [], v.errorCode, v.errorMessage)
-        const stamped = { ...request, stateValidationOffset: BigInt(v.stateValidationOffset) }
-        const response = await controller.request(api, stamped as Spec.StructInput<Req>)
-        await options.catchUp()
-        return response as Spec.StructInput<Res>
+        for (let attempt = 1; ; attempt++) {
+          const v = await manager.validate(op, mirrorName, topics)
+          if (v._tag === "Invalid") return refuse(topics ?? [], v.errorCode, v.errorMessage)
+          const stamped = { ...request, stateValidationOffset: BigInt(v.stateValidationOffset) }
+          const response = await controller.request(api, stamped as Spec.StructInput<Req>)
+          await options.catchUp()
+          const errorCode = (response as { readonly errorCode: number }).errorCode
+          if (errorCode !== E.INVALID_CLUSTER_MIRROR_STATES || attempt >= STALE_VALIDATION_ATTEMPTS)
+            return response as Spec.StructInput<Res>
+          log(`${op} of mirror ${mirrorName}: validated at a stale metadata offset; validating again after catching up`)
+        }
       })
     const topicNames = (r: { readonly topics: ReadonlyArray<{ readonly topicName: string }> }) =>
       r.topics.map((t) => t.topicName)

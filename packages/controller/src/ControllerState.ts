@@ -78,6 +78,7 @@ export const replay = (
     case "NoOpRecord":
     case "BeginTransactionRecord":
     case "EndTransactionRecord":
+    case "AbortTransactionRecord":
       return state
     default:
       return absurd(record)
@@ -87,6 +88,18 @@ export const replay = (
 const absurd = (record: never): never => {
   throw new Error(`unhandled metadata record ${JSON.stringify(record)}`)
 }
+
+/**
+ * Applies the records of a snapshot that ends after `lastOffset`. A snapshot keeps the state, not the
+ * offset each record was first written at, so every record counts as written at the snapshot's last
+ * offset: a broker that loaded the same snapshot (or any later point of the log) validates at that
+ * offset or after it, and the optimistic lock compares offsets of the same log.
+ */
+export const replaySnapshot = (
+  state: ControllerState,
+  records: ReadonlyArray<MetadataRecords.MetadataRecord>,
+  lastOffset: bigint
+): ControllerState => records.reduce((s, r) => replay(s, r, lastOffset), state)
 
 /** Applies records written one after another from `firstOffset` on. */
 export const replayAll = (

@@ -12,9 +12,10 @@
  *
  * Errors: per-topic failures go into the response's Topics (partial success: records of the topics
  * that succeed are still written); whole-request failures (mirroring disabled, unknown mirror, the
- * optimistic lock of §5.8, bad patterns, a Start too large for one batch) are the response's top-level
- * ErrorCode, repeated on every named topic, with no records. Every decision is one ControllerResult,
- * which the runtime appends as one batch: Delete's disassociations and tombstones land together.
+ * optimistic lock of §5.8, bad patterns) are the response's top-level ErrorCode, repeated on every
+ * named topic, with no records. Every decision is one ControllerResult, which the runtime appends
+ * atomically (one batch, or one metadata transaction when it exceeds a batch): Delete's
+ * disassociations and tombstones land together.
  *
  * Deliberate choices where the prototype has quirks (KIP-1279 §12.4) or is silent:
  * - the optimistic lock covers every named topic that exists, whatever its mirror (JR28: "any topic's
@@ -256,8 +257,6 @@ const duplicates = (names: ReadonlyArray<string>): ReadonlySet<string> => {
 
 const DUPLICATE = apiError(E.INVALID_REQUEST, "Duplicate topic name.")
 
-const TOO_LARGE = apiError(E.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
-
 const invalidPattern = (requested: ReadonlyArray<string>): ApiError | null => {
   const bad = requested.find((p) => !Patterns.isValid(p))
   return bad === undefined ? null : apiError(E.INVALID_REQUEST, `Invalid topic pattern '${bad}'.`)
@@ -450,8 +449,9 @@ const createTopic = (
  * the source id (a fresh random id when the source gave the zero id), CreateTopics' errors apply and
  * every replica must be on an active broker, then MIRRORING.
  *
- * The top-level error is the first per-topic error (§2.4). POLICY_VIOLATION, as a whole, when the
- * records would exceed `MAX_RECORDS_PER_USER_OP`.
+ * The top-level error is the first per-topic error (§2.4). However many partitions the topics have,
+ * the records are one decision: the runtime appends them as one metadata transaction when they do
+ * not fit one batch, so readers see all of them or none.
  */
 export const startMirrorTopics = (
   state: ControllerState.ControllerState,
@@ -497,8 +497,6 @@ export const startMirrorTopics = (
     if (results.some(([n]) => n === t.topicName)) continue
     results.push([t.topicName, startOne(b, mirror, t, matchers.right, twice, ctx)])
   }
-  // Like CreateTopics, an operation too large for one atomic batch fails as a whole.
-  if (b.records.length > ReplicationControl.MAX_RECORDS_PER_USER_OP) return refuseAll(names, TOO_LARGE)
   const firstError = results.find(([, e]) => e.errorCode !== E.NONE)?.[1] ?? NONE
   return ControllerResult.of(b.records, topicsResponse(firstError, results))
 }

@@ -3,7 +3,9 @@
  *
  * Every operation runs alone, in arrival order: decide against the committed state → replay the
  * records into a candidate state (a replay defect aborts with nothing written) → append them to the
- * metadata log (fsynced) → adopt the candidate → answer. Brokers learn every change by fetching the
+ * metadata log (fsynced; one batch, or a metadata transaction over several when they exceed
+ * `maxRecordsPerBatch`) → adopt the candidate → answer. A restart applies transactions whole and
+ * aborts one the previous run left unfinished. Brokers learn every change by fetching the
  * log. Soft state (broker heartbeat times) lives here, never in the records. A timer fences brokers
  * whose session expired and elects new leaders for what they led.
  */
@@ -28,7 +30,7 @@ import type {
   StartMirrorTopics,
   StopMirrorTopics
 } from "@clustermirror/protocol"
-import { MetadataDelta, MetadataImage, MetadataLog } from "@clustermirror/metadata-log"
+import { MetadataDelta, MetadataImage, MetadataLog, MetadataTransaction } from "@clustermirror/metadata-log"
 import { Effect, Either } from "effect"
 import * as BrokerHeartbeats from "./BrokerHeartbeats.js"
 import * as ClusterControl from "./ClusterControl.js"
@@ -61,6 +63,8 @@ export interface QuorumControllerOptions {
   readonly mirrorStateTopicPartitions?: number
   /** `mirror.state.topic.replication.factor` (default 3, capped by the live brokers). */
   readonly mirrorStateTopicReplicationFactor?: number
+  /** Records per metadata log batch; larger decisions become metadata transactions (default 10,000). */
+  readonly maxRecordsPerBatch?: number
 }
 
 /** The controller's leader epoch in its own log; one controller, one epoch. */
@@ -127,10 +131,12 @@ export class QuorumController {
     const snapshot = await Effect.runPromise(log.latestSnapshot)
     if (snapshot._tag === "Some") {
       const s = snapshot.value
-      state = ControllerState.replayAll(ControllerState.empty, s.records, BigInt(s.provenance.lastOffset))
+      state = ControllerState.replaySnapshot(ControllerState.empty, s.records, BigInt(s.provenance.lastOffset))
       image = MetadataDelta.make(MetadataImage.empty, s.records).apply(s.provenance)
       offset = s.endOffset
     }
+    // Records of a metadata transaction apply at its End, each at its own offset; an aborted one never.
+    const transaction = new MetadataTransaction.TransactionBuffer<readonly [MetadataRecords.MetadataRecord, number]>()
     const end = await Effect.runPromise(log.logEndOffset)
     while (offset < end) {
       const read = await Effect.runPromise(log.readFrom(offset))
@@ -141,12 +147,28 @@ export class QuorumController {
         const { records, provenance } = batch.right
         if (provenance.lastOffset < offset) continue
         const first = provenance.lastOffset - records.length + 1
-        state = ControllerState.replayAll(state, records, BigInt(first))
-        image = MetadataDelta.make(image, records).apply(provenance)
+        const ready: Array<MetadataRecords.MetadataRecord> = []
+        for (const [i, record] of records.entries())
+          for (const [r, at] of transaction.offer(record, [record, first + i])) {
+            state = ControllerState.replay(state, r, BigInt(at))
+            ready.push(r)
+          }
+        image = MetadataDelta.make(image, ready).apply(provenance)
         offset = provenance.lastOffset + 1
       }
     }
     const controller = new QuorumController(options, state, BigInt(offset), image)
+    // The previous controller stopped between two batches of a transaction: close it, so that brokers
+    // drop what they hold of it and nothing written from now on joins it.
+    if (transaction.isOpen) {
+      options.log_?.(
+        `aborting the unfinished metadata transaction ${transaction.openName ?? ""} (${transaction.size} records)`
+      )
+      await controller.write(() => ({
+        records: [MetadataTransaction.abortRecord("the controller stopped before the transaction ended")],
+        response: undefined
+      }))
+    }
     if (offset === 0) {
       const boot = FeatureControl.bootstrapRecords()
       if (Either.isLeft(boot)) throw new Error(`cannot bootstrap the cluster: ${boot.left.message}`)
@@ -185,18 +207,39 @@ export class QuorumController {
     return this.nextOffset - 1n
   }
 
-  /** Runs one decision alone: decide, replay into a candidate, append, adopt, answer. */
-  private write<R>(decide: (state: ControllerState.ControllerState) => ControllerResult<R>): Promise<R> {
+  /**
+   * Runs one decision alone: decide, replay into a candidate, append, adopt, answer. Records that do
+   * not fit one batch are appended as one metadata transaction (`name`) over several batches; when an
+   * append fails in the middle, the transaction is aborted and nothing of the decision is adopted.
+   */
+  private write<R>(
+    decide: (state: ControllerState.ControllerState) => ControllerResult<R>,
+    name = "metadata"
+  ): Promise<R> {
     const run = async (): Promise<R> => {
       if (this.closed) throw new Error("controller closed")
       const result = decide(this.state)
       if (result.records.length === 0) return result.response
-      const candidate = ControllerState.replayAll(this.state, result.records, this.nextOffset)
-      const appended = await Effect.runPromise(this.options.log.append(result.records, CONTROLLER_EPOCH))
+      const batches = MetadataTransaction.transactionBatches(
+        name,
+        result.records,
+        this.options.maxRecordsPerBatch ?? MetadataTransaction.MAX_RECORDS_PER_BATCH
+      )
+      const records = batches.length === 1 ? batches[0]! : batches.flat()
+      const candidate = ControllerState.replayAll(this.state, records, this.nextOffset)
+      let appended: MetadataLog.AppendResult | undefined
+      for (const batch of batches) {
+        try {
+          appended = await Effect.runPromise(this.options.log.append(batch, CONTROLLER_EPOCH))
+        } catch (e) {
+          if (appended !== undefined) await this.abortTransaction(name)
+          throw e
+        }
+      }
       this.state = candidate
-      this.nextOffset = BigInt(appended.lastOffset) + 1n
-      this.image = MetadataDelta.make(this.image, result.records).apply(appended.provenance)
-      this.recordsSinceSnapshot += result.records.length
+      this.nextOffset = BigInt(appended!.lastOffset) + 1n
+      this.image = MetadataDelta.make(this.image, records).apply(appended!.provenance)
+      this.recordsSinceSnapshot += records.length
       if (this.recordsSinceSnapshot >= (this.options.snapshotEveryRecords ?? 10_000)) {
         await Effect.runPromise(this.options.log.writeSnapshot(this.image, Number(this.nextOffset)))
         this.recordsSinceSnapshot = 0
@@ -207,6 +250,24 @@ export class QuorumController {
     const next = this.queue.then(run, run)
     this.queue = next.catch(() => undefined)
     return next
+  }
+
+  /**
+   * Closes a transaction whose later batches could not be appended. The log then holds records this
+   * controller never adopted; if even the abort cannot be written the controller stops writing, and a
+   * restart aborts the transaction instead.
+   */
+  private async abortTransaction(name: string): Promise<void> {
+    try {
+      const aborted = await Effect.runPromise(
+        this.options.log.append([MetadataTransaction.abortRecord(`appending ${name} failed`)], CONTROLLER_EPOCH)
+      )
+      this.nextOffset = BigInt(aborted.lastOffset) + 1n
+      this.image = MetadataDelta.make(this.image, []).apply(aborted.provenance)
+    } catch {
+      this.closed = true
+      this.options.log_?.(`metadata transaction ${name} could not be aborted; the controller stops writing`)
+    }
   }
 
   private clusterView(state: ControllerState.ControllerState): ReplicationControl.ClusterView {
@@ -347,31 +408,34 @@ export class QuorumController {
   // Topics and partitions
 
   createTopics(request: CreateTopics.Request): Promise<ReadonlyArray<ReplicationControl.CreatableTopicResult>> {
-    return this.write((state) =>
-      ReplicationControl.createTopics(state.replication, request, this.clusterView(state), {
-        newTopicId: Uuid.random,
-        defaultPartitions: this.options.defaultPartitions ?? 1,
-        defaultReplicationFactor: this.options.defaultReplicationFactor ?? 1,
-        validateConfigs: (topic, configs) => {
-          const r = ConfigurationControl.createTopicConfigRecords(topic, configs)
-          return Either.isLeft(r) ? { errorCode: r.left.errorCode, errorMessage: r.left.message } : null
-        },
-        configRecords: (topic, configs) =>
-          Either.getOrElse(ConfigurationControl.createTopicConfigRecords(topic, configs), () => [])
-      })
+    return this.write(
+      (state) =>
+        ReplicationControl.createTopics(state.replication, request, this.clusterView(state), {
+          newTopicId: Uuid.random,
+          defaultPartitions: this.options.defaultPartitions ?? 1,
+          defaultReplicationFactor: this.options.defaultReplicationFactor ?? 1,
+          validateConfigs: (topic, configs) => {
+            const r = ConfigurationControl.createTopicConfigRecords(topic, configs)
+            return Either.isLeft(r) ? { errorCode: r.left.errorCode, errorMessage: r.left.message } : null
+          },
+          configRecords: (topic, configs) =>
+            Either.getOrElse(ConfigurationControl.createTopicConfigRecords(topic, configs), () => [])
+        }),
+      "CreateTopics"
     )
   }
 
   createPartitions(
     request: CreatePartitions.Request
   ): Promise<ReadonlyArray<ReplicationControl.CreatePartitionsResult>> {
-    return this.write((state) =>
-      ReplicationControl.createPartitions(state.replication, request, this.clusterView(state))
+    return this.write(
+      (state) => ReplicationControl.createPartitions(state.replication, request, this.clusterView(state)),
+      "CreatePartitions"
     )
   }
 
   deleteTopics(request: DeleteTopics.Request): Promise<ReadonlyArray<ReplicationControl.DeletableTopicResult>> {
-    return this.write((state) => ReplicationControl.deleteTopics(state.replication, request))
+    return this.write((state) => ReplicationControl.deleteTopics(state.replication, request), "DeleteTopics")
   }
 
   alterPartition(
@@ -397,7 +461,7 @@ export class QuorumController {
   }
 
   bumpLeaderEpochs(request: BumpLeaderEpochs.Request): Promise<ReplicationControl.BumpLeaderEpochsResponse> {
-    return this.write((state) => ReplicationControl.bumpLeaderEpochs(state.replication, request))
+    return this.write((state) => ReplicationControl.bumpLeaderEpochs(state.replication, request), "BumpLeaderEpochs")
   }
 
   // -------------------------------------------------------------------------------------------------
@@ -454,30 +518,41 @@ export class QuorumController {
   }
 
   startMirrorTopics(request: StartMirrorTopics.Request): Promise<StartMirrorTopics.Response> {
-    return this.write((state) =>
-      MirrorControl.startMirrorTopics(state, request, {
-        nextOffset: this.nextOffset,
-        clusterView: this.clusterView(state),
-        newTopicId: Uuid.random,
-        defaultReplicationFactor: this.options.defaultReplicationFactor ?? 1
-      })
+    return this.write(
+      (state) =>
+        MirrorControl.startMirrorTopics(state, request, {
+          nextOffset: this.nextOffset,
+          clusterView: this.clusterView(state),
+          newTopicId: Uuid.random,
+          defaultReplicationFactor: this.options.defaultReplicationFactor ?? 1
+        }),
+      "StartMirrorTopics"
     )
   }
 
   stopMirrorTopics(request: StopMirrorTopics.Request): Promise<StopMirrorTopics.Response> {
-    return this.write((state) => MirrorControl.stopMirrorTopics(state, request, { nextOffset: this.nextOffset }))
+    return this.write(
+      (state) => MirrorControl.stopMirrorTopics(state, request, { nextOffset: this.nextOffset }),
+      "StopMirrorTopics"
+    )
   }
 
   pauseMirrorTopics(request: PauseMirrorTopics.Request): Promise<PauseMirrorTopics.Response> {
-    return this.write((state) => MirrorControl.pauseMirrorTopics(state, request, { nextOffset: this.nextOffset }))
+    return this.write(
+      (state) => MirrorControl.pauseMirrorTopics(state, request, { nextOffset: this.nextOffset }),
+      "PauseMirrorTopics"
+    )
   }
 
   resumeMirrorTopics(request: ResumeMirrorTopics.Request): Promise<ResumeMirrorTopics.Response> {
-    return this.write((state) => MirrorControl.resumeMirrorTopics(state, request, { nextOffset: this.nextOffset }))
+    return this.write(
+      (state) => MirrorControl.resumeMirrorTopics(state, request, { nextOffset: this.nextOffset }),
+      "ResumeMirrorTopics"
+    )
   }
 
   deleteClusterMirror(request: DeleteClusterMirror.Request): Promise<DeleteClusterMirror.Response> {
-    return this.write((state) => MirrorControl.deleteClusterMirror(state, request))
+    return this.write((state) => MirrorControl.deleteClusterMirror(state, request), "DeleteClusterMirror")
   }
 
   /** Resolves once the log end passes `offset` or `timeoutMs` elapsed (long-polling metadata fetches). */

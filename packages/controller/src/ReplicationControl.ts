@@ -214,6 +214,7 @@ export const replay = (state: State, record: MetadataRecords.MetadataRecord, off
     case "NoOpRecord":
     case "BeginTransactionRecord":
     case "EndTransactionRecord":
+    case "AbortTransactionRecord":
       return state
     default: {
       const unknown: never = record
@@ -299,7 +300,10 @@ export interface ClusterView {
   readonly isRegistered: (brokerId: number) => boolean
 }
 
-/** Kafka refuses a single operation that would write more records than this. */
+/**
+ * Kafka refuses a topic created or grown by more partitions than this in one operation. Operations
+ * over many topics are not capped: the runtime writes what exceeds one batch as a metadata transaction.
+ */
 export const MAX_RECORDS_PER_USER_OP = 10_000
 
 const TOO_LARGE: ControllerError.ApiError = {
@@ -443,14 +447,13 @@ export const createTopics = (
       continue
     }
     const outcome = createTopic(scratch, t, cluster, ctx)
-    // Like Kafka, an operation too large for one batch fails as a whole.
+    // Like Kafka, a topic with too many partitions fails the operation as a whole.
     if (outcome._tag === "Failed" && outcome.error === TOO_LARGE) return tooLarge(request.topics)
     if (outcome._tag === "Failed") {
       results.push(failedTopic(t.name, outcome.error))
       continue
     }
     records.push(...outcome.records)
-    if (records.length > MAX_RECORDS_PER_USER_OP) return tooLarge(request.topics)
     results.push(outcome.result)
     scratch = replay(scratch, outcome.records[0]!, -1n)
   }
@@ -644,8 +647,8 @@ export const createPartitions = (
         ? { records: [], response: apiError(Errors.ErrorCode.INVALID_REQUEST, "Duplicate topic name.") }
         : createPartitionsForTopic(state, t, cluster)
     records.push(...outcome.records)
-    // Like Kafka, an operation too large for one batch fails as a whole.
-    if (outcome.response === TOO_LARGE || records.length > MAX_RECORDS_PER_USER_OP)
+    // Like Kafka, a topic with too many new partitions fails the operation as a whole.
+    if (outcome.response === TOO_LARGE)
       return {
         records: [],
         response: [...new Set(request.topics.map((x) => x.name))].map((name) => ({ name, ...TOO_LARGE }))

@@ -566,10 +566,9 @@ describe("StartMirrorTopics (95)", () => {
     )
   })
 
-  it("given topics whose creation would exceed one atomic batch, when started, then POLICY_VIOLATION for the whole request and no records", () => {
+  it("given topics whose creation exceeds one batch of the metadata log, when started, then every topic is created and MIRRORING in one decision", () => {
     const per = Math.ceil(ReplicationControl.MAX_RECORDS_PER_USER_OP / 2)
-    const message = "Unable to perform excessively large batch operation."
-    ControllerTest.given(world)
+    const o = ControllerTest.given(world)
       .when((s, { nextOffset }) =>
         MirrorControl.startMirrorTopics(
           s,
@@ -580,16 +579,19 @@ describe("StartMirrorTopics (95)", () => {
           startCtx(nextOffset)
         )
       )
-      .then(
-        [],
-        response(
-          [
-            ["huge-a", E.POLICY_VIOLATION, message],
-            ["huge-b", E.POLICY_VIOLATION, message]
-          ],
-          [E.POLICY_VIOLATION, message]
-        )
-      )
+      .outcome()
+    expect(o.response).toEqual(
+      response([
+        ["huge-a", E.NONE],
+        ["huge-b", E.NONE]
+      ])
+    )
+    expect(o.records.length).toBeGreaterThan(ReplicationControl.MAX_RECORDS_PER_USER_OP)
+    const after = o.after
+    for (const name of ["huge-a", "huge-b"]) {
+      const t = topicOf(after, name)!
+      expect([t.partitions.size, t.desiredMirrorState], name).toEqual([per, MirrorPartitionState.toByte("MIRRORING")])
+    }
   })
 })
 

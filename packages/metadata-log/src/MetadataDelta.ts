@@ -325,6 +325,7 @@ export class MetadataDelta {
       case "NoOpRecord":
       case "BeginTransactionRecord":
       case "EndTransactionRecord":
+      case "AbortTransactionRecord":
         // Transactions are the loader's business (it publishes only whole ones); no state here.
         break
       default:

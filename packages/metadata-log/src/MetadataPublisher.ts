@@ -3,7 +3,10 @@
  * takes committed batches of records (each with its provenance), replays them into a delta on the
  * current image, applies it and hands `(delta, image, manifest)` to every publisher, in the order
  * they were installed. Records between BeginTransactionRecord and EndTransactionRecord are published
- * together, never half. A publisher installed late first receives the whole current image.
+ * together, never half; an AbortTransactionRecord drops them, and a transaction still open at the end
+ * of what was loaded (a torn tail) stays unpublished until its End or Abort arrives (MetadataTransaction);
+ * what came before its Begin is published on its own.
+ * A publisher installed late first receives the whole current image.
  *
  * The loader owns the node's current image; it must not decide anything nor read the log itself
  * (`MetadataLog` feeds it). Publishers run inside the loader's lock, one update at a time; a defect
@@ -13,15 +16,15 @@ import type { MetadataRecords } from "@clustermirror/protocol"
 import { Effect, Ref } from "effect"
 import * as MetadataDelta from "./MetadataDelta.js"
 import * as MetadataImage from "./MetadataImage.js"
-import { InvalidMetadataRecord } from "./MetadataLogError.js"
-import type { MetadataProvenance } from "./MetadataProvenance.js"
+import * as MetadataProvenance from "./MetadataProvenance.js"
+import { TransactionBuffer } from "./MetadataTransaction.js"
 import * as Snapshot from "./Snapshot.js"
 
 /** How an update came about. */
 export type LoaderManifest =
   | {
       readonly _tag: "LogDelta"
-      readonly provenance: MetadataProvenance
+      readonly provenance: MetadataProvenance.MetadataProvenance
       /** Batches merged into this delta. */
       readonly numBatches: number
       readonly numRecords: number
@@ -29,7 +32,7 @@ export type LoaderManifest =
   | {
       /** A snapshot (or a late publisher's catch-up): the delta is from the empty image. */
       readonly _tag: "Snapshot"
-      readonly provenance: MetadataProvenance
+      readonly provenance: MetadataProvenance.MetadataProvenance
     }
 
 export interface MetadataPublisher {
@@ -50,7 +53,7 @@ export interface MetadataPublisher {
 /** Records of one batch of the metadata log with the provenance of its last record. */
 export interface MetadataBatch {
   readonly records: ReadonlyArray<MetadataRecords.MetadataRecord>
-  readonly provenance: MetadataProvenance
+  readonly provenance: MetadataProvenance.MetadataProvenance
 }
 
 export interface MetadataLoader {
@@ -62,20 +65,21 @@ export interface MetadataLoader {
   readonly removePublisher: (name: string) => Effect.Effect<void>
   /**
    * Replays committed batches and publishes one delta for them (unless a metadata transaction is
-   * still open at the end: then it waits for its end). Batches at or below the last offset already
+   * still open at the end: then it waits for its End or Abort; an aborted one publishes only the
+   * records around it). Batches at or below the last offset already
    * loaded are skipped, so a re-delivered batch is harmless.
    */
   readonly handleCommit: (batches: ReadonlyArray<MetadataBatch>) => Effect.Effect<void>
   /** Replaces the image with a snapshot's and publishes it (manifest `Snapshot`). */
   readonly loadSnapshot: (
     records: ReadonlyArray<MetadataRecords.MetadataRecord>,
-    provenance: MetadataProvenance
+    provenance: MetadataProvenance.MetadataProvenance
   ) => Effect.Effect<void>
 }
 
 interface Pending {
   readonly delta: MetadataDelta.MetadataDelta
-  provenance: MetadataProvenance
+  provenance: MetadataProvenance.MetadataProvenance
   numBatches: number
   numRecords: number
 }
@@ -84,7 +88,8 @@ interface State {
   image: MetadataImage.MetadataImage
   publishers: ReadonlyArray<MetadataPublisher>
   pending: Pending | undefined
-  inTransaction: boolean
+  /** The records of an open metadata transaction, replayed into `pending` at its End. */
+  readonly transaction: TransactionBuffer<MetadataRecords.MetadataRecord>
 }
 
 const publishAll = (
@@ -103,7 +108,12 @@ const catchUpDelta = (image: MetadataImage.MetadataImage): MetadataDelta.Metadat
 export const make = (initial: MetadataImage.MetadataImage = MetadataImage.empty): Effect.Effect<MetadataLoader> =>
   Effect.gen(function* () {
     const lock = yield* Effect.makeSemaphore(1)
-    const state: State = { image: initial, publishers: [], pending: undefined, inTransaction: false }
+    const state: State = {
+      image: initial,
+      publishers: [],
+      pending: undefined,
+      transaction: new TransactionBuffer()
+    }
     const imageRef = yield* Ref.make(initial)
     const serialized = <A>(effect: Effect.Effect<A>): Effect.Effect<A> => lock.withPermits(1)(effect)
 
@@ -117,31 +127,50 @@ export const make = (initial: MetadataImage.MetadataImage = MetadataImage.empty)
 
     const lastLoadedOffset = (): number => (state.pending ?? state.image).provenance.lastOffset
 
-    const replayBatch = (batch: MetadataBatch): void => {
-      const pending =
-        state.pending ??
-        (state.pending = {
-          delta: new MetadataDelta.MetadataDelta(state.image),
-          provenance: state.image.provenance,
-          numBatches: 0,
-          numRecords: 0
+    const pendingDelta = (): Pending =>
+      state.pending ??
+      (state.pending = {
+        delta: new MetadataDelta.MetadataDelta(state.image),
+        provenance: state.image.provenance,
+        numBatches: 0,
+        numRecords: 0
+      })
+
+    const publishPending = (): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const pending = state.pending
+        if (pending === undefined || state.transaction.isOpen) return Effect.void
+        state.pending = undefined
+        return publish(pending.delta, {
+          _tag: "LogDelta",
+          provenance: pending.provenance,
+          numBatches: pending.numBatches,
+          numRecords: pending.numRecords
         })
-      for (const record of batch.records) {
-        if (record.type === "BeginTransactionRecord") {
-          if (state.inTransaction)
-            throw new InvalidMetadataRecord({ message: "nested metadata transaction", recordType: record.type })
-          state.inTransaction = true
-        } else if (record.type === "EndTransactionRecord") {
-          if (!state.inTransaction)
-            throw new InvalidMetadataRecord({ message: "no metadata transaction to end", recordType: record.type })
-          state.inTransaction = false
+      })
+
+    const replayBatch = (batch: MetadataBatch): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        const { records, provenance } = batch
+        const first = provenance.lastOffset - records.length + 1
+        for (const [i, record] of records.entries()) {
+          // What came before a transaction is published on its own, so that an open transaction
+          // never holds back records that are already whole.
+          if (record.type === "BeginTransactionRecord" && (state.pending?.delta.recordCount ?? 0) > 0)
+            yield* publishPending()
+          const pending = pendingDelta()
+          for (const ready of state.transaction.offer(record, record)) pending.delta.replay(ready)
+          pending.provenance = MetadataProvenance.make(
+            first + i,
+            provenance.lastEpoch,
+            provenance.lastContainedLogTimeMs
+          )
         }
-        pending.delta.replay(record)
-      }
-      pending.provenance = batch.provenance
-      pending.numBatches++
-      pending.numRecords += batch.records.length
-    }
+        const pending = pendingDelta()
+        pending.provenance = provenance
+        pending.numBatches++
+        pending.numRecords += records.length
+      })
 
     const loader: MetadataLoader = {
       image: Ref.get(imageRef),
@@ -168,17 +197,9 @@ export const make = (initial: MetadataImage.MetadataImage = MetadataImage.empty)
           Effect.gen(function* () {
             for (const batch of batches) {
               if (batch.provenance.lastOffset <= lastLoadedOffset()) continue
-              replayBatch(batch)
+              yield* replayBatch(batch)
             }
-            const pending = state.pending
-            if (pending === undefined || state.inTransaction) return
-            state.pending = undefined
-            yield* publish(pending.delta, {
-              _tag: "LogDelta",
-              provenance: pending.provenance,
-              numBatches: pending.numBatches,
-              numRecords: pending.numRecords
-            })
+            yield* publishPending()
           })
         )
       }),
@@ -187,7 +208,7 @@ export const make = (initial: MetadataImage.MetadataImage = MetadataImage.empty)
           Effect.gen(function* () {
             const delta = MetadataDelta.make(MetadataImage.empty, records)
             state.pending = undefined
-            state.inTransaction = false
+            state.transaction.reset()
             yield* publish(delta, { _tag: "Snapshot", provenance })
           })
         )

@@ -138,6 +138,25 @@ describe("MetadataLog on files", () => {
     })
   )
 
+  it.effect("a metadata transaction torn at the log tail is not loaded; its Abort lets the log go on", () =>
+    Effect.gen(function* () {
+      const dir = tempDir()
+      const log = yield* MetadataLog.makeFile(dir)
+      yield* log.append(topicRecords(1), 1)
+      yield* log.append([MetadataRecords.make("BeginTransactionRecord", { name: "start" }), ...topicRecords(2)], 1)
+      yield* log.close
+      const reopened = yield* MetadataLog.makeFile(dir)
+      const torn = yield* load(reopened)
+      expect(topicNames(torn)).toEqual(["t1"])
+      expect(torn.provenance.lastOffset).toBe(1)
+      yield* reopened.append([MetadataRecords.make("AbortTransactionRecord", { reason: "failover" })], 2)
+      yield* reopened.append(topicRecords(3), 2)
+      const after = yield* load(reopened)
+      expect(topicNames(after)).toEqual(["t1", "t3"])
+      expect(after.provenance.lastOffset).toBe(yield* Effect.map(reopened.logEndOffset, (end) => end - 1))
+    })
+  )
+
   it.effect("a follower appends fetched bytes unchanged, skips repeats and rejects gaps", () =>
     Effect.gen(function* () {
       const leader = yield* MetadataLog.makeFile(tempDir())

@@ -102,6 +102,63 @@ describe("MetadataLoader", () => {
     })
   )
 
+  it.effect("drops an aborted metadata transaction and publishes the records around it", () =>
+    Effect.gen(function* () {
+      const log: string[] = []
+      const a = recorder("a", log)
+      const loader = yield* MetadataPublisher.make()
+      yield* loader.installPublishers([a.publisher])
+      const other = uuid(2)
+      const kept = MetadataRecords.make("TopicRecord", { name: "kept", topicId: other })
+      const begin = MetadataRecords.make("BeginTransactionRecord", { name: "create" })
+      const abort = MetadataRecords.make("AbortTransactionRecord", { reason: "controller failover" })
+      const [b1, b2] = batchesOf([
+        [kept, begin, topic],
+        [part, abort]
+      ])
+      yield* loader.handleCommit([b1!])
+      // The record before the Begin is whole: published alone, the transaction waits.
+      expect(log).toEqual(["a@0"])
+      expect([...(yield* loader.image).topics.byName.keys()]).toEqual(["kept"])
+      yield* loader.handleCommit([b2!])
+      expect(log).toEqual(["a@0", "a@4"])
+      const image = yield* loader.image
+      expect([...image.topics.byName.keys()]).toEqual(["kept"])
+      expect(image.provenance.lastOffset).toBe(4)
+    })
+  )
+
+  it.effect("never exposes a transaction torn at the tail of what was loaded, whatever the batch split", () =>
+    Effect.gen(function* () {
+      const begin = MetadataRecords.make("BeginTransactionRecord", { name: "create" })
+      const end = MetadataRecords.make("EndTransactionRecord", {})
+      const records = [begin, topic, part, end]
+      for (let cut = 1; cut < records.length; cut++) {
+        const loader = yield* MetadataPublisher.make()
+        const [first, second] = batchesOf([records.slice(0, cut), records.slice(cut)])
+        yield* loader.handleCommit([first!])
+        expect((yield* loader.image).topics.byId.size, String(cut)).toBe(0)
+        yield* loader.handleCommit([second!])
+        expect((yield* loader.image).topics.byName.get("orders")?.partitions.size, String(cut)).toBe(1)
+      }
+    })
+  )
+
+  it.effect("refuses an End or Abort without a Begin, and a nested Begin", () =>
+    Effect.gen(function* () {
+      const begin = MetadataRecords.make("BeginTransactionRecord", { name: "x" })
+      for (const records of [
+        [MetadataRecords.make("EndTransactionRecord", {})],
+        [MetadataRecords.make("AbortTransactionRecord", { reason: null })],
+        [begin, begin]
+      ]) {
+        const loader = yield* MetadataPublisher.make()
+        const exit = yield* Effect.exit(loader.handleCommit(batchesOf([records])))
+        expect(exit._tag, records.map((r) => r.type).join()).toBe("Failure")
+      }
+    })
+  )
+
   it.effect("a late publisher first receives the whole image as a snapshot", () =>
     Effect.gen(function* () {
       const log: string[] = []

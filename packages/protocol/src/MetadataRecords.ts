@@ -187,6 +187,11 @@ export const BeginTransactionRecord = record("BeginTransactionRecord", 23, "0", 
 
 export const EndTransactionRecord = record("EndTransactionRecord", 24, "0", [])
 
+/** Ends a metadata transaction without applying it: readers drop the records since its Begin. */
+export const AbortTransactionRecord = record("AbortTransactionRecord", 25, "0", [
+  S.string("Reason", { nullableVersions: "0+", taggedVersions: "0+", tag: 0, default: null })
+])
+
 // ---------------------------------------------------------------------------------------------------
 // The union
 
@@ -208,6 +213,7 @@ const catalog = {
   NoOpRecord,
   BeginTransactionRecord,
   EndTransactionRecord,
+  AbortTransactionRecord,
   MirrorTopicStateChangeRecord
 } as const
 

@@ -52,6 +52,7 @@ const TYPES: ReadonlyArray<readonly [MetadataRecords.MetadataRecordType, number,
   ["NoOpRecord", 20, "0"],
   ["BeginTransactionRecord", 23, "0"],
   ["EndTransactionRecord", 24, "0"],
+  ["AbortTransactionRecord", 25, "0"],
   ["MirrorTopicStateChangeRecord", 29, "0"]
 ]
 
