@@ -134,6 +134,15 @@ const str =
   (v) =>
     ({ [field]: v.trim() }) as Partial<BrokerConfig>
 
+/** Why a TLS or SASL setting is refused: the listeners (and connections to sources) speak PLAINTEXT only. */
+const NO_TLS_OR_SASL = "TLS and SASL are not implemented yet: listeners are PLAINTEXT only"
+
+/** Kafka's security protocols; a listener named after one of the others would use TLS or SASL. */
+const SECURITY_PROTOCOLS = new Set(["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"])
+
+/** A listener name that means TLS or SASL under Kafka's default protocol map. */
+const securedListenerName = (name: string): boolean => name === "SSL" || name.startsWith("SASL_")
+
 /** `NAME://host:port[,NAME://host:port]`: the CONTROLLER entry is the controller listener, the other the client one. */
 const listener: Parser = (v, key) => {
   const out: { -readonly [K in keyof BrokerConfig]?: BrokerConfig[K] } = {}
@@ -141,6 +150,8 @@ const listener: Parser = (v, key) => {
     const m = /^(?:([A-Z_]+):\/\/)?([^:,]*):(\d+)$/.exec(entry.trim())
     if (!m) throw new Error(`${key}=${v}: expected NAME://host:port`)
     const [, name, host, port] = m
+    if (name !== undefined && securedListenerName(name))
+      throw new Error(`${key}=${v}: listener ${name} is not supported: ${NO_TLS_OR_SASL}`)
     if (name === "CONTROLLER") {
       if (key === "listeners") {
         out.controllerHost = host || "0.0.0.0"
@@ -160,6 +171,18 @@ const controllerBootstrap: Parser = (v, key) => {
   const m = /^(?:\d+@)?([^:,]+):(\d+)/.exec(v.trim())
   if (!m) throw new Error(`${key}=${v}: expected host:port`)
   return { controllerBootstrap: { host: m[1]!, port: Number(m[2]) } }
+}
+
+/** `NAME:PROTOCOL[,...]`: accepted only where every listener maps to PLAINTEXT (what we speak). */
+const securityProtocolMap: Parser = (v, key) => {
+  for (const entry of v.split(",")) {
+    if (entry.trim() === "") continue
+    const m = /^([A-Za-z0-9_]+):([A-Z_]+)$/.exec(entry.trim())
+    if (!m || !SECURITY_PROTOCOLS.has(m[2]!)) throw new Error(`${key}=${v}: expected NAME:PROTOCOL entries`)
+    if (m[2] !== "PLAINTEXT")
+      throw new Error(`${key}=${v}: ${m[2]} for listener ${m[1]} is not supported: ${NO_TLS_OR_SASL}`)
+  }
+  return {}
 }
 
 const roles: Parser = (v, key) => {
@@ -216,14 +239,14 @@ const parsers: Record<string, Parser> = {
   "mirror.failed.retry.initial.backoff.ms": int("mirrorFailedRetryInitialBackoffMs", 1),
   "mirror.failed.retry.max.backoff.ms": int("mirrorFailedRetryMaxBackoffMs", 1),
   "mirror.failed.retry.max.attempts": int("mirrorFailedRetryMaxAttempts", 0),
-  "metrics.port": int("metricsPort", 0)
+  "metrics.port": int("metricsPort", 0),
+  "listener.security.protocol.map": securityProtocolMap
 }
 
 /** Keys accepted for compatibility with Kafka config files but without effect on a single node. */
 const ignored = new Set([
   "controller.listener.names",
   "inter.broker.listener.name",
-  "listener.security.protocol.map",
   "transaction.state.log.replication.factor",
   "transaction.state.log.min.isr",
   "num.network.threads",
@@ -251,6 +274,8 @@ export const fromProperties = (props: ReadonlyMap<string, string>, base: BrokerC
     const parse = parsers[key]
     if (parse === undefined) {
       if (ignored.has(key)) continue
+      if (/^(ssl|sasl|security)\./.test(key) || /^listener\.name\.[^.]+\.(ssl|sasl)\./.test(key))
+        throw new Error(`broker config "${key}" is not supported: ${NO_TLS_OR_SASL}`)
       throw new Error(`unknown broker config "${key}"`)
     }
     if (key === "advertised.listeners") advertised = true
