@@ -352,9 +352,56 @@ export const formatGroupSyncJson = (statuses: ReadonlyArray<MirrorAdmin.GroupSyn
     }))
   )
 
+/** What `--start` prints: lines for stdout and stderr, and the exit code. */
+export interface StartReport {
+  readonly out: ReadonlyArray<string>
+  readonly err: ReadonlyArray<string>
+  readonly code: number
+}
+
+/**
+ * The `--start` report. Topics found on the source are started; named topics the source does not have
+ * are recorded in the mirror's `mirror.topics.include` and start when they appear there (KIP-1279); an
+ * unreachable source is said with its reason (exit 1, the names are still recorded). Patterns that
+ * matched nothing on the source are saved for auto-discovery. Per-topic refusals go to stderr (exit 1).
+ */
+export const formatStart = (
+  mirror: string,
+  patterns: ReadonlyArray<string>,
+  results: ReadonlyArray<MirrorAdmin.StartTopicResult>
+): StartReport => {
+  const ok = results.filter((r) => r.error === null)
+  const started = ok.filter((r) => r.source === "present").map((r) => r.name)
+  const absent = ok.filter((r) => r.source === "absent").map((r) => r.name)
+  const unknown = ok.filter((r) => r.source === "unreachable")
+  const list = (topics: ReadonlyArray<string>) => `[${topics.join(", ")}]`
+  const out: Array<string> = []
+  const err: Array<string> = []
+  if (started.length > 0 || (absent.length === 0 && unknown.length === 0 && patterns.length === 0))
+    out.push(`Started ${started.length} mirror topic(s) in mirror ${mirror}: ${list(started)}`)
+  if (absent.length > 0)
+    out.push(
+      `Topic(s) ${list(absent)} do not exist on the source yet: recorded in mirror ${mirror}'s mirror.topics.include; ` +
+        "mirroring starts when they appear on the source."
+    )
+  if (unknown.length > 0)
+    err.push(
+      `Could not look up ${list(unknown.map((r) => r.name))} on the source (${unknown[0]!.sourceError?.message ?? "source unreachable"}): ` +
+        `recorded in mirror ${mirror}'s mirror.topics.include; mirroring starts once the source is reachable and has them.`
+    )
+  if (patterns.length > 0 && results.length === 0)
+    out.push(`No matching topics found yet. Patterns saved to mirror ${mirror} for auto-discovery.`)
+  else if (patterns.length > 0)
+    out.push(`Patterns ${list(patterns)} saved to mirror ${mirror}: topics that match later are started automatically.`)
+  for (const r of results)
+    if (r.error !== null) err.push(`Failed to start mirroring topic ${r.name}: ${describeError(r.error)}`)
+  return { out, err, code: unknown.length > 0 || results.some((r) => r.error !== null) ? 1 : 0 }
+}
+
 /** "NAME: message" of a failure, for stderr. */
 export const describeError = (e: unknown): string => {
   if (e instanceof ClientError.KafkaError) return `${e.errorName}: ${e.errorMessage ?? e.context}`
+  if (e instanceof ClientError.SourceUnreachable) return e.message
   if (ClientError.isClientError(e)) return `${e._tag}: ${e.message}`
   return e instanceof Error ? e.message : String(e)
 }
@@ -431,9 +478,10 @@ export const run = async (command: Command, io: Io): Promise<number> => {
           return 0
         }
         const results = await admin.startMirrorTopics(mirror, topics, { include: patterns, exclude: command.exclude })
-        const started = results.filter((r) => r.error === null).map((r) => r.name)
-        io.out(`Started ${started.length} mirror topic(s) in mirror ${mirror}: ${names(started)}`)
-        return topicFailures("start mirroring", results)
+        const report = formatStart(mirror, patterns, results)
+        for (const line of report.out) io.out(line)
+        for (const line of report.err) io.err(line)
+        return report.code
       }
       case "stop": {
         const { names: topics, patterns } = await destinationTopics()
@@ -470,7 +518,7 @@ export const run = async (command: Command, io: Io): Promise<number> => {
           io.out(command.json ? formatGroupSyncJson(statuses) : formatGroupSync(statuses))
           return 0
         }
-        const { mirrors } = await admin.describeClusterMirrors(command.mirror === null ? [] : [command.mirror])
+        const { mirrors } = await admin.describeMirrorPartitions(command.mirror === null ? [] : [command.mirror])
         const refused = mirrors.filter((m) => m.errorCode !== 0)
         for (const m of refused) {
           const e = new ClientError.KafkaError({ errorCode: m.errorCode, errorMessage: null, context: "" })

@@ -338,3 +338,102 @@ describe("MirrorsCommand --describe --groups", () => {
     })
   })
 })
+
+describe("MirrorsCommand --start output", () => {
+  const result = (
+    name: string,
+    source: MirrorAdmin.StartTopicResult["source"],
+    error: ClientError.KafkaError | null = null
+  ): MirrorAdmin.StartTopicResult => ({
+    name,
+    error,
+    source,
+    sourceError:
+      source === "unreachable"
+        ? new ClientError.SourceUnreachable({ bootstrap: "src:9092", reason: "connect ECONNREFUSED 10.0.0.1:9092" })
+        : null
+  })
+
+  it("starts the topics the source has, as before", () => {
+    expect(MirrorsCommand.formatStart("dr", [], [result("payments", "present")])).toEqual({
+      out: ["Started 1 mirror topic(s) in mirror dr: [payments]"],
+      err: [],
+      code: 0
+    })
+  })
+
+  it("says a topic absent on the source is recorded in the include list and waits for it", () => {
+    const report = MirrorsCommand.formatStart("dr", [], [result("later", "absent")])
+    expect(report.code).toBe(0)
+    expect(report.err).toEqual([])
+    expect(report.out).toEqual([
+      "Topic(s) [later] do not exist on the source yet: recorded in mirror dr's mirror.topics.include; " +
+        "mirroring starts when they appear on the source."
+    ])
+    expect(report.out.join("\n")).not.toContain("Started")
+  })
+
+  it("says a pattern that matched nothing is saved for auto-discovery, as the KIP's tool does", () => {
+    expect(MirrorsCommand.formatStart("dr", ["orders-.*"], [])).toEqual({
+      out: ["No matching topics found yet. Patterns saved to mirror dr for auto-discovery."],
+      err: [],
+      code: 0
+    })
+    const matched = MirrorsCommand.formatStart("dr", ["orders-.*"], [result("orders-1", "present")])
+    expect(matched.out[0]).toBe("Started 1 mirror topic(s) in mirror dr: [orders-1]")
+    expect(matched.out[1]).toContain("Patterns [orders-.*] saved to mirror dr")
+  })
+
+  it("says when the source could not be asked, with where and why, and fails", () => {
+    const report = MirrorsCommand.formatStart("dr", [], [result("t", "unreachable")])
+    expect(report.code).toBe(1)
+    expect(report.out).toEqual([])
+    expect(report.err[0]).toContain("cannot reach the source at src:9092: connect ECONNREFUSED 10.0.0.1:9092")
+    expect(report.err[0]).toContain("recorded in mirror dr's mirror.topics.include")
+  })
+
+  it("reports refused topics on stderr and fails", () => {
+    const refused = new ClientError.KafkaError({ errorCode: 138, errorMessage: "in another mirror", context: "x" })
+    const report = MirrorsCommand.formatStart("dr", [], [result("a", "present"), result("b", "present", refused)])
+    expect(report.out).toEqual(["Started 1 mirror topic(s) in mirror dr: [a]"])
+    expect(report.err).toEqual([`Failed to start mirroring topic b: ${refused.errorName}: in another mirror`])
+    expect(report.code).toBe(1)
+  })
+})
+
+describe("MirrorsCommand --describe of offline partitions", () => {
+  it("shows a partition without a live leader as OFFLINE with unknown offsets", () => {
+    const lines = MirrorsCommand.formatDescribe(
+      MirrorsCommand.describeRows(
+        [
+          {
+            mirrorName: "dr",
+            errorCode: 0,
+            partitions: [
+              described(0),
+              described(1, {
+                sourceOffset: -1n,
+                destinationOffset: -1n,
+                lag: -1n,
+                state: "OFFLINE",
+                retryAttempt: -1,
+                errorMessage: "No leader (leader -1)"
+              })
+            ]
+          }
+        ],
+        false
+      )
+    ).split("\n")
+    expect(lines[2]!.split(/\s+/)).toEqual(["dr", "orders", "1", "-", "-", "-", "OFFLINE"])
+  })
+})
+
+describe("MirrorsCommand errors", () => {
+  it("says where the source is and why it cannot be reached", () => {
+    const e = new ClientError.SourceUnreachable({ bootstrap: "src:9092", reason: "connect ECONNREFUSED 10.0.0.1:9092" })
+    expect(MirrorsCommand.describeError(e)).toBe(
+      "cannot reach the source at src:9092: connect ECONNREFUSED 10.0.0.1:9092"
+    )
+  })
+})

@@ -7,7 +7,7 @@
 import { ClusterClient } from "@clustermirror/client"
 import { CreateTopics } from "@clustermirror/protocol"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { ServerProcess } from "@clustermirror/testkit"
+import { Ports, ServerProcess } from "@clustermirror/testkit"
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -152,5 +152,42 @@ describe("clustermirror-mirrors", () => {
     const described = await mirrors("--describe", "--mirror", "nowhere")
     expect(described.code).toBe(1)
     expect(described.stderr).toMatch(/UNKNOWN_CLUSTER_MIRROR/)
+  })
+
+  it("says what it did when the source lacks a topic, a pattern matches nothing, or the source is unreachable", async () => {
+    const config = path.join(scratch, "waiting.properties")
+    fs.writeFileSync(config, `bootstrap.servers=${source.bootstrap}\n`)
+    expect((await mirrors("--create", "--mirror", "waiting", "--mirror-config", config)).code).toBe(0)
+
+    const absent = await mirrors("--start", "--mirror", "waiting", "--topics", "not-there-yet")
+    expect(absent.code).toBe(0)
+    expect(absent.stdout).not.toContain("Started")
+    expect(absent.stdout).toContain(
+      "Topic(s) [not-there-yet] do not exist on the source yet: recorded in mirror waiting's mirror.topics.include"
+    )
+    const none = await mirrors("--start", "--mirror", "waiting", "--topics", "nothing-matches-.*")
+    expect(none).toMatchObject({
+      code: 0,
+      stdout: "No matching topics found yet. Patterns saved to mirror waiting for auto-discovery.\n"
+    })
+
+    const closed = await Ports.freePort()
+    const wrong = path.join(scratch, "wrong.properties")
+    fs.writeFileSync(wrong, `bootstrap.servers=127.0.0.1:${closed}\n`)
+    const unreachable = await mirrors("--create", "--mirror", "wrong", "--mirror-config", wrong)
+    expect(unreachable.code).toBe(1)
+    expect(unreachable.stderr).toMatch(
+      new RegExp(`cannot reach the source at 127\\.0\\.0\\.1:${closed}: .*ECONNREFUSED`)
+    )
+    expect(unreachable.stderr).not.toContain("mirror.source.cluster.id")
+
+    const secured = path.join(scratch, "secured.properties")
+    fs.writeFileSync(
+      secured,
+      `bootstrap.servers=${source.bootstrap}\nsecurity.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n`
+    )
+    const refused = await mirrors("--create", "--mirror", "secured", "--mirror-config", secured)
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain("security.protocol: TLS and SASL are not implemented yet")
   })
 })

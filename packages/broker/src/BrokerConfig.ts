@@ -143,6 +143,15 @@ const str =
   (v) =>
     ({ [field]: v.trim() }) as Partial<BrokerConfig>
 
+/** Why a TLS or SASL setting is refused: the listeners (and connections to sources) speak PLAINTEXT only. */
+const NO_TLS_OR_SASL = "TLS and SASL are not implemented yet: listeners are PLAINTEXT only"
+
+/** Kafka's security protocols; a listener named after one of the others would use TLS or SASL. */
+const SECURITY_PROTOCOLS = new Set(["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"])
+
+/** A listener name that means TLS or SASL under Kafka's default protocol map. */
+const securedListenerName = (name: string): boolean => name === "SSL" || name.startsWith("SASL_")
+
 /** `NAME://host:port[,NAME://host:port]`: the CONTROLLER entry is the controller listener, the other the client one. */
 const listener: Parser = (v, key) => {
   const out: { -readonly [K in keyof BrokerConfig]?: BrokerConfig[K] } = {}
@@ -150,6 +159,8 @@ const listener: Parser = (v, key) => {
     const m = /^(?:([A-Z_]+):\/\/)?([^:,]*):(\d+)$/.exec(entry.trim())
     if (!m) throw new Error(`${key}=${v}: expected NAME://host:port`)
     const [, name, host, port] = m
+    if (name !== undefined && securedListenerName(name))
+      throw new Error(`${key}=${v}: listener ${name} is not supported: ${NO_TLS_OR_SASL}`)
     if (name === "CONTROLLER") {
       if (key === "listeners") {
         out.controllerHost = host || "0.0.0.0"
@@ -169,6 +180,18 @@ const controllerBootstrap: Parser = (v, key) => {
   const m = /^(?:\d+@)?([^:,]+):(\d+)/.exec(v.trim())
   if (!m) throw new Error(`${key}=${v}: expected host:port`)
   return { controllerBootstrap: { host: m[1]!, port: Number(m[2]) } }
+}
+
+/** `NAME:PROTOCOL[,...]`: accepted only where every listener maps to PLAINTEXT (what we speak). */
+const securityProtocolMap: Parser = (v, key) => {
+  for (const entry of v.split(",")) {
+    if (entry.trim() === "") continue
+    const m = /^([A-Za-z0-9_]+):([A-Z_]+)$/.exec(entry.trim())
+    if (!m || !SECURITY_PROTOCOLS.has(m[2]!)) throw new Error(`${key}=${v}: expected NAME:PROTOCOL entries`)
+    if (m[2] !== "PLAINTEXT")
+      throw new Error(`${key}=${v}: ${m[2]} for listener ${m[1]} is not supported: ${NO_TLS_OR_SASL}`)
+  }
+  return {}
 }
 
 const roles: Parser = (v, key) => {
@@ -233,7 +256,8 @@ const parsers: Record<string, Parser> = {
   "mirror.failed.retry.initial.backoff.ms": int("mirrorFailedRetryInitialBackoffMs", 1),
   "mirror.failed.retry.max.backoff.ms": int("mirrorFailedRetryMaxBackoffMs", 1),
   "mirror.failed.retry.max.attempts": int("mirrorFailedRetryMaxAttempts", 0),
-  "metrics.port": int("metricsPort", 0)
+  "metrics.port": int("metricsPort", 0),
+  "listener.security.protocol.map": securityProtocolMap
 }
 
 /**
@@ -245,7 +269,6 @@ const parsers: Record<string, Parser> = {
 export const NO_OP_PROPERTIES: ReadonlySet<string> = new Set([
   "controller.listener.names",
   "inter.broker.listener.name",
-  "listener.security.protocol.map",
   "transaction.state.log.replication.factor",
   "transaction.state.log.min.isr",
   "socket.send.buffer.bytes",
@@ -277,6 +300,8 @@ export const fromProperties = (props: ReadonlyMap<string, string>, base: BrokerC
     const parse = Object.hasOwn(parsers, key) ? parsers[key] : undefined
     if (parse === undefined) {
       if (NO_OP_PROPERTIES.has(key)) continue
+      if (/^(ssl|sasl|security)\./.test(key) || /^listener\.name\.[^.]+\.(ssl|sasl)\./.test(key))
+        throw new Error(`broker config "${key}" is not supported: ${NO_TLS_OR_SASL}`)
       const why = ConfigurationControl.unsupportedBrokerConfig(key)
       if (why !== null) throw new Error(`broker config "${key}" is not supported: ${why}`)
       throw new Error(`unknown broker config "${key}"`)

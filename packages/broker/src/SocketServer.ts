@@ -3,12 +3,14 @@
  *
  * Clients may pipeline requests; like Kafka, a connection's requests are processed one at a time in
  * arrival order, so responses leave in request order. Malformed input never crashes the server: a bad
- * frame closes only the offending connection. Knows nothing about what a request means: it hands frames
- * to a `FrameHandler`.
+ * frame closes only the offending connection, and the log says so for at most `closeLogLimit.maxLines`
+ * connections per interval (then one "suppressed N more" line), so bad input cannot flood the log.
+ * Knows nothing about what a request means: it hands frames to a `FrameHandler`.
  */
 import { Header } from "@clustermirror/protocol"
 import { Either } from "effect"
 import * as net from "node:net"
+import * as RateLimitedLog from "./internal/RateLimitedLog.js"
 
 export interface Connection {
   readonly id: number
@@ -30,6 +32,8 @@ export interface SocketServerOptions {
   readonly maxFrameBytes: number
   readonly handle: FrameHandler
   readonly log?: (line: string) => void
+  /** How many "closing connection" lines per interval reach the log (default 10 per 10 s). */
+  readonly closeLogLimit?: RateLimitedLog.RateLimitOptions
 }
 
 export interface SocketServer {
@@ -45,6 +49,7 @@ const MAX_QUEUED_FRAMES = 64
 export const start = (options: SocketServerOptions): Promise<SocketServer> =>
   new Promise((resolve, reject) => {
     const log = options.log ?? (() => {})
+    const closeLog = RateLimitedLog.make(log, { what: "closed connections", ...options.closeLogLimit })
     const sockets = new Set<net.Socket>()
     let nextId = 0
     const server = net.createServer({ noDelay: true }, (socket) => {
@@ -62,7 +67,7 @@ export const start = (options: SocketServerOptions): Promise<SocketServer> =>
       const close = (reason: string) => {
         if (closed) return
         closed = true
-        log(`closing connection ${connection.remoteHost}:${connection.remotePort}: ${reason}`)
+        closeLog.log(`closing connection ${connection.remoteHost}:${connection.remotePort}: ${reason}`)
         socket.destroy()
       }
 
@@ -133,6 +138,7 @@ export const start = (options: SocketServerOptions): Promise<SocketServer> =>
         close: () =>
           new Promise<void>((done) => {
             for (const s of sockets) s.destroy()
+            closeLog.flush()
             server.close(() => done())
           })
       })

@@ -89,8 +89,7 @@ describe("ListClusterMirrors", () => {
         mirrorName: name,
         config: [
           { name: "bootstrap.servers", value: bootstrapOf(name) },
-          { name: "mirror.source.cluster.id", value: clusterId },
-          { name: "ssl.key.password", value: "s3cret" }
+          { name: "mirror.source.cluster.id", value: clusterId }
         ]
       })
     expect((await create("west", "west-cluster")).errorCode).toBe(0)
@@ -141,7 +140,22 @@ describe("ListClusterMirrors", () => {
     }
   })
 
-  it("describes a mirror's configs as stored, without its secrets", async () => {
+  it("refuses a mirror with TLS or SASL settings, naming the setting and not echoing a secret", async () => {
+    const refused = await conns[1]!.call(CreateClusterMirror.api, {
+      mirrorName: "secure",
+      config: [
+        { name: "bootstrap.servers", value: source.bootstrap },
+        { name: "mirror.source.cluster.id", value: "secure-cluster" },
+        { name: "ssl.key.password", value: "s3cret" }
+      ]
+    })
+    expect(refused.errorCode).toBe(Errors.ErrorCode.INVALID_CONFIG)
+    expect(refused.errorMessage).toBe(
+      "Invalid value [hidden] for configuration ssl.key.password: TLS and SASL are not implemented yet: connections to the source are PLAINTEXT only"
+    )
+  })
+
+  it("describes a mirror's configs as stored", async () => {
     const res = await conns[2]!.call(DescribeConfigs.api, {
       resources: [
         { resourceType: 64, resourceName: "west", configurationKeys: null },
@@ -155,8 +169,7 @@ describe("ListClusterMirrors", () => {
     const shown = west!.configs.filter((c) => c.name !== "mirror.topics.include")
     expect(shown.map((c) => [c.name, c.value, c.isSensitive, c.configSource])).toEqual([
       ["bootstrap.servers", source.bootstrap, false, 2],
-      ["mirror.source.cluster.id", "west-cluster", false, 2],
-      ["ssl.key.password", null, true, 2]
+      ["mirror.source.cluster.id", "west-cluster", false, 2]
     ])
     expect(nowhere!.errorCode).toBe(Errors.ErrorCode.UNKNOWN_CLUSTER_MIRROR)
   })

@@ -100,3 +100,27 @@ describe("SocketServer + RequestChannel", () => {
     expect(ok.frames[0]!.readInt32BE(0)).toBe(42)
   })
 })
+
+describe("SocketServer logging of closed connections", () => {
+  it("logs at most the limit per interval under a flood of bad connections, then says how many it suppressed", async () => {
+    const lines: Array<string> = []
+    const server = await SocketServer.start({
+      host: "127.0.0.1",
+      port: 0,
+      maxFrameBytes: 1024,
+      handle: new Handlers().frameHandler(() => {}),
+      log: (l) => lines.push(l),
+      closeLogLimit: { maxLines: 5, intervalMs: 600_000 }
+    })
+    try {
+      const bad = Buffer.from([0x7f, 0xff, 0xff, 0xff]) // over the max frame size
+      for (let i = 0; i < 40; i++) expect((await exchange(server.port, [], 1, bad)).closed).toBe(true)
+      expect(lines).toHaveLength(5)
+      for (const l of lines) expect(l).toMatch(/^closing connection 127\.0\.0\.1:\d+: frame size/)
+    } finally {
+      await server.close()
+    }
+    expect(lines).toHaveLength(6)
+    expect(lines[5]).toBe("suppressed 35 more closed connections in the last 600 s")
+  })
+})

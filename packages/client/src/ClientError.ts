@@ -75,6 +75,21 @@ export class NoBrokerAvailable extends Data.TaggedError("NoBrokerAvailable")<{
   readonly cause?: unknown
 }> {}
 
+/**
+ * A mirror's source cluster could not be reached at `bootstrap` (connection refused, timed out, no
+ * broker answering): the mirror admin says so instead of acting on what it could not learn.
+ */
+export class SourceUnreachable extends Data.TaggedError("SourceUnreachable")<{
+  readonly bootstrap: string
+  /** The underlying failure, e.g. "connect ECONNREFUSED 127.0.0.1:9092". */
+  readonly reason: string
+  readonly cause?: unknown
+}> {
+  override get message(): string {
+    return `cannot reach the source at ${this.bootstrap}: ${this.reason}`
+  }
+}
+
 /** The client was closed. */
 export class ClientClosed extends Data.TaggedError("ClientClosed")<{ readonly message: string }> {}
 
@@ -85,6 +100,7 @@ export type ClientError =
   | ProtocolFailure
   | KafkaError
   | NoBrokerAvailable
+  | SourceUnreachable
   | ClientClosed
 
 const TAGS: ReadonlySet<string> = new Set([
@@ -94,6 +110,7 @@ const TAGS: ReadonlySet<string> = new Set([
   "ProtocolFailure",
   "KafkaError",
   "NoBrokerAvailable",
+  "SourceUnreachable",
   "ClientClosed"
 ])
 

@@ -28,8 +28,9 @@ import {
   type Spec
 } from "@clustermirror/protocol"
 import { Either } from "effect"
-import { KafkaError, NoBrokerAvailable } from "./ClientError.js"
+import { ConnectionError, KafkaError, NoBrokerAvailable, RequestTimeout, SourceUnreachable } from "./ClientError.js"
 import { type BrokerResult, Client } from "./ClusterClient.js"
+import type * as MetadataCache from "./MetadataCache.js"
 import type * as Retry from "./Retry.js"
 
 /** The config resource type of a cluster mirror (KIP-1279). */
@@ -52,6 +53,18 @@ export interface TopicResult {
   readonly name: string
   /** null when the topic's operation succeeded. */
   readonly error: KafkaError | null
+}
+
+/** A topic's outcome of a Start. */
+export interface StartTopicResult extends TopicResult {
+  /**
+   * What the source said of the topic: `present`; `absent` (a successful Start then only recorded the name
+   * in the mirror's `mirror.topics.include`, and mirroring starts once the topic appears on the source);
+   * `unreachable` (the source could not be asked, see `sourceError`; the name is recorded the same way).
+   */
+  readonly source: "present" | "absent" | "unreachable"
+  /** Why the source could not be asked, when `source` is `unreachable`. */
+  readonly sourceError: SourceUnreachable | null
 }
 
 export interface StartOptions {
@@ -285,6 +298,56 @@ export const mergeDescriptions = (results: ReadonlyArray<BrokerDescription>): De
   }
 }
 
+/** The state shown for a mirror partition that no live leader reports (Kafka's tools show leader -1). */
+export const OFFLINE_STATE = "OFFLINE"
+
+/**
+ * Adds to `result` the partitions of each mirror's topics (`mirrorTopics`) that no broker reported because
+ * their leader is gone: no leader in the destination `metadata` (-1), or a leader that did not answer
+ * DescribeClusterMirrors (`answered` are the brokers that did). They show as `OFFLINE` with unknown
+ * offsets and the reason, so a dead broker does not hide partitions from the operator.
+ */
+export const withOfflinePartitions = (
+  result: DescribeResult,
+  mirrorTopics: ReadonlyMap<string, ReadonlyArray<string>>,
+  metadata: MetadataCache.Snapshot,
+  answered: ReadonlySet<number>
+): DescribeResult => ({
+  ...result,
+  mirrors: result.mirrors.map((m) => {
+    if (m.errorCode !== 0) return m
+    const reported = new Set(m.partitions.map((p) => `${p.topic}\u0000${p.partition}`))
+    const offline: Array<PartitionDescription> = []
+    for (const topic of mirrorTopics.get(m.mirrorName) ?? []) {
+      const info = metadata.topics.get(topic)
+      if (info === undefined || info.errorCode !== 0) continue
+      for (const p of info.partitions.values()) {
+        if (reported.has(`${topic}\u0000${p.partition}`)) continue
+        if (p.leaderId >= 0 && answered.has(p.leaderId)) continue
+        offline.push({
+          topic,
+          partition: p.partition,
+          sourceOffset: -1n,
+          destinationOffset: -1n,
+          lag: -1n,
+          lagTimeMs: -1n,
+          state: OFFLINE_STATE,
+          retryAttempt: -1,
+          errorMessage:
+            p.leaderId < 0 ? "No leader (leader -1)" : `Leader ${p.leaderId} is not available (it did not answer)`
+        })
+      }
+    }
+    if (offline.length === 0) return m
+    return {
+      ...m,
+      partitions: [...m.partitions, ...offline].sort(
+        (a, b) => compareStrings(a.topic, b.topic) || a.partition - b.partition
+      )
+    }
+  })
+})
+
 /**
  * Merges the group sync statuses of `mirror` from every broker's DescribeClusterMirrors answer: only the
  * broker running the mirror's coordinator tasks has them; should two (after a coordinator move), the newer
@@ -327,6 +390,23 @@ export const mergeGroupSync = (
 }
 
 /** Runs `use` with a short-lived client on a source cluster, closing it afterwards. */
+/** Whether a mirror config connects the way our source client does: PLAINTEXT, without TLS or SASL keys. */
+const plaintext = (configs: ReadonlyMap<string, string>): boolean =>
+  (configs.get("security.protocol") ?? "PLAINTEXT").trim().toUpperCase() === "PLAINTEXT" &&
+  ![...configs.keys()].some((k) => k.startsWith("ssl.") || k.startsWith("sasl."))
+
+/** A failure to talk to the source as `SourceUnreachable` (with the innermost reason); others unchanged. */
+const unreachable = (bootstrap: string, e: unknown): unknown => {
+  if (!(e instanceof ConnectionError || e instanceof NoBrokerAvailable || e instanceof RequestTimeout)) return e
+  let reason: unknown = e
+  while (reason instanceof ConnectionError || reason instanceof NoBrokerAvailable) {
+    if (reason.cause === undefined) break
+    reason = reason.cause
+  }
+  const text = reason instanceof Error ? reason.message : String(reason)
+  return new SourceUnreachable({ bootstrap, reason: text, cause: e })
+}
+
 const withSource = async <A>(bootstrap: string, use: (source: Client) => Promise<A>): Promise<A> => {
   const servers = splitServers(bootstrap)
   if (servers.length === 0) throw new Error("no source bootstrap servers")
@@ -339,6 +419,8 @@ const withSource = async <A>(bootstrap: string, use: (source: Client) => Promise
   })
   try {
     return await use(source)
+  } catch (e) {
+    throw unreachable(bootstrap, e)
   } finally {
     await source.close()
   }
@@ -397,14 +479,15 @@ export class MirrorAdmin {
 
   /**
    * Creates a mirror. Without `mirror.source.cluster.id` in `configs`, it is read from the source (as
-   * Kafka's admin does); if the source cannot be reached, the request goes as given and the controller
-   * refuses it (INVALID_REQUEST).
+   * Kafka's admin does); a source that cannot be reached fails the create with `SourceUnreachable`
+   * ("cannot reach the source at …: ECONNREFUSED …"). The lookup speaks PLAINTEXT, so a config asking for
+   * another security protocol (or carrying ssl./sasl. keys) goes as given, for the cluster to refuse.
    */
   async createClusterMirror(name: string, configs: ReadonlyMap<string, string>): Promise<void> {
     const all = new Map(configs)
     const bootstrap = all.get("bootstrap.servers")
-    if (!all.has("mirror.source.cluster.id") && bootstrap !== undefined) {
-      const clusterId = await withSource(bootstrap, async (s) => (await s.metadata([])).clusterId).catch(() => null)
+    if (!all.has("mirror.source.cluster.id") && bootstrap !== undefined && plaintext(all)) {
+      const clusterId = await withSource(bootstrap, async (s) => (await s.metadata([])).clusterId)
       if (clusterId !== null) all.set("mirror.source.cluster.id", clusterId)
     }
     const res = await this.client.sendToAnyBroker(CreateClusterMirror.api, {
@@ -548,13 +631,19 @@ export class MirrorAdmin {
     name: string,
     topics: ReadonlyArray<string>,
     options: StartOptions = {}
-  ): Promise<ReadonlyArray<TopicResult>> {
+  ): Promise<ReadonlyArray<StartTopicResult>> {
     const include = options.include ?? []
     const exclude = options.exclude ?? []
     validatePatterns([...include, ...exclude])
     const known = new Map<string, SourceTopic>()
+    // Unreachable, the topics go by name only: the cluster records them and starts them once it can.
+    let sourceError: SourceUnreachable | null = null
     if (topics.length > 0) {
-      const found = await this.sourceTopics(name, topics, options.sourceBootstrap).catch(() => [])
+      const found = await this.sourceTopics(name, topics, options.sourceBootstrap).catch((e: unknown) => {
+        if (!(e instanceof SourceUnreachable)) throw e
+        sourceError = e
+        return []
+      })
       for (const t of found) known.set(t.name, t)
     }
     const res = await this.client.sendToAnyBroker(StartMirrorTopics.api, {
@@ -567,7 +656,15 @@ export class MirrorAdmin {
       includePatterns: include,
       excludePatterns: exclude
     })
-    const results = topicResults("StartMirrorTopics", res.topics)
+    const results = topicResults("StartMirrorTopics", res.topics).map((r) => ({
+      ...r,
+      source: known.has(r.name)
+        ? ("present" as const)
+        : sourceError === null
+          ? ("absent" as const)
+          : ("unreachable" as const),
+      sourceError
+    }))
     // The controller copies the first topic error to the top level: that is a per-topic outcome.
     if (res.errorCode !== 0 && !results.some((r) => r.error?.errorCode === res.errorCode))
       checked(`StartMirrorTopics ${name}`, res)
@@ -667,6 +764,26 @@ export class MirrorAdmin {
         }))
       })
     )
+  }
+
+  /**
+   * What `--describe` shows: `describeClusterMirrors`, plus the partitions of the mirrors' topics whose
+   * leader is gone, as `OFFLINE` (`withOfflinePartitions`), from the mirrors' topic names and a fresh
+   * destination Metadata.
+   */
+  async describeMirrorPartitions(names: ReadonlyArray<string>): Promise<DescribeResult> {
+    const described = await this.describeOnEveryBroker({ mirrorNames: names, includeAuthorizedOperations: false })
+    const merged = mergeDescriptions(described)
+    const answered = new Set(
+      described.filter((d) => Either.isRight(d.result) && d.result.right.errorCode === 0).map((d) => d.broker.nodeId)
+    )
+    const listed = (await this.listClusterMirrors(true)).filter((l) =>
+      merged.mirrors.some((m) => m.mirrorName === l.mirrorName && m.errorCode === 0)
+    )
+    const mirrorTopics = new Map(listed.map((l) => [l.mirrorName, l.topicNames] as const))
+    const topics = [...new Set([...mirrorTopics.values()].flat())]
+    if (topics.length === 0) return merged
+    return withOfflinePartitions(merged, mirrorTopics, await this.client.metadata(topics), answered)
   }
 
   /**

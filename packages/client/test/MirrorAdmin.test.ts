@@ -6,16 +6,18 @@
  */
 import {
   Api,
+  CreateClusterMirror,
   DescribeClusterMirrors,
   DescribeConfigs,
   Errors,
   RecoverMirrorTopics,
-  type Spec
+  type Spec,
+  StartMirrorTopics
 } from "@clustermirror/protocol"
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
 import * as fc from "fast-check"
-import { ConnectionError, KafkaError, NoBrokerAvailable } from "../src/ClientError.js"
+import { ConnectionError, KafkaError, NoBrokerAvailable, SourceUnreachable } from "../src/ClientError.js"
 import * as ClusterClient from "../src/ClusterClient.js"
 import type * as MetadataCache from "../src/MetadataCache.js"
 import * as MirrorAdmin from "../src/MirrorAdmin.js"
@@ -449,6 +451,111 @@ describe("MirrorAdmin over a scripted cluster", () => {
     ])
     expect(asked).toEqual([{ nodeId: 4, type: MirrorAdmin.BROKER_RESOURCE, name: "4" }])
     expect(configs.get("mirror.failed.retry.max.attempts")).toBe("7")
+  })
+})
+
+describe("MirrorAdmin.withOfflinePartitions", () => {
+  const topicInfo = (name: string, leaders: ReadonlyArray<number>): MetadataCache.TopicInfo => ({
+    name,
+    topicId: "AAAAAAAAAAAAAAAAAAAAAg",
+    errorCode: 0,
+    isInternal: false,
+    fetchedAt: 1,
+    partitions: new Map(
+      leaders.map((leaderId, p) => [
+        p,
+        { partition: p, errorCode: 0, leaderId, leaderEpoch: 1, replicas: [], isr: [], offlineReplicas: [] }
+      ])
+    )
+  })
+  const snapshot = (topics: ReadonlyArray<MetadataCache.TopicInfo>): MetadataCache.Snapshot => ({
+    clusterId: "dst",
+    controllerId: -1,
+    brokers: new Map([1, 2].map((n) => [n, node(n)])),
+    topics: new Map(topics.map((t) => [t.name, t])),
+    fetchedAt: 1
+  })
+
+  it("given partitions whose leader is -1 or did not answer, then shows them OFFLINE beside the reported ones", () => {
+    // Broker 1 answered for t-0; t-1 has no leader; t-2 and all of u are led by broker 3, which is dead.
+    const merged = MirrorAdmin.mergeDescriptions([
+      answered(1, response({ mirrors: [mirror("m", { t: [partition(0)] })] })),
+      failed(3, unreachable(3))
+    ])
+    const out = MirrorAdmin.withOfflinePartitions(
+      merged,
+      new Map([["m", ["t", "u"]]]),
+      snapshot([topicInfo("t", [1, -1, 3]), topicInfo("u", [3])]),
+      new Set([1])
+    )
+    const rows = out.mirrors[0]!.partitions
+    expect(rows.map((p) => [p.topic, p.partition, p.state])).toEqual([
+      ["t", 0, "MIRRORING"],
+      ["t", 1, "OFFLINE"],
+      ["t", 2, "OFFLINE"],
+      ["u", 0, "OFFLINE"]
+    ])
+    expect(rows[1]!.errorMessage).toBe("No leader (leader -1)")
+    expect(rows[2]!.errorMessage).toContain("Leader 3")
+    expect([rows[1]!.destinationOffset, rows[1]!.sourceOffset, rows[1]!.lag]).toEqual([-1n, -1n, -1n])
+  })
+
+  it("given every partition reported or led by a broker that answered, then changes nothing", () => {
+    const merged = MirrorAdmin.mergeDescriptions([
+      answered(1, response({ mirrors: [mirror("m", { t: [partition(0)] })] }))
+    ])
+    // t-1 is led by broker 1, which answered without it (e.g. not started yet): not offline.
+    const out = MirrorAdmin.withOfflinePartitions(
+      merged,
+      new Map([["m", ["t"]]]),
+      snapshot([topicInfo("t", [1, 1])]),
+      new Set([1])
+    )
+    expect(out).toEqual(merged)
+  })
+})
+
+describe("MirrorAdmin and an unreachable source", () => {
+  it("createClusterMirror fails with where the source is and why, instead of sending a config without its cluster id", async () => {
+    const client = new ScriptedClient([1])
+    const error = await new MirrorAdmin.MirrorAdmin(client)
+      .createClusterMirror("m", new Map([["bootstrap.servers", "127.0.0.1:1"]]))
+      .catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(SourceUnreachable)
+    expect(error instanceof Error && error.message).toMatch(
+      /^cannot reach the source at 127\.0\.0\.1:1: .*ECONNREFUSED/
+    )
+    expect(client.sent).toEqual([])
+  })
+
+  it("createClusterMirror does not look up a source it would reach over the wrong protocol, and sends the config", async () => {
+    const sent: Array<ReadonlyArray<string>> = []
+    const client = new ScriptedClient([1]).answer(CreateClusterMirror.api, (_n, req) => {
+      sent.push(req.config.map((c) => c.name))
+      return { throttleTimeMs: 0, errorCode: 0, errorMessage: null }
+    })
+    await new MirrorAdmin.MirrorAdmin(client).createClusterMirror(
+      "m",
+      new Map([
+        ["bootstrap.servers", "127.0.0.1:1"],
+        ["security.protocol", "SASL_SSL"]
+      ])
+    )
+    expect(sent).toEqual([["bootstrap.servers", "security.protocol"]])
+  })
+
+  it("startMirrorTopics says which topics the source has, lacks, or could not be asked about", async () => {
+    const client = new ScriptedClient([1]).answer(StartMirrorTopics.api, (_n, req) => ({
+      throttleTimeMs: 0,
+      errorCode: 0,
+      errorMessage: null,
+      topics: req.topics.map((t) => ({ name: t.topicName, errorCode: 0, errorMessage: null }))
+    }))
+    const results = await new MirrorAdmin.MirrorAdmin(client).startMirrorTopics("m", ["later"], {
+      sourceBootstrap: "127.0.0.1:1"
+    })
+    expect(results.map((r) => [r.name, r.error, r.source])).toEqual([["later", null, "unreachable"]])
+    expect(results[0]!.sourceError?.message).toMatch(/cannot reach the source at 127\.0\.0\.1:1/)
   })
 })
 

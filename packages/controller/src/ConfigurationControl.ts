@@ -54,6 +54,21 @@ const oneOf =
   (v: string): string | null =>
     allowed.includes(v.trim()) ? null : `String must be one of: ${allowed.join(", ")}`
 
+const SECURITY_PROTOCOLS = ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] as const
+
+/** Why a mirror's connection to its source cannot use a setting: only PLAINTEXT is implemented. */
+const NO_TLS_OR_SASL = "TLS and SASL are not implemented yet: connections to the source are PLAINTEXT only"
+
+/** `security.protocol`: Kafka's names, of which only PLAINTEXT is implemented. */
+const plaintextOnly = (v: string): string | null => {
+  const p = v.trim().toUpperCase()
+  if (!SECURITY_PROTOCOLS.some((x) => x === p)) return `String must be one of: ${SECURITY_PROTOCOLS.join(", ")}`
+  return p === "PLAINTEXT" ? null : NO_TLS_OR_SASL
+}
+
+/** A TLS or SASL setting: refused whatever its value, rather than kept and ignored. */
+const notImplemented = (): string => NO_TLS_OR_SASL
+
 const listOf =
   (...allowed: ReadonlyArray<string>) =>
   (v: string): string | null =>
@@ -283,33 +298,35 @@ export const MIRROR_CONFIG_DEFS: ReadonlyMap<string, ConfigDef> = table([
   def("mirror.groups.include", "list", ".*", regexList),
   def("mirror.groups.exclude", "list", "", regexList),
   def("mirror.acls.include", "list", "*"),
-  def("security.protocol", "string", "PLAINTEXT", oneOf("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
-  def("security.providers", "string", null),
-  def("sasl.mechanism", "string", "PLAIN"),
-  def("sasl.jaas.config", "password", null),
-  def("sasl.client.callback.handler.class", "class", null),
-  def("sasl.login.callback.handler.class", "class", null),
-  def("sasl.login.class", "class", null),
-  def("sasl.kerberos.service.name", "string", null),
-  def("ssl.protocol", "string", "TLSv1.3"),
-  def("ssl.provider", "string", null),
-  def("ssl.cipher.suites", "list", null),
-  def("ssl.enabled.protocols", "list", "TLSv1.2,TLSv1.3"),
-  def("ssl.keystore.type", "string", "JKS"),
-  def("ssl.keystore.location", "string", null),
-  def("ssl.keystore.password", "password", null),
-  def("ssl.key.password", "password", null),
-  def("ssl.keystore.key", "password", null),
-  def("ssl.keystore.certificate.chain", "password", null),
-  def("ssl.truststore.type", "string", "JKS"),
-  def("ssl.truststore.location", "string", null),
-  def("ssl.truststore.password", "password", null),
-  def("ssl.truststore.certificates", "password", null),
-  def("ssl.keymanager.algorithm", "string", "SunX509"),
-  def("ssl.trustmanager.algorithm", "string", "PKIX"),
-  def("ssl.endpoint.identification.algorithm", "string", "https"),
-  def("ssl.secure.random.implementation", "string", null),
-  def("ssl.engine.factory.class", "class", null)
+  // Kafka's client security settings are known keys, refused until TLS and SASL are implemented (so
+  // they have no defaults to show either).
+  def("security.protocol", "string", "PLAINTEXT", plaintextOnly),
+  def("security.providers", "string", null, notImplemented),
+  def("sasl.mechanism", "string", null, notImplemented),
+  def("sasl.jaas.config", "password", null, notImplemented),
+  def("sasl.client.callback.handler.class", "class", null, notImplemented),
+  def("sasl.login.callback.handler.class", "class", null, notImplemented),
+  def("sasl.login.class", "class", null, notImplemented),
+  def("sasl.kerberos.service.name", "string", null, notImplemented),
+  def("ssl.protocol", "string", null, notImplemented),
+  def("ssl.provider", "string", null, notImplemented),
+  def("ssl.cipher.suites", "list", null, notImplemented),
+  def("ssl.enabled.protocols", "list", null, notImplemented),
+  def("ssl.keystore.type", "string", null, notImplemented),
+  def("ssl.keystore.location", "string", null, notImplemented),
+  def("ssl.keystore.password", "password", null, notImplemented),
+  def("ssl.key.password", "password", null, notImplemented),
+  def("ssl.keystore.key", "password", null, notImplemented),
+  def("ssl.keystore.certificate.chain", "password", null, notImplemented),
+  def("ssl.truststore.type", "string", null, notImplemented),
+  def("ssl.truststore.location", "string", null, notImplemented),
+  def("ssl.truststore.password", "password", null, notImplemented),
+  def("ssl.truststore.certificates", "password", null, notImplemented),
+  def("ssl.keymanager.algorithm", "string", null, notImplemented),
+  def("ssl.trustmanager.algorithm", "string", null, notImplemented),
+  def("ssl.endpoint.identification.algorithm", "string", null, notImplemented),
+  def("ssl.secure.random.implementation", "string", null, notImplemented),
+  def("ssl.engine.factory.class", "class", null, notImplemented)
 ])
 
 /** Mirror keys every mirror must have (the Admin client fills the cluster id at create). */
@@ -353,7 +370,9 @@ const integral = (v: string, min: bigint, max: bigint): boolean => {
 /** Why `value` is not a valid value of `d` (Kafka's ConfigException message), or null. */
 export const validateValue = (d: ConfigDef, value: string): string | null => {
   const v = value.trim()
-  const invalid = (why: string) => `Invalid value ${value} for configuration ${d.name}: ${why}`
+  // Passwords are never echoed back.
+  const shown = d.type === "password" ? "[hidden]" : value
+  const invalid = (why: string) => `Invalid value ${shown} for configuration ${d.name}: ${why}`
   switch (d.type) {
     case "boolean":
       if (v.toLowerCase() !== "true" && v.toLowerCase() !== "false")

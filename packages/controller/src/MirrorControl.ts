@@ -337,12 +337,16 @@ export const createClusterMirror = (
   const nameError = mirrorNameError(mirror)
   if (nameError !== null) return fail(apiError(E.INVALID_REQUEST, nameError))
   const given = new Map(request.config.map((c) => [c.name, c.value]))
+  const configs = ConfigurationControl.createMirrorConfigRecords(mirror, request.config)
+  // A refused key or value (e.g. TLS/SASL settings) comes first: it is also why a client could not
+  // read the source's cluster id, so "missing mirror.source.cluster.id" would send the operator astray.
+  if (Either.isLeft(configs) && configs.left._tag === "InvalidConfig")
+    return fail(apiError(configs.left.errorCode, configs.left.message))
   const missing = ConfigurationControl.MIRROR_REQUIRED_CONFIGS.find((k) => (given.get(k) ?? "").trim() === "")
   if (missing !== undefined)
     return fail(apiError(E.INVALID_REQUEST, `Missing required configuration "${missing}" which has no default value.`))
   if (ConfigurationControl.mirrorExists(state.configs, mirror))
     return fail(apiError(E.CLUSTER_MIRROR_ALREADY_EXISTS, `Mirror '${mirror}' already exists`))
-  const configs = ConfigurationControl.createMirrorConfigRecords(mirror, request.config)
   if (Either.isLeft(configs)) return fail(apiError(configs.left.errorCode, configs.left.message))
 
   if (ReplicationControl.topicByName(state.replication, MIRROR_STATE_TOPIC) !== undefined)

@@ -515,6 +515,78 @@ describe("ConfigurationControl.createTopicConfigRecords / createMirrorConfigReco
     ])
   })
 
+  it("refuses TLS and SASL settings of a mirror instead of connecting in plaintext anyway", () => {
+    const tags = (e: Either.Either<unknown, { _tag: string; message: string }>) =>
+      Either.isLeft(e) ? [e.left._tag, e.left.message] : ["right"]
+    const base = [
+      { name: "bootstrap.servers", value: "a:1" },
+      { name: "mirror.source.cluster.id", value: "c" }
+    ]
+    const refused = "TLS and SASL are not implemented yet: connections to the source are PLAINTEXT only"
+    for (const protocol of ["SASL_SSL", "SSL", "SASL_PLAINTEXT", "sasl_ssl"])
+      expect(
+        tags(
+          ConfigurationControl.createMirrorConfigRecords("m", [...base, { name: "security.protocol", value: protocol }])
+        )
+      ).toEqual(["InvalidConfig", `Invalid value ${protocol} for configuration security.protocol: ${refused}`])
+    for (const [name, value] of [
+      ["ssl.truststore.location", "/etc/ca.pem"],
+      ["sasl.mechanism", "SCRAM-SHA-512"],
+      ["ssl.endpoint.identification.algorithm", ""]
+    ] as const)
+      expect(tags(ConfigurationControl.createMirrorConfigRecords("m", [...base, { name, value }]))).toEqual([
+        "InvalidConfig",
+        `Invalid value ${value} for configuration ${name}: ${refused}`
+      ])
+    // A password is refused without being echoed.
+    expect(
+      tags(
+        ConfigurationControl.createMirrorConfigRecords("m", [
+          ...base,
+          { name: "sasl.jaas.config", value: 'ScramLoginModule required password="s3cret";' }
+        ])
+      )
+    ).toEqual(["InvalidConfig", `Invalid value [hidden] for configuration sasl.jaas.config: ${refused}`])
+    expect(
+      ConfigurationControl.createMirrorConfigRecords("m", [...base, { name: "security.protocol", value: "PLAINTEXT" }])
+    ).toEqual(
+      Either.right([
+        config(CLUSTER_MIRROR, "m", "bootstrap.servers", "a:1"),
+        config(CLUSTER_MIRROR, "m", "mirror.source.cluster.id", "c"),
+        config(CLUSTER_MIRROR, "m", "security.protocol", "PLAINTEXT")
+      ])
+    )
+  })
+
+  it("refuses TLS and SASL settings when a mirror's configs are altered", () => {
+    start
+      .when(incremental([resource(CLUSTER_MIRROR, "m1", [op("security.protocol", SET, "SASL_SSL")])]))
+      .then(
+        [],
+        [
+          err(
+            CLUSTER_MIRROR,
+            "m1",
+            40,
+            "Invalid value SASL_SSL for configuration security.protocol: TLS and SASL are not implemented yet: connections to the source are PLAINTEXT only"
+          )
+        ]
+      )
+    start
+      .when(incremental([resource(CLUSTER_MIRROR, "m1", [op("ssl.keystore.location", SET, "/k.pem")])]))
+      .then(
+        [],
+        [
+          err(
+            CLUSTER_MIRROR,
+            "m1",
+            40,
+            "Invalid value /k.pem for configuration ssl.keystore.location: TLS and SASL are not implemented yet: connections to the source are PLAINTEXT only"
+          )
+        ]
+      )
+  })
+
   it("a created mirror exists until its configs are tombstoned", () => {
     const records = Either.getOrThrow(
       ConfigurationControl.createMirrorConfigRecords("m2", [
@@ -583,7 +655,7 @@ describe("ConfigurationControl tables", () => {
   it("mirror configs are KIP-1279's keys with their defaults", () => {
     const m = ConfigurationControl.MIRROR_CONFIG_DEFS
     expect(m.get("mirror.topics.exclude")!.default).toBe("__.*")
-    expect(m.get("sasl.mechanism")!.default).toBe("PLAIN")
+    expect(m.get("sasl.mechanism")!.default).toBeNull()
     expect(m.get("mirror.fetch.response.max.bytes")!.default).toBe("10485760")
     expect(m.get("sasl.jaas.config")!.type).toBe("password")
     expect(ConfigurationControl.MIRROR_FILTER_CONFIGS.has("mirror.acls.include")).toBe(true)

@@ -205,6 +205,24 @@ describe("createClusterMirror", () => {
     )
   })
 
+  it("names a refused TLS or SASL setting before a missing cluster id (a client could not look it up)", () => {
+    ControllerTest.given(ControllerTest.bootstrap)
+      .when((s) =>
+        MirrorControl.createClusterMirror(
+          s,
+          create("m", { "bootstrap.servers": "x:1", "security.protocol": "SASL_SSL" }),
+          createCtx
+        )
+      )
+      .then(
+        [],
+        fail(
+          E.INVALID_CONFIG,
+          "Invalid value SASL_SSL for configuration security.protocol: TLS and SASL are not implemented yet: connections to the source are PLAINTEXT only"
+        )
+      )
+  })
+
   it("refuses unknown keys and invalid values with INVALID_CONFIG", () => {
     const g = ControllerTest.given(ControllerTest.bootstrap)
     const unknown = g.when((s) =>

@@ -110,20 +110,29 @@ export const encodeResponseChunks = <Req extends Fields, Res extends Fields>(
   }
 }
 
-/** Decodes a request frame (without its size prefix) whose API is `api`. */
+/**
+ * Decodes a request frame (without its size prefix) whose API is `api`.
+ *
+ * Bytes after a complete body (after its last field, or after its tagged-field section in flexible
+ * versions) are not an error: Kafka's brokers read the body and ignore what follows, and clients depend
+ * on that (librdkafka 2.x sends an all-topics Metadata v9+ request whose null topic array is written as
+ * four bytes, so the real flags and tag section trail the body). They are reported as `trailingBytes`.
+ * A body that ends early, a bad length or an invalid tagged-field section is still an error.
+ */
 export const decodeRequest = <Req extends Fields, Res extends Fields>(
   api: ApiDef<Req, Res>,
   frame: Buffer
-): Either.Either<{ header: ReturnType<typeof readRequestHeader>; body: StructType<Req> }, DecodeError> => {
+): Either.Either<
+  { header: ReturnType<typeof readRequestHeader>; body: StructType<Req>; trailingBytes: number },
+  DecodeError
+> => {
   const version = frame.length >= 4 ? frame.readInt16BE(2) : -1
   const what = `${api.name}Request v${version}`
   try {
     const r = new Reader(frame)
     const header = readRequestHeader(r, requestHeaderVersion(api, version))
     const body = api.request.codec(header.apiVersion).read(r)
-    if (r.remaining !== 0)
-      return Either.left(new DecodeError({ message: `${r.remaining} trailing bytes`, what, position: r.pos }))
-    return Either.right({ header, body })
+    return Either.right({ header, body, trailingBytes: r.remaining })
   } catch (e) {
     return Either.left(toDecodeError(e, what))
   }

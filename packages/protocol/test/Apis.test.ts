@@ -218,3 +218,48 @@ describe("exact bytes", () => {
     expect(Either.getOrThrow(CreateTopics.Request.decode(8, withMirror)).topics[0]!.mirrorInfo).toEqual({ topicId })
   })
 })
+
+describe("request frames", () => {
+  const frame = (v: number, body: Record<string, unknown>): Buffer =>
+    Either.getOrThrow(Api.encodeRequest(Metadata.api, v, 3, "rdkafka", body as never)).subarray(4)
+
+  it("accept bytes after a complete body and report them", () => {
+    const complete = frame(12, { topics: null, allowAutoTopicCreation: true })
+    const r = Api.decodeRequest(Metadata.api, Buffer.concat([complete, Buffer.from("010000", "hex")]))
+    if (Either.isLeft(r)) throw new Error(r.left.message)
+    expect(r.right.trailingBytes).toBe(3)
+    expect(r.right.body.topics).toBeNull()
+    expect(r.right.header.clientId).toBe("rdkafka")
+    const exact = Either.getOrThrow(Api.decodeRequest(Metadata.api, complete))
+    expect(exact.trailingBytes).toBe(0)
+    const classic = frame(1, { topics: [{ name: "a" }] })
+    expect(
+      Either.getOrThrow(Api.decodeRequest(Metadata.api, Buffer.concat([classic, Buffer.alloc(2)]))).trailingBytes
+    ).toBe(2)
+  })
+
+  it("reject a body that ends early, at every cut, flexible or not", () => {
+    for (const [v, body] of [
+      [12, { topics: [{ name: "topic-a" }], allowAutoTopicCreation: true }],
+      [4, { topics: [{ name: "topic-a" }] }]
+    ] as const) {
+      const f = frame(v, body)
+      const headerEnd = 4 + 4 + 2 + "rdkafka".length + (v >= 9 ? 1 : 0)
+      for (let cut = headerEnd; cut < f.length; cut++)
+        expectDecodeError(Api.decodeRequest(Metadata.api, f.subarray(0, cut)))
+    }
+  })
+
+  it("reject bad lengths and invalid tagged-field sections even with bytes to spare", () => {
+    const header = frame(12, { topics: [] }).subarray(0, 4 + 4 + 2 + "rdkafka".length + 1)
+    const spare = "00".repeat(8)
+    const bad = [
+      "05" + "00".repeat(16) + "0261" + "00", // four topics announced, one given
+      "02" + "00".repeat(16) + "7f" + "61", // a name longer than the frame
+      "01" + "01" + "00" + "01" + "00" + "7f" + "00", // a tagged field longer than the frame
+      "01" + "01" + "00" + "02" + "05" + "00" + "01" + "00" + spare // tags out of order
+    ]
+    for (const b of bad)
+      expectDecodeError(Api.decodeRequest(Metadata.api, Buffer.concat([header, Buffer.from(b, "hex")])))
+  })
+})

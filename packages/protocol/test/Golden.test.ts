@@ -1,8 +1,8 @@
 /**
- * Golden requests: frames real clients (kcat/librdkafka, kafkajs) sent, captured by
+ * Golden requests: frames real clients (kcat/librdkafka, kafkajs, confluent-kafka) sent, captured by
  * `fixtures/capture-requests.ts` into `fixtures/requests/`. Every one must decode with the API's codec,
  * carry the header recorded beside it, hold what the capture script made the client send, and encode
- * back to the same bytes.
+ * back to the same bytes (up to the bytes a client wrote after a complete body, which brokers ignore).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
@@ -31,8 +31,10 @@ const GROUP = "golden-group"
 const KAFKAJS_CLIENT_ID = "golden-kafkajs"
 const kcatValues = Array.from({ length: 5 }, (_, i) => `kcat-golden-${i}-${"lz4 likes repetition ".repeat(6)}`)
 const kafkajsValues = Array.from({ length: 3 }, (_, i) => `kafkajs-golden-${i}`)
+const CONFLUENT_TOPIC = "golden-confluent"
+const CONFLUENT_CLIENT_ID = "golden-confluent"
 
-type Client = "kcat" | "kafkajs"
+type Client = "kcat" | "kafkajs" | "confluent-kafka"
 
 interface Fixture {
   readonly file: string
@@ -50,7 +52,8 @@ const parseFixture = (file: string): Fixture => {
   if (typeof json !== "object" || json === null) throw new Error(`${file}: not an object`)
   const o: Record<string, unknown> = { ...json }
   const { client, apiKey, apiVersion, clientId, hex } = o
-  if (client !== "kcat" && client !== "kafkajs") throw new Error(`${file}: unknown client ${String(client)}`)
+  if (client !== "kcat" && client !== "kafkajs" && client !== "confluent-kafka")
+    throw new Error(`${file}: unknown client ${String(client)}`)
   if (typeof apiKey !== "number" || typeof apiVersion !== "number") throw new Error(`${file}: bad api key/version`)
   if (clientId !== null && typeof clientId !== "string") throw new Error(`${file}: bad clientId`)
   if (typeof hex !== "string" || !/^([0-9a-f]{2})+$/.test(hex)) throw new Error(`${file}: bad hex`)
@@ -117,7 +120,10 @@ describe("Golden requests", () => {
       "kafkajs/11",
       "kafkajs/14",
       "kafkajs/1",
-      "kafkajs/8"
+      "kafkajs/8",
+      "confluent-kafka/18",
+      "confluent-kafka/3",
+      "confluent-kafka/0"
     ])
       expect(kinds, k).toContain(k)
   })
@@ -133,16 +139,18 @@ describe("Golden requests", () => {
       expect(r.right.header.apiVersion).toBe(f.apiVersion)
       expect(r.right.header.clientId).toBe(f.clientId)
       if (f.client === "kafkajs") expect(f.clientId).toBe(KAFKAJS_CLIENT_ID)
+      if (f.client === "confluent-kafka") expect(f.clientId).toBe(CONFLUENT_CLIENT_ID)
     })
 
     it("encodes back to the same bytes", () => {
       const r = Api.decodeRequest(api!, f.frame)
       if (Either.isLeft(r)) throw new Error(r.left.message)
-      const { header, body: decoded } = r.right
+      const { header, body: decoded, trailingBytes } = r.right
       const again = Api.encodeRequest(api!, header.apiVersion, header.correlationId, header.clientId, decoded)
       if (Either.isLeft(again)) throw new Error(again.left.message)
-      expect(again.right.subarray(4).toString("hex")).toBe(f.frame.toString("hex"))
-      expect(again.right.readInt32BE(0)).toBe(f.frame.length)
+      const complete = f.frame.subarray(0, f.frame.length - trailingBytes)
+      expect(again.right.subarray(4).toString("hex")).toBe(complete.toString("hex"))
+      expect(again.right.readInt32BE(0)).toBe(complete.length)
     })
   })
 
@@ -154,6 +162,41 @@ describe("Golden requests", () => {
       if (topics !== null) for (const t of topics) expect(t.name).toBe(KCAT_TOPIC)
     }
     expect(fs.some((f) => body(Metadata.api, f).topics === null)).toBe(true)
+  })
+
+  it("confluent-kafka's all-topics Metadata v12 carries librdkafka's four-byte null array and decodes as Kafka reads it", () => {
+    const fs = of("confluent-kafka", Metadata.api.key)
+    const all = fs.filter((f) => body(Metadata.api, f).topics === null)
+    expect(all.length).toBeGreaterThan(0)
+    for (const f of all) {
+      expect(f.apiVersion).toBe(12)
+      const r = Either.getOrThrow(Api.decodeRequest(Metadata.api, f.frame))
+      // librdkafka leaves the int32 placeholder of the topic array as 00000000: the first byte is the
+      // compact null, the next three are read as AllowAutoTopicCreation, IncludeTopicAuthorizedOperations
+      // and an empty tag section, and its real 01 00 00 trail the body (Kafka ignores them too).
+      expect(r.trailingBytes).toBe(3)
+      expect(f.frame.subarray(f.frame.length - 7).toString("hex")).toBe("00000000" + "010000")
+      expect(r.body.allowAutoTopicCreation).toBe(false)
+      expect(r.body.includeTopicAuthorizedOperations).toBe(false)
+    }
+    for (const f of fs.filter((f) => body(Metadata.api, f).topics !== null)) {
+      expect(Either.getOrThrow(Api.decodeRequest(Metadata.api, f.frame)).trailingBytes).toBe(0)
+      for (const t of body(Metadata.api, f).topics ?? []) expect(t.name).toBe(CONFLUENT_TOPIC)
+    }
+  })
+
+  it("only confluent-kafka's all-topics Metadata has bytes after its body", () => {
+    for (const f of fixtures) {
+      const r = Either.getOrThrow(Api.decodeRequest(Apis.byKey.get(f.apiKey)!, f.frame))
+      if (r.trailingBytes > 0) expect([f.client, f.apiKey], f.file).toEqual(["confluent-kafka", Metadata.api.key])
+    }
+  })
+
+  it("confluent-kafka Produce carries the record the script sent", () => {
+    const fs = of("confluent-kafka", Produce.api.key)
+    expect(fs.length).toBeGreaterThan(0)
+    const records = fs.flatMap((f) => producedRecords(f, CONFLUENT_TOPIC))
+    expect(records.map((r) => [r.key, r.value])).toEqual([["confluent-0", "confluent-golden-0"]])
   })
 
   it("kafkajs Metadata names only its topic", () => {

@@ -1,9 +1,10 @@
 /**
  * @clustermirror/testkit: real peers for integration tests and benchmarks (Apache Kafka and its
- * MirrorMaker 2 from Maven Central, Kafka's Java tools, kcat, our own server as a process) and the
+ * MirrorMaker 2 from Maven Central, Kafka's Java tools, kcat, confluent-kafka from PyPI, our own server as a process) and the
  * mirror verifier. Test support only; never imported by production code.
  */
 export * as ApacheKafka from "./ApacheKafka.js"
+export * as ConfluentKafka from "./ConfluentKafka.js"
 export * as IsolatedConsumer from "./IsolatedConsumer.js"
 export * as JavaTools from "./JavaTools.js"
 export * as KafkaPeer from "./KafkaPeer.js"

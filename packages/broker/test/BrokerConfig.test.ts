@@ -1,0 +1,47 @@
+/**
+ * Server properties: TLS and SASL are not implemented, so every setting that asks for them is refused
+ * with a message naming it, instead of being accepted while the listener speaks plaintext.
+ */
+import { describe, expect, it } from "vitest"
+import * as BrokerConfig from "../src/BrokerConfig.js"
+
+const parse = (entries: Record<string, string>) => () => BrokerConfig.fromProperties(new Map(Object.entries(entries)))
+
+const REFUSED = "TLS and SASL are not implemented yet: listeners are PLAINTEXT only"
+
+describe("BrokerConfig security settings", () => {
+  it("refuses SSL and SASL listeners", () => {
+    for (const name of ["SSL", "SASL_SSL", "SASL_PLAINTEXT"]) {
+      expect(parse({ listeners: `${name}://127.0.0.1:9093` })).toThrow(
+        `listeners=${name}://127.0.0.1:9093: listener ${name} is not supported: ${REFUSED}`
+      )
+      expect(parse({ "advertised.listeners": `PLAINTEXT://a:9092,${name}://a:9093` })).toThrow(
+        `listener ${name} is not supported`
+      )
+    }
+  })
+
+  it("refuses a protocol map with anything but PLAINTEXT, and accepts one that maps every listener to it", () => {
+    expect(parse({ "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,EXTERNAL:SASL_SSL" })).toThrow(
+      `SASL_SSL for listener EXTERNAL is not supported: ${REFUSED}`
+    )
+    expect(parse({ "listener.security.protocol.map": "CONTROLLER:TLS" })).toThrow("expected NAME:PROTOCOL entries")
+    const cfg = parse({
+      "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+      listeners: "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"
+    })()
+    expect([cfg.port, cfg.controllerPort]).toEqual([9092, 9093])
+  })
+
+  it("refuses ssl., sasl. and security. keys with that reason, and other unknown keys as unknown", () => {
+    for (const key of [
+      "ssl.keystore.location",
+      "sasl.enabled.mechanisms",
+      "security.inter.broker.protocol",
+      "listener.name.external.ssl.keystore.location",
+      "listener.name.external.sasl.enabled.mechanisms"
+    ])
+      expect(parse({ [key]: "x" })).toThrow(`broker config "${key}" is not supported: ${REFUSED}`)
+    expect(parse({ "no.such.key": "x" })).toThrow('unknown broker config "no.such.key"')
+  })
+})
