@@ -30,7 +30,7 @@ import {
   type Spec,
   Uuid
 } from "@clustermirror/protocol"
-import { PartitionLogStore } from "@clustermirror/storage"
+import { PartitionLog, PartitionLogStore } from "@clustermirror/storage"
 import { Effect, Either } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -143,7 +143,13 @@ export const start = async (
   const config: BrokerConfig = { ...requested, port: server.port }
   const nodeId = config.nodeId
   const clusterId = config.clusterId ?? clusterIdFrom(config.dataDir)
-  const store = PartitionLogStore.makeFileStore(config.dataDir)
+  const metrics = new MirrorMetrics.MirrorMetrics()
+  const store = PartitionLogStore.makeFileStore(config.dataDir, {
+    recoveryTruncated: (t) => {
+      log(`WARN ${PartitionLog.describeTruncation(t)}`)
+      metrics.logRecoveryTruncated(t.removedBytes, t.removedRecords)
+    }
+  })
   const metadataLog = await Effect.runPromise(MetadataLog.makeFile(path.join(config.dataDir, "metadata")))
   const loader = await Effect.runPromise(MetadataPublisher.make())
   let image = await Effect.runPromise(metadataLog.loadInto(loader))
@@ -155,6 +161,7 @@ export const start = async (
     store,
     nodeId,
     replicaLagTimeMaxMs: config.replicaLagTimeMaxMs,
+    log,
     isrChannel: {
       alterPartition: async (p, newIsr) => {
         const res = await controller.request(AlterPartition.api, {
@@ -304,7 +311,6 @@ export const start = async (
     peers.set(id, c)
     return c
   }
-  const metrics = new MirrorMetrics.MirrorMetrics()
   const mirrors = MirrorRuntime.make({
     config,
     clusterId,
@@ -584,6 +590,11 @@ export const start = async (
     }
   }, config.logRetentionCheckIntervalMs)
   retention.unref()
+  const hwCheckpoint = setInterval(
+    () => replicas.checkpointHighWatermarks(),
+    config.replicaHighWatermarkCheckpointIntervalMs
+  )
+  hwCheckpoint.unref()
   log(`broker ${nodeId} serving on ${config.host}:${server.port} (controller ${bootstrap.host}:${bootstrap.port})`)
 
   return {
@@ -597,6 +608,7 @@ export const start = async (
       stopped = true
       clearInterval(isr)
       clearInterval(retention)
+      clearInterval(hwCheckpoint)
       await metricsServer?.close()
       await server.close()
       for (const f of fetchers.values()) {
