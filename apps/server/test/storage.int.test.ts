@@ -4,10 +4,13 @@
  *   restart, before any follower reported its position to the restarted leader;
  * - a torn or damaged last batch after a clean shutdown is cut at the next start with a WARN line and a
  *   metric, everything before it is consumed, and new produces are readable;
+ * - a follower whose last batch was damaged at rest cuts it at its next start and fetches the rest from its
+ *   leader again, ending with the leader's bytes;
  * - a full disk answers produce with KAFKA_STORAGE_ERROR and a log line, and produce works again once space
  *   returns (a small tmpfs, when this machine lets the test mount one).
  */
 import { execFileSync } from "node:child_process"
+import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -181,6 +184,89 @@ describe("a damaged last batch after a clean shutdown", () => {
       }
     })
   }
+})
+
+describe("a follower whose log was cut at its start", () => {
+  it("fetches again from its new log end offset and ends with the leader's bytes", async () => {
+    const topic = "refetch-after-cut"
+    const clusterId = randomBytes(16).toString("base64url").slice(0, 22)
+    const controllerPort = await Ports.freePort()
+    const controller = await startServer({
+      config: {
+        "process.roles": "controller",
+        "node.id": 1000,
+        "cluster.id": clusterId,
+        listeners: `CONTROLLER://127.0.0.1:${controllerPort}`,
+        "broker.session.timeout.ms": 2000
+      }
+    })
+    const brokers: Array<Awaited<ReturnType<typeof startServer>>> = []
+    try {
+      for (const id of [1, 2])
+        brokers.push(
+          await startServer({
+            config: {
+              "process.roles": "broker",
+              "node.id": id,
+              "cluster.id": clusterId,
+              "controller.quorum.bootstrap.servers": `127.0.0.1:${controllerPort}`,
+              "broker.heartbeat.interval.ms": 300,
+              "replica.lag.time.max.ms": 5000,
+              "offsets.topic.replication.factor": 2
+            }
+          })
+        )
+      const [leader, follower] = brokers as [(typeof brokers)[0], (typeof brokers)[0]]
+      const admin = leader.kafka("storage-refetch").admin()
+      await admin.connect()
+      try {
+        await Wait.eventually("2 live brokers", async () =>
+          (await admin.describeCluster()).brokers.length === 2 ? true : undefined
+        )
+        await admin.createTopics({
+          topics: [{ topic, replicaAssignment: [{ partition: 0, replicas: [1, 2] }] }],
+          waitForLeaders: true
+        })
+      } finally {
+        await admin.disconnect()
+      }
+      for (let round = 0; round < 4; round++)
+        await leader.kcat(["-P", "-t", topic, "-p", "0", "-X", "acks=all"], {
+          input: `${lines(`r${round}`, 50).join("\n")}\n`
+        })
+      const segmentOf = (b: (typeof brokers)[0]): string => {
+        const dir = partitionDir(b.dataDir!, topic)!
+        return path.join(
+          dir,
+          fs
+            .readdirSync(dir)
+            .filter((f) => f.endsWith(".log"))
+            .sort()
+            .at(-1)!
+        )
+      }
+      const leaderBytes = fs.readFileSync(segmentOf(leader))
+      expect(RecordBatch.split(leaderBytes).batches.length).toBeGreaterThan(1)
+      const sameAsLeader = () =>
+        fs.existsSync(segmentOf(follower)) && Buffer.compare(fs.readFileSync(segmentOf(follower)), leaderBytes) === 0
+          ? true
+          : undefined
+      await Wait.eventually("the follower holding the leader's bytes", sameAsLeader)
+
+      expect((await follower.kill("SIGTERM")).code).toBe(0)
+      const segment = segmentOf(follower)
+      const bytes = fs.readFileSync(segment)
+      const last = RecordBatch.split(bytes).batches.at(-1)!
+      bytes[last.position + last.size - 3]! ^= 0x10
+      fs.writeFileSync(segment, bytes)
+      await follower.restart()
+      await Wait.eventually("the follower fetching the cut batch from its leader again", sameAsLeader)
+      expect(follower.output()).toContain(`WARN log recovery truncated ${topic}-0 segment ${path.basename(segment)}`)
+    } finally {
+      for (const b of brokers) await b.stop()
+      await controller.stop()
+    }
+  })
 })
 
 /** Mounts a tmpfs of `size` at a new directory, or undefined when this machine does not allow it. */
