@@ -13,7 +13,7 @@ export type FaultCode = "ENOSPC" | "EIO"
 
 export interface FaultyStore {
   readonly store: PartitionLogStoreService
-  /** From now on every write (append, fsync, file replacement) fails with `code`; `null` heals the disk. */
+  /** From now on every write (create, append, fsync, file replacement) fails with `code`; `null` heals the disk. */
   readonly failWrites: (code: FaultCode | null) => void
   /**
    * From now on every fsync and every write of a whole file (checkpoints, indexes) fails with `code`, while
@@ -65,7 +65,10 @@ export const faultyStore = (options: { readonly dataDir?: string; readonly event
     close: () => f.close()
   })
   const volume = (v: Volume): Volume => ({
-    open: (name) => file(v.open(name), name),
+    open: (name) => {
+      if (!v.exists(name)) writing(`create ${name}`)
+      return file(v.open(name), name)
+    },
     readFile: (name) => v.readFile(name),
     writeFileAtomic: (name, bytes) => {
       syncing(`write ${name}`)

@@ -653,6 +653,23 @@ describe("PartitionLog on a failing disk", () => {
     }
   })
 
+  it("a roll whose new segment cannot be created keeps the active segment", () => {
+    const disk = StorageTest.faultyStore()
+    const log = disk.store.open("t", 0)
+    log.appendAsFollower(batch({ leaderEpoch: 1 }), 0)
+    log.truncateTo(0)
+    // An empty log receiving a replica's batch far beyond its base offset moves to a new segment.
+    const far = 3_000_000_000
+    disk.failWrites("ENOSPC")
+    expect(() => log.appendAsFollower(batch({ baseOffset: far, leaderEpoch: 1 }), 0)).toThrow(
+      StorageError.KafkaStorageError
+    )
+    expect(log.logEndOffset).toBe(0)
+    disk.failWrites(null)
+    expect(log.appendAsFollower(batch({ baseOffset: far, leaderEpoch: 1 }), 0).firstOffset).toBe(far)
+    expect(baseOffsets(log.read(far, 1 << 20).records)).toEqual([far])
+  })
+
   it("a read that fails raises KAFKA_STORAGE_ERROR", () => {
     const disk = StorageTest.faultyStore()
     const log = disk.store.open("t", 0)

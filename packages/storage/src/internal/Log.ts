@@ -299,11 +299,14 @@ export class Log implements PartitionLog {
 
   private roll(baseOffset: number): void {
     const previous = this.active
+    if (previous.size > 0) previous.persistIndexes(false)
+    // The new segment's file first: when it cannot be created (a full disk) the log keeps its active segment.
+    const next = new Segment(this.volume, baseOffset, this.config.indexIntervalBytes)
     if (previous.size === 0) {
       this.segments.pop()
       previous.delete()
-    } else previous.persistIndexes(false)
-    this.segments.push(new Segment(this.volume, baseOffset, this.config.indexIntervalBytes))
+    }
+    this.segments.push(next)
   }
 
   // ------------------------------------------------------------------------------------------------ read
