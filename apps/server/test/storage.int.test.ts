@@ -313,7 +313,7 @@ describe("a full disk", () => {
           const failure = await produce(200)
           expect(failure).toContain("Disk error when trying to access log file on disk")
           expect(server.output()).toMatch(
-            new RegExp(`WARN storage error on produce of ${topic}-0, answering KAFKA_STORAGE_ERROR: .*ENOSPC`)
+            new RegExp(`WARN storage error on produce of ${topic}-0: .*ENOSPC.*; answered KAFKA_STORAGE_ERROR`)
           )
           const stored = await consumeAll(server.kcat, topic)
           expect(stored[0]).toEqual([0, "first"])

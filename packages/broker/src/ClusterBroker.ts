@@ -243,7 +243,15 @@ export const start = async (
       events: {
         fetched: (tp) => replicas.notifyChanged(tp.topic, tp.partition),
         truncated: (tp, offset) => log(`truncated ${tp.topic}-${tp.partition} to ${offset}`),
-        failed: () => {}
+        failed: (tp, errorCode) => {
+          if (errorCode === Errors.ErrorCode.KAFKA_STORAGE_ERROR)
+            replicas.reportStorageError(
+              "replica append",
+              tp.topic,
+              tp.partition,
+              "appending fetched batches failed; the follower retries after replica.fetch.backoff.ms"
+            )
+        }
       }
     })
     fetcher.start()

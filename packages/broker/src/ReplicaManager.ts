@@ -138,7 +138,7 @@ class StorageErrorLog {
     private readonly intervalMs: number,
     private readonly now: () => number
   ) {}
-  report(kind: string, topic: string, partition: number, e: StorageError.KafkaStorageError): void {
+  report(kind: string, topic: string, partition: number, cause: string): void {
     const now = this.now()
     const seen = this.last.get(kind)
     if (seen !== undefined && now - seen.at < this.intervalMs) {
@@ -150,9 +150,7 @@ class StorageErrorLog {
         ? ` (${seen.suppressed} more ${kind} storage errors since the last report)`
         : ""
     this.last.set(kind, { at: now, suppressed: 0 })
-    this.log(
-      `WARN storage error on ${kind} of ${topic}-${partition}, answering KAFKA_STORAGE_ERROR: ${e.message}${more}`
-    )
+    this.log(`WARN storage error on ${kind} of ${topic}-${partition}: ${cause}${more}`)
   }
 }
 
@@ -183,8 +181,14 @@ export class ReplicaManager {
 
   /** The error code for a failure of a partition's log, logging storage errors (rate-limited). */
   private failureCode(kind: string, topic: string, partition: number, e: unknown): number {
-    if (e instanceof StorageError.KafkaStorageError) this.storageErrors.report(kind, topic, partition, e)
+    if (e instanceof StorageError.KafkaStorageError)
+      this.storageErrors.report(kind, topic, partition, `${e.message}; answered KAFKA_STORAGE_ERROR`)
     return errorCodeOf(e)
+  }
+
+  /** Logs (rate-limited, per kind) a storage error met outside this manager, e.g. by a replica fetcher. */
+  reportStorageError(kind: string, topic: string, partition: number, cause: string): void {
+    this.storageErrors.report(kind, topic, partition, cause)
   }
 
   get(topic: string, partition: number): PartitionState | undefined {
@@ -683,7 +687,7 @@ export class ReplicaManager {
         p.log.checkpointHighWatermark()
       } catch (e) {
         if (!(e instanceof StorageError.KafkaStorageError)) throw e
-        this.storageErrors.report("high watermark checkpoint", p.topic, p.partition, e)
+        this.storageErrors.report("high watermark checkpoint", p.topic, p.partition, e.message)
       }
   }
 

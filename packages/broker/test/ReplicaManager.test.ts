@@ -265,7 +265,7 @@ describe("ReplicaManager on a failing disk", () => {
       expect(r.errorMessage).toContain("ENOSPC")
     }
     expect(lines).toHaveLength(1)
-    expect(lines[0]).toMatch(/^WARN storage error on produce of t-0, answering KAFKA_STORAGE_ERROR: .*ENOSPC/)
+    expect(lines[0]).toMatch(/^WARN storage error on produce of t-0: .*ENOSPC.*; answered KAFKA_STORAGE_ERROR$/)
     now += 10_000
     expect((await rm.appendAsLeader("t", 0, batch(2), true, 1)).errorCode).toBe(Errors.ErrorCode.KAFKA_STORAGE_ERROR)
     expect(lines).toHaveLength(2)
@@ -286,7 +286,7 @@ describe("ReplicaManager on a failing disk", () => {
     const [r] = await consumerFetch(rm)
     expect(r!.errorCode).toBe(Errors.ErrorCode.KAFKA_STORAGE_ERROR)
     expect(lines).toHaveLength(1)
-    expect(lines[0]).toMatch(/^WARN storage error on fetch of t-0, .*EIO/)
+    expect(lines[0]).toMatch(/^WARN storage error on fetch of t-0: .*EIO.*; answered KAFKA_STORAGE_ERROR$/)
     disk.failReads(null)
     const [ok] = await consumerFetch(rm)
     expect(ok!.errorCode).toBe(0)
