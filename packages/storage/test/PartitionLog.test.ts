@@ -670,6 +670,25 @@ describe("PartitionLog on a failing disk", () => {
     expect(baseOffsets(log.read(far, 1 << 20).records)).toEqual([far])
   })
 
+  it("a truncation that cannot create its new segment leaves the log as it was", () => {
+    const disk = StorageTest.faultyStore({ dataDir: tempDir() })
+    const log = disk.store.open("t", 0)
+    log.truncateFullyAndStartAt(10)
+    for (let i = 0; i < 3; i++) log.appendAsFollower(batch({ baseOffset: 10 + 2 * i, count: 2, leaderEpoch: 1 }), 0)
+    const before = readAll(log)
+    disk.failWrites("ENOSPC")
+    expect(() => log.truncateFullyAndStartAt(100)).toThrow(StorageError.KafkaStorageError)
+    // Below the log start: the log restarts at 5 in a new segment.
+    expect(() => log.truncateTo(5)).toThrow(StorageError.KafkaStorageError)
+    expect(log.logStartOffset).toBe(10)
+    expect(log.logEndOffset).toBe(16)
+    expect(Buffer.compare(readAll(log), before)).toBe(0)
+    disk.failWrites(null)
+    log.truncateFullyAndStartAt(100)
+    expect(log.appendAsFollower(batch({ baseOffset: 100, leaderEpoch: 2 }), 0).firstOffset).toBe(100)
+    expect(baseOffsets(log.read(100, 1 << 20).records)).toEqual([100])
+  })
+
   it("a read that fails raises KAFKA_STORAGE_ERROR", () => {
     const disk = StorageTest.faultyStore()
     const log = disk.store.open("t", 0)

@@ -297,6 +297,21 @@ export class Log implements PartitionLog {
     if (full || old || lastOffset - segment.baseOffset > INT32_MAX) this.roll(firstOffset)
   }
 
+  /**
+   * Replaces every segment by one empty segment at `offset`: the one already there, emptied, or a new one
+   * created before any other goes, so that a disk that cannot create files leaves the log as it was.
+   */
+  private emptySegmentAt(offset: number): Segment {
+    const kept = this.segments.find((s) => s.baseOffset === offset)
+    const fresh = kept ?? new Segment(this.volume, offset, this.config.indexIntervalBytes)
+    for (const s of this.segments) if (s !== kept) s.delete()
+    if (kept !== undefined) {
+      kept.truncateAt(0)
+      kept.rollBaseMs = -1
+    }
+    return fresh
+  }
+
   private roll(baseOffset: number): void {
     const previous = this.active
     if (previous.size > 0) previous.persistIndexes(false)
@@ -458,10 +473,8 @@ export class Log implements PartitionLog {
     }
     while (this.segments.length > 1 && this.active.baseOffset >= offset) this.segments.pop()!.delete()
     const segment = this.active
-    if (segment.baseOffset >= offset) {
-      segment.delete()
-      this.segments = [new Segment(this.volume, offset, this.config.indexIntervalBytes)]
-    } else {
+    if (segment.baseOffset >= offset) this.segments = [this.emptySegmentAt(offset)]
+    else {
       let cut = segment.size
       scan(segment.file, segment.lookup(offset), segment.size, false, (b, at, position) => {
         if (RecordBatch.lastOffset(b, at) < offset) return true
@@ -480,8 +493,7 @@ export class Log implements PartitionLog {
 
   truncateFullyAndStartAt(offset: number): void {
     this.ensureOpen()
-    for (const s of this.segments) s.delete()
-    this.segments = [new Segment(this.volume, offset, this.config.indexIntervalBytes)]
+    this.segments = [this.emptySegmentAt(offset)]
     this._logStartOffset = offset
     this._logEndOffset = offset
     this._highWatermark = offset
