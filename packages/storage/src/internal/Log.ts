@@ -270,6 +270,7 @@ export class Log implements PartitionLog {
       segment.truncateAt(start)
       segment.rollBaseMs = before.rollBaseMs
       this._logEndOffset = before.logEndOffset
+      this.recoveryPoint = Math.min(this.recoveryPoint, before.logEndOffset)
       this.unflushedMessages = before.unflushed
       this.epochs.truncateFromEnd(before.logEndOffset)
       if (producerData) this.rebuildProducerState()
@@ -752,9 +753,15 @@ export class Log implements PartitionLog {
     const cut = stop < segment.size
     if (cut) {
       const removed = { bytes: 0, records: 0, lastOffset: -1 }
+      // Counted from the headers that still look like batches of this log; garbage ends the count.
       const measure = (s: Segment, from: number): void => {
         removed.bytes += s.size - from
         scan(s.file, from, s.size, false, (b, at) => {
+          const plausible =
+            RecordBatch.magic(b, at) === 2 &&
+            RecordBatch.lastOffsetDelta(b, at) >= 0 &&
+            RecordBatch.baseOffset(b, at) >= Math.max(next, segment.baseOffset)
+          if (!plausible) return false
           removed.records += Math.max(0, RecordBatch.recordCount(b, at))
           removed.lastOffset = Math.max(removed.lastOffset, RecordBatch.lastOffset(b, at))
           return true
