@@ -30,7 +30,7 @@ import {
   type Spec,
   Uuid
 } from "@clustermirror/protocol"
-import { PartitionLogStore } from "@clustermirror/storage"
+import { PartitionLog, PartitionLogStore } from "@clustermirror/storage"
 import { Effect, Either } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -144,7 +144,13 @@ export const start = async (
   const config: BrokerConfig = { ...requested, port: server.port }
   const nodeId = config.nodeId
   const clusterId = config.clusterId ?? clusterIdFrom(config.dataDir)
-  const store = PartitionLogStore.makeFileStore(config.dataDir)
+  const metrics = new MirrorMetrics.MirrorMetrics()
+  const store = PartitionLogStore.makeFileStore(config.dataDir, {
+    recoveryTruncated: (t) => {
+      log(`WARN ${PartitionLog.describeTruncation(t)}`)
+      metrics.logRecoveryTruncated(t.removedBytes, t.removedRecords)
+    }
+  })
   const metadataLog = await Effect.runPromise(MetadataLog.makeFile(path.join(config.dataDir, "metadata")))
   const loader = await Effect.runPromise(MetadataPublisher.make())
   let image = await Effect.runPromise(metadataLog.loadInto(loader))
@@ -158,6 +164,7 @@ export const start = async (
     store,
     nodeId,
     replicaLagTimeMaxMs: config.replicaLagTimeMaxMs,
+    log,
     isrChannel: {
       alterPartition: async (p, newIsr) => {
         const res = await controller.request(AlterPartition.api, {
@@ -239,7 +246,15 @@ export const start = async (
       events: {
         fetched: (tp) => replicas.notifyChanged(tp.topic, tp.partition),
         truncated: (tp, offset) => log(`truncated ${tp.topic}-${tp.partition} to ${offset}`),
-        failed: () => {}
+        failed: (tp, errorCode) => {
+          if (errorCode === Errors.ErrorCode.KAFKA_STORAGE_ERROR)
+            replicas.reportStorageError(
+              "replica append",
+              tp.topic,
+              tp.partition,
+              "appending fetched batches failed; the follower retries after replica.fetch.backoff.ms"
+            )
+        }
       }
     })
     fetcher.start()
@@ -310,7 +325,6 @@ export const start = async (
     peers.set(id, c)
     return c
   }
-  const metrics = new MirrorMetrics.MirrorMetrics()
   const mirrors = MirrorRuntime.make({
     config,
     clusterId,
@@ -616,6 +630,11 @@ export const start = async (
     }
   }, config.logRetentionCheckIntervalMs)
   retention.unref()
+  const hwCheckpoint = setInterval(
+    () => replicas.checkpointHighWatermarks(),
+    config.replicaHighWatermarkCheckpointIntervalMs
+  )
+  hwCheckpoint.unref()
   log(`broker ${nodeId} serving on ${config.host}:${server.port} (controller ${bootstrap.host}:${bootstrap.port})`)
 
   return {
@@ -629,6 +648,7 @@ export const start = async (
       stopped = true
       clearInterval(isr)
       clearInterval(retention)
+      clearInterval(hwCheckpoint)
       await metricsServer?.close()
       await server.close()
       for (const f of fetchers.values()) {

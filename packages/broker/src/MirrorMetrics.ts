@@ -1,5 +1,5 @@
 /**
- * The mirror metrics of one broker: a small registry of counters and gauges with labels, their Prometheus
+ * The mirror metrics of one broker (and its log recovery counters): a small registry of counters and gauges with labels, their Prometheus
  * text exposition (format 0.0.4), and an HTTP server that answers `GET /metrics` on the broker's
  * `metrics.port`. Counters are counted where things happen (the `MirrorMetrics` methods are the hooks the
  * mirror runtime, the refresh loop and the sync tasks call); gauges of partition states and lag are
@@ -188,7 +188,10 @@ export const Names = {
   syncErrors: "clustermirror_mirror_sync_errors_total",
   retryAttempts: "clustermirror_mirror_retry_attempts_total",
   dataLoss: "clustermirror_mirror_data_loss_total",
-  coordinatorLoadSeconds: "clustermirror_mirror_coordinator_load_seconds"
+  coordinatorLoadSeconds: "clustermirror_mirror_coordinator_load_seconds",
+  logRecoveryTruncations: "clustermirror_log_recovery_truncations_total",
+  logRecoveryTruncatedBytes: "clustermirror_log_recovery_truncated_bytes_total",
+  logRecoveryTruncatedRecords: "clustermirror_log_recovery_truncated_records_total"
 } as const
 
 /** A mirror partition this broker leads, as the runtime reports it at scrape time. */
@@ -213,6 +216,9 @@ export class MirrorMetrics {
   private readonly retryAttempts: Counter
   private readonly dataLossEvents: Counter
   private readonly coordinatorLoad: Gauge
+  private readonly recoveryTruncations: Counter
+  private readonly recoveryTruncatedBytes: Counter
+  private readonly recoveryTruncatedRecords: Counter
   /** The samples of the scrape under way: the three partition gauges read one collection. */
   private scrape: Promise<ReadonlyArray<PartitionSample>> | undefined
 
@@ -272,6 +278,21 @@ export class MirrorMetrics {
       "Seconds the last load of a __mirror_state partition took on this broker (replay on leadership gain).",
       ["partition"]
     )
+    this.recoveryTruncations = r.counter(
+      Names.logRecoveryTruncations,
+      "Partition logs cut while loading because a batch failed validation (torn write, CRC mismatch)."
+    )
+    this.recoveryTruncatedBytes = r.counter(
+      Names.logRecoveryTruncatedBytes,
+      "Bytes cut from partition logs while loading, from the first invalid batch on."
+    )
+    this.recoveryTruncatedRecords = r.counter(
+      Names.logRecoveryTruncatedRecords,
+      "Records counted in the batch headers cut from partition logs while loading."
+    )
+    this.recoveryTruncations.touch()
+    this.recoveryTruncatedBytes.touch()
+    this.recoveryTruncatedRecords.touch()
   }
 
   /** Sets where the partition gauges come from (called at each scrape). */
@@ -309,6 +330,13 @@ export class MirrorMetrics {
     this.mirrorKnown(mirror)
     this.dataLossEvents.inc({ mirror })
     this.syncError(mirror, "data_loss")
+  }
+
+  /** A partition log cut `bytes` (holding `records` by their headers) while loading. */
+  logRecoveryTruncated(bytes: number, records: number): void {
+    this.recoveryTruncations.inc()
+    this.recoveryTruncatedBytes.inc({}, bytes)
+    this.recoveryTruncatedRecords.inc({}, records)
   }
 
   coordinatorLoaded(partition: number, ms: number): void {

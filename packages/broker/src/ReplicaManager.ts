@@ -11,7 +11,7 @@
  */
 import { Errors, TopicPartitionMap } from "@clustermirror/protocol"
 import { MemoryLeaderEndpoint } from "@clustermirror/fetcher"
-import type { PartitionLog, PartitionLogStore } from "@clustermirror/storage"
+import { type PartitionLog, type PartitionLogStore, StorageError } from "@clustermirror/storage"
 
 /** A partition's registration in the metadata: who leads, who replicates, with which epochs. */
 export interface Registration {
@@ -111,6 +111,10 @@ export interface ReplicaManagerOptions {
   /** `replica.lag.time.max.ms`: a follower not caught up for this long leaves the ISR. */
   readonly replicaLagTimeMaxMs?: number
   readonly isrChannel?: IsrChannel
+  /** Where storage errors are logged (rate-limited); silent by default. */
+  readonly log?: (line: string) => void
+  /** The shortest time between two log lines about storage errors of the same kind (default 10 s). */
+  readonly storageErrorLogIntervalMs?: number
 }
 
 const EMPTY = Buffer.alloc(0)
@@ -123,6 +127,33 @@ const errorCodeOf = (e: unknown): number => {
 
 const key = (topic: string, partition: number) => `${topic}\u0000${partition}`
 
+/**
+ * Log lines about storage errors, at most one per kind (produce, fetch, ...) per interval: a full disk fails
+ * every request, and each line says how many more failed since the previous one.
+ */
+class StorageErrorLog {
+  private readonly last = new Map<string, { at: number; suppressed: number }>()
+  constructor(
+    private readonly log: (line: string) => void,
+    private readonly intervalMs: number,
+    private readonly now: () => number
+  ) {}
+  report(kind: string, topic: string, partition: number, cause: string): void {
+    const now = this.now()
+    const seen = this.last.get(kind)
+    if (seen !== undefined && now - seen.at < this.intervalMs) {
+      seen.suppressed++
+      return
+    }
+    const more =
+      seen !== undefined && seen.suppressed > 0
+        ? ` (${seen.suppressed} more ${kind} storage errors since the last report)`
+        : ""
+    this.last.set(kind, { at: now, suppressed: 0 })
+    this.log(`WARN storage error on ${kind} of ${topic}-${partition}: ${cause}${more}`)
+  }
+}
+
 const E = Errors.ErrorCode
 
 export class ReplicaManager {
@@ -133,6 +164,7 @@ export class ReplicaManager {
   private readonly now: () => number
   private readonly replicaLagTimeMaxMs: number
   private readonly isrChannel: IsrChannel | undefined
+  private readonly storageErrors: StorageErrorLog
 
   constructor(options: ReplicaManagerOptions) {
     this.store = options.store
@@ -140,6 +172,23 @@ export class ReplicaManager {
     this.now = options.now ?? Date.now
     this.replicaLagTimeMaxMs = options.replicaLagTimeMaxMs ?? 30_000
     this.isrChannel = options.isrChannel
+    this.storageErrors = new StorageErrorLog(
+      options.log ?? (() => {}),
+      options.storageErrorLogIntervalMs ?? 10_000,
+      this.now
+    )
+  }
+
+  /** The error code for a failure of a partition's log, logging storage errors (rate-limited). */
+  private failureCode(kind: string, topic: string, partition: number, e: unknown): number {
+    if (e instanceof StorageError.KafkaStorageError)
+      this.storageErrors.report(kind, topic, partition, `${e.message}; answered KAFKA_STORAGE_ERROR`)
+    return errorCodeOf(e)
+  }
+
+  /** Logs (rate-limited, per kind) a storage error met outside this manager, e.g. by a replica fetcher. */
+  reportStorageError(kind: string, topic: string, partition: number, cause: string): void {
+    this.storageErrors.report(kind, topic, partition, cause)
   }
 
   get(topic: string, partition: number): PartitionState | undefined {
@@ -274,7 +323,7 @@ export class ReplicaManager {
     try {
       info = p.log.appendAsLeader(records, p.leaderEpoch, this.now())
     } catch (e) {
-      return fail(errorCodeOf(e), e instanceof Error ? e.message : null)
+      return fail(this.failureCode("produce", topic, partition, e), e instanceof Error ? e.message : null)
     }
     this.maybeIncrementHighWatermark(p)
     this.wake(key(topic, partition))
@@ -531,7 +580,12 @@ export class ReplicaManager {
         })
       } catch (e) {
         anyError = true
-        results.push({ ...base, ...positions(), errorCode: errorCodeOf(e), currentLeader: leader })
+        results.push({
+          ...base,
+          ...positions(),
+          errorCode: this.failureCode("fetch", rp.topic, rp.partition, e),
+          currentLeader: leader
+        })
       }
     }
     return { results, bytes, anyError }
@@ -603,7 +657,12 @@ export class ReplicaManager {
       return { errorCode: 0, timestamp: -1n, offset: BigInt(offset), leaderEpoch: log.latestEpoch() }
     }
     if (timestamp === -2) return { errorCode: 0, timestamp: -1n, offset: BigInt(log.logStartOffset), leaderEpoch: -1 }
-    const found = log.offsetForTimestamp(timestamp)
+    let found: PartitionLog.TimestampOffset | null
+    try {
+      found = log.offsetForTimestamp(timestamp)
+    } catch (e) {
+      return { errorCode: this.failureCode("list offsets", topic, partition, e), ...none }
+    }
     if (found === null || found.offset >= log.highWatermark) return { errorCode: 0, ...none }
     return {
       errorCode: 0,
@@ -637,6 +696,20 @@ export class ReplicaManager {
   enforceRetention(applies: (topic: string) => boolean = () => true): void {
     const now = this.now()
     for (const p of this.partitions.values()) if (applies(p.topic)) p.log.enforceRetention(now)
+  }
+
+  /**
+   * Writes the high watermark of every hosted partition whose HW moved since its last checkpoint (Kafka's
+   * `replica.high.watermark.checkpoint.interval.ms` task), so that a restart after a crash answers from it.
+   */
+  checkpointHighWatermarks(): void {
+    for (const p of this.partitions.values())
+      try {
+        p.log.checkpointHighWatermark()
+      } catch (e) {
+        if (!(e instanceof StorageError.KafkaStorageError)) throw e
+        this.storageErrors.report("high watermark checkpoint", p.topic, p.partition, e.message)
+      }
   }
 
   close(): void {

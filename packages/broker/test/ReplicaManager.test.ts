@@ -1,6 +1,9 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { ControlRecord, Errors, RecordBatch } from "@clustermirror/protocol"
-import { PartitionLog, PartitionLogStore } from "@clustermirror/storage"
+import { PartitionLog, PartitionLogStore, StorageTest } from "@clustermirror/storage"
 import { ReplicaManager, type Registration } from "../src/ReplicaManager.js"
 
 const batch = (n: number) =>
@@ -249,5 +252,122 @@ describe("ReplicaManager configs and min.insync.replicas", () => {
     )
     const r = await pending
     expect(r.errorCode).toBe(Errors.ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+  })
+})
+
+describe("ReplicaManager on a failing disk", () => {
+  const leaderOn = (store: PartitionLogStore.PartitionLogStoreService, lines: string[], now: () => number) => {
+    const rm = new ReplicaManager({ store, nodeId: 1, now, log: (line) => lines.push(line) })
+    rm.applyRegistration(
+      "t",
+      0,
+      "q83vEjRWeJCrze8SNFZ4kA",
+      { replicas: [1], isr: [1], leader: 1, leaderEpoch: 0, partitionEpoch: 0 },
+      PartitionLog.defaultConfig,
+      false
+    )
+    return rm
+  }
+  const consumerFetch = (rm: ReplicaManager) =>
+    rm.fetch({
+      replicaId: -1,
+      maxWaitMs: 0,
+      minBytes: 0,
+      maxBytes: 1 << 20,
+      isolationLevel: 0,
+      partitions: [
+        {
+          topic: "t",
+          partition: 0,
+          fetchOffset: 0,
+          currentLeaderEpoch: -1,
+          lastFetchedEpoch: -1,
+          partitionMaxBytes: 1 << 20
+        }
+      ]
+    })
+
+  it("answers produce with KAFKA_STORAGE_ERROR, logs the cause at most once per interval, and recovers", async () => {
+    let now = 1_000
+    const lines: string[] = []
+    const disk = StorageTest.faultyStore()
+    const rm = leaderOn(disk.store, lines, () => now)
+    expect((await rm.appendAsLeader("t", 0, batch(2), true, 1)).errorCode).toBe(0)
+    disk.failWrites("ENOSPC")
+    for (let i = 0; i < 3; i++) {
+      const r = await rm.appendAsLeader("t", 0, batch(2), true, 1)
+      expect(r.errorCode).toBe(Errors.ErrorCode.KAFKA_STORAGE_ERROR)
+      expect(r.errorMessage).toContain("ENOSPC")
+    }
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toMatch(/^WARN storage error on produce of t-0: .*ENOSPC.*; answered KAFKA_STORAGE_ERROR$/)
+    now += 10_000
+    expect((await rm.appendAsLeader("t", 0, batch(2), true, 1)).errorCode).toBe(Errors.ErrorCode.KAFKA_STORAGE_ERROR)
+    expect(lines).toHaveLength(2)
+    expect(lines[1]).toContain("(2 more produce storage errors since the last report)")
+    disk.failWrites(null)
+    const healed = await rm.appendAsLeader("t", 0, batch(2), true, 1)
+    expect(healed.errorCode).toBe(0)
+    expect(healed.baseOffset).toBe(2n)
+    expect(rm.get("t", 0)!.log.highWatermark).toBe(4)
+  })
+
+  it("answers a fetch whose read fails with KAFKA_STORAGE_ERROR and logs it", async () => {
+    const lines: string[] = []
+    const disk = StorageTest.faultyStore()
+    const rm = leaderOn(disk.store, lines, () => 1_000)
+    await rm.appendAsLeader("t", 0, batch(2), true, 1)
+    disk.failReads("EIO")
+    const [r] = await consumerFetch(rm)
+    expect(r!.errorCode).toBe(Errors.ErrorCode.KAFKA_STORAGE_ERROR)
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toMatch(/^WARN storage error on fetch of t-0: .*EIO.*; answered KAFKA_STORAGE_ERROR$/)
+    disk.failReads(null)
+    const [ok] = await consumerFetch(rm)
+    expect(ok!.errorCode).toBe(0)
+    expect(ok!.records.length).toBeGreaterThan(0)
+  })
+})
+
+describe("ReplicaManager high watermark checkpoint", () => {
+  it("a leader restarted after a crash answers ListOffsets latest with the checkpointed high watermark", async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "replica-manager-hw-"))
+    try {
+      const reg: Registration = { replicas: [1, 2, 3], isr: [1, 2, 3], leader: 1, leaderEpoch: 5, partitionEpoch: 0 }
+      const open = () => {
+        const rm = new ReplicaManager({ store: PartitionLogStore.makeFileStore(dataDir), nodeId: 1 })
+        rm.applyRegistration("t", 0, "q83vEjRWeJCrze8SNFZ4kA", reg, PartitionLog.defaultConfig, false)
+        return rm
+      }
+      const before = open()
+      await before.appendAsLeader("t", 0, batch(10), true, 1)
+      for (const replicaId of [2, 3])
+        await before.fetch({
+          replicaId,
+          maxWaitMs: 0,
+          minBytes: 0,
+          maxBytes: 1 << 20,
+          isolationLevel: 0,
+          partitions: [
+            {
+              topic: "t",
+              partition: 0,
+              fetchOffset: 10,
+              currentLeaderEpoch: 5,
+              lastFetchedEpoch: 5,
+              partitionMaxBytes: 1 << 20
+            }
+          ]
+        })
+      expect(before.get("t", 0)!.log.highWatermark).toBe(10)
+      before.checkpointHighWatermarks()
+      // Crash: the logs are never closed. The followers have not fetched from the restarted leader yet.
+      const after = open()
+      expect(after.listOffset("t", 0, -1, 0, -1)).toMatchObject({ errorCode: 0, offset: 10n })
+      expect(after.get("t", 0)!.log.highWatermark).toBe(10)
+      after.close()
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true })
+    }
   })
 })

@@ -101,8 +101,12 @@ const EMPTY = Buffer.alloc(0)
 
 const hasTopicId = (topicId: string | undefined): topicId is string => topicId !== undefined && topicId !== ZERO_UUID
 
-const isCorrupt = (e: unknown): boolean =>
-  typeof e === "object" && e !== null && "_tag" in e && e._tag === "CorruptRecordError"
+/** A corrupt batch may be a transient leader-side state, and a full or failing disk may heal: both are retried. */
+const isRetriable = (e: unknown): boolean =>
+  typeof e === "object" &&
+  e !== null &&
+  "_tag" in e &&
+  (e._tag === "CorruptRecordError" || e._tag === "KafkaStorageError")
 
 const codeOf = (e: unknown): number => {
   try {
@@ -441,8 +445,8 @@ export class ReplicaFetcher {
         })
       return accepted > 0 ? whole.length : 0
     } catch (e) {
-      // A corrupt batch may be a transient leader-side state: retry; anything else stops the partition.
-      if (isCorrupt(e)) withErrors.push([k, codeOf(e)])
+      // Retried after a backoff (the append left the log unchanged); anything else stops the partition.
+      if (isRetriable(e)) withErrors.push([k, codeOf(e)])
       else this.markFailed(k, codeOf(e))
       return 0
     }

@@ -1,6 +1,6 @@
 import { Buffer } from "node:buffer"
 import { Errors, type Fetch, RecordBatch } from "@clustermirror/protocol"
-import type { PartitionLog } from "@clustermirror/storage"
+import { type PartitionLog, StorageTest } from "@clustermirror/storage"
 import { describe, expect, it } from "@effect/vitest"
 import { FetcherEvent } from "../src/FetcherEvents.js"
 import type { LeaderEndpoint } from "../src/LeaderEndpoint.js"
@@ -316,6 +316,28 @@ describe("ReplicaFetcher", () => {
       expect(p.leader.fetchCount).toBeGreaterThan(fetches)
       expect(batches(p.followerLog)).toEqual(batches(p.leaderLog))
     })
+
+  it("delays a partition whose append fails on a full disk and catches up once space returns", async () => {
+    const p = pair({ config: { replicaFetchBackoffMs: 500 } })
+    write(p.leaderLog, 0, 3, "a")
+    p.leaderLog.updateHighWatermark(p.leaderLog.logEndOffset)
+    p.leader.host({ topic: TOPIC, topicId: TOPIC_ID, partition: 0, log: p.leaderLog, leaderEpoch: 0 })
+    const disk = StorageTest.faultyStore()
+    const log = disk.store.open(TOPIC, 0, {}, TOPIC_ID)
+    p.fetcher.addPartitions([{ topic: TOPIC, topicId: TOPIC_ID, partition: 0, log, currentLeaderEpoch: 0 }])
+    disk.failWrites("ENOSPC")
+
+    await p.fetcher.runOnce()
+
+    expect(p.events.drain()).toEqual([
+      FetcherEvent.Failed({ tp: TP, errorCode: ErrorCode.KAFKA_STORAGE_ERROR, state: "delayed" })
+    ])
+    expect(p.fetcher.partitionState(TP)).toMatchObject({ fetchOffset: 0, delayedUntil: 10_500 })
+    disk.failWrites(null)
+    p.clock.now += 500
+    await runToCompletion(p.fetcher)
+    expect(batches(log)).toEqual(batches(p.leaderLog))
+  })
 
   it("delays every partition when the request fails, then resumes", async () => {
     const p = pair({ config: { replicaFetchBackoffMs: 500 } })

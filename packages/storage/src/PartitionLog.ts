@@ -146,7 +146,63 @@ export interface PartitionLog {
   deleteRecordsBefore(offset: number): void
   /** Deletes segments past retention (size, time, log start); returns how many. */
   enforceRetention(now: number): number
+  /**
+   * Persists the high watermark (with the log start and recovery point) when it moved since the last
+   * checkpoint, so a restart after a crash answers from it (`replica.high.watermark.checkpoint.interval.ms`).
+   */
+  checkpointHighWatermark(): void
   /** fsyncs data and indexes. */
   flush(): void
   close(): void
+}
+
+/**
+ * Loading a log cut bytes that failed validation (a torn write, a CRC mismatch, offsets out of order): the
+ * first invalid batch of a segment and everything after it in the log. Nothing cut is ever served.
+ */
+export interface RecoveryTruncation {
+  readonly topic: string
+  readonly partition: number
+  /** The segment file holding the first invalid batch. */
+  readonly segment: string
+  /** Byte position of the first invalid batch in that segment. */
+  readonly position: number
+  readonly reason: string
+  /** Whether the previous shutdown was clean (the cut is then damage to files at rest). */
+  readonly cleanShutdown: boolean
+  /** The log end offset after the cut: the first offset that is gone. */
+  readonly logEndOffset: number
+  /** The last offset named by a readable batch header in the cut bytes, -1 when none was readable. */
+  readonly lastRemovedOffset: number
+  readonly removedBytes: number
+  /** Records counted from the readable batch headers in the cut bytes. */
+  readonly removedRecords: number
+  /** Later segments deleted with the cut. */
+  readonly removedSegments: number
+  /** The high watermark checkpointed before the cut; above `logEndOffset` acknowledged records were lost. */
+  readonly highWatermark: number
+}
+
+/** One log line for a recovery truncation, naming the partition, segment, offsets and amounts. */
+export const describeTruncation = (t: RecoveryTruncation): string => {
+  const range =
+    t.lastRemovedOffset >= t.logEndOffset
+      ? `offsets ${t.logEndOffset}..${t.lastRemovedOffset}`
+      : `offsets from ${t.logEndOffset}`
+  const lost =
+    t.highWatermark > t.logEndOffset
+      ? `; ${t.highWatermark - t.logEndOffset} records below the high watermark ${t.highWatermark} were acknowledged and are lost on this replica`
+      : ""
+  return (
+    `log recovery truncated ${t.topic}-${t.partition} segment ${t.segment} at byte ${t.position} (${t.reason}` +
+    `${t.cleanShutdown ? ", after a clean shutdown" : ""}): ${range}, ${t.removedRecords} records, ` +
+    `${t.removedBytes} bytes${t.removedSegments > 0 ? `, ${t.removedSegments} later segments deleted` : ""}; ` +
+    `log end offset now ${t.logEndOffset}${lost}`
+  )
+}
+
+/** What a store tells its owner about the logs it opens. */
+export interface LogEvents {
+  /** A log cut invalid bytes while loading. */
+  readonly recoveryTruncated?: (t: RecoveryTruncation) => void
 }

@@ -10,7 +10,7 @@ import { Context, Effect, Layer } from "effect"
 import { LazyLog, type Materialize } from "./internal/LazyLog.js"
 import { Log } from "./internal/Log.js"
 import { fileRoot, memoryRoot, type Root } from "./internal/Volume.js"
-import { defaultConfig, type LogConfig, type PartitionLog } from "./PartitionLog.js"
+import { defaultConfig, type LogConfig, type LogEvents, type PartitionLog } from "./PartitionLog.js"
 
 const PARTITION_METADATA = "partition.metadata"
 
@@ -68,8 +68,8 @@ const parseTopicId = (bytes: Uint8Array | undefined): string | undefined => {
   return match?.[1]
 }
 
-/** A store over any root of partition directories. */
-export const make = (root: Root): PartitionLogStoreService => {
+/** A store over any root of partition directories; `events` hears about what loading logs found. */
+export const make = (root: Root, events: LogEvents = {}): PartitionLogStoreService => {
   const open = new TopicPartitionMap<Log | LazyLog>()
   const live = (topic: string, partition: number): Log | LazyLog | undefined => {
     const log = open.get(topic, partition)
@@ -83,7 +83,7 @@ export const make = (root: Root): PartitionLogStoreService => {
     const volume = root.volume(dirName(topic, partition))
     if (topicId !== undefined && parseTopicId(volume.readFile(PARTITION_METADATA)) !== topicId)
       volume.writeFileAtomic(PARTITION_METADATA, Buffer.from(`version: 0\ntopic_id: ${topicId}\n`))
-    return new Log(topic, partition, volume, config)
+    return new Log(topic, partition, volume, config, events)
   }
   return {
     open: (topic, partition, config, topicId) => {
@@ -124,10 +124,11 @@ export const make = (root: Root): PartitionLogStoreService => {
 }
 
 /** A store keeping partition logs under `dataDir`. */
-export const makeFileStore = (dataDir: string): PartitionLogStoreService => make(fileRoot(dataDir))
+export const makeFileStore = (dataDir: string, events: LogEvents = {}): PartitionLogStoreService =>
+  make(fileRoot(dataDir), events)
 
 /** A store keeping partition logs in memory (same contract as files). */
-export const makeMemoryStore = (): PartitionLogStoreService => make(memoryRoot())
+export const makeMemoryStore = (events: LogEvents = {}): PartitionLogStoreService => make(memoryRoot(), events)
 
 const scoped = (acquire: () => PartitionLogStoreService): Layer.Layer<PartitionLogStore> =>
   Layer.scoped(

@@ -5,3 +5,4 @@
 export * as PartitionLog from "./PartitionLog.js"
 export * as PartitionLogStore from "./PartitionLogStore.js"
 export * as StorageError from "./StorageError.js"
+export * as StorageTest from "./StorageTest.js"

@@ -5,8 +5,16 @@ import * as path from "node:path"
 import { RecordBatch } from "@clustermirror/protocol"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect, FastCheck as fc } from "effect"
-import type { LogConfig, PartitionLog } from "../src/PartitionLog.js"
+import {
+  describeTruncation,
+  LATEST_TIMESTAMP,
+  type LogConfig,
+  type PartitionLog,
+  type RecoveryTruncation
+} from "../src/PartitionLog.js"
 import * as PartitionLogStore from "../src/PartitionLogStore.js"
+import * as StorageError from "../src/StorageError.js"
+import * as StorageTest from "../src/StorageTest.js"
 import { baseOffsets, batch, control } from "./Batches.js"
 import { contract, readAll } from "./PartitionLog.contract.js"
 
@@ -406,4 +414,288 @@ describe("PartitionLog transactions property", () => {
     },
     { fastCheck: { numRuns: 80 } }
   )
+})
+
+describe("PartitionLog validation on open", () => {
+  const config: Partial<LogConfig> = { segmentBytes: 600, indexIntervalBytes: 64 }
+  const fill = (log: PartitionLog, n: number): void => {
+    for (let i = 0; i < n; i++) log.appendAsLeader(batch({ count: 1 + (i % 3), timestamp: 1000 + i }), 1, 0)
+  }
+  /** A file store that records the truncations its logs report while loading. */
+  const recording = (dataDir: string) => {
+    const truncations: RecoveryTruncation[] = []
+    const store = PartitionLogStore.makeFileStore(dataDir, { recoveryTruncated: (t) => truncations.push(t) })
+    return { store, truncations }
+  }
+  const activeSegment = (dataDir: string): string => {
+    const dir = path.join(dataDir, "t-0")
+    return path.join(dir, segmentFiles(dir, ".log").at(-1)!)
+  }
+  /** Positions, offsets and record counts of the batches of a segment file. */
+  const batchesOf = (file: string) => {
+    const bytes = fs.readFileSync(file)
+    return RecordBatch.split(bytes).batches.map(({ position, size }) => ({
+      position,
+      size,
+      baseOffset: RecordBatch.baseOffset(bytes, position),
+      lastOffset: RecordBatch.lastOffset(bytes, position),
+      records: RecordBatch.recordCount(bytes, position)
+    }))
+  }
+  /** Appends one batch and checks that a read from its offset returns exactly it. */
+  const appendIsReadable = (log: PartitionLog, expectedOffset: number): void => {
+    const info = log.appendAsLeader(batch({ count: 2, payload: Buffer.alloc(20, 0x7e) }), 3, 0)
+    expect(info.firstOffset).toBe(expectedOffset)
+    const read = log.read(expectedOffset, 1 << 20)
+    expect(baseOffsets(read.records)).toEqual([expectedOffset])
+    expect(RecordBatch.split(read.records).rest).toBe(read.records.length)
+  }
+
+  it("cuts a torn last batch after a clean shutdown, reports it, and appends after the last whole batch", () => {
+    const dataDir = tempDir()
+    const first = PartitionLogStore.makeFileStore(dataDir)
+    const log = first.open("t", 0, config)
+    fill(log, 20)
+    const before = readAll(log)
+    log.appendAsLeader(batch({ count: 3 }), 1, 0)
+    const leo = log.logEndOffset
+    first.closeAll()
+    expect(fs.existsSync(path.join(dataDir, "t-0", "clean-shutdown"))).toBe(true)
+    const active = activeSegment(dataDir)
+    const size = fs.statSync(active).size
+    const last = batchesOf(active).at(-1)!
+    fs.truncateSync(active, size - 5)
+
+    const { store, truncations } = recording(dataDir)
+    const reopened = store.open("t", 0, config)
+    expect(reopened.logEndOffset).toBe(leo - 3)
+    expect(Buffer.compare(readAll(reopened), before)).toBe(0)
+    expect(truncations).toEqual([
+      {
+        topic: "t",
+        partition: 0,
+        segment: path.basename(active),
+        position: last.position,
+        reason: "incomplete batch (torn write)",
+        cleanShutdown: true,
+        logEndOffset: leo - 3,
+        lastRemovedOffset: -1,
+        removedBytes: last.size - 5,
+        removedRecords: 0,
+        removedSegments: 0,
+        highWatermark: 0
+      }
+    ])
+    expect(fs.statSync(active).size).toBe(last.position)
+    appendIsReadable(reopened, leo - 3)
+  })
+
+  it("cuts a batch with a flipped byte after a clean shutdown and never serves it", () => {
+    const dataDir = tempDir()
+    const first = PartitionLogStore.makeFileStore(dataDir)
+    const log = first.open("t", 0, config)
+    fill(log, 20)
+    log.updateHighWatermark(log.logEndOffset)
+    first.closeAll()
+    const active = activeSegment(dataDir)
+    const batches = batchesOf(active)
+    expect(batches.length).toBeGreaterThan(2)
+    const hit = batches[1]!
+    const bytes = fs.readFileSync(active)
+    bytes[hit.position + hit.size - 2]! ^= 0x01
+    fs.writeFileSync(active, bytes)
+
+    const { store, truncations } = recording(dataDir)
+    const reopened = store.open("t", 0, config)
+    expect(reopened.logEndOffset).toBe(hit.baseOffset)
+    expect(reopened.highWatermark).toBe(hit.baseOffset)
+    expect(truncations).toHaveLength(1)
+    expect(truncations[0]).toMatchObject({
+      position: hit.position,
+      reason: "CRC mismatch",
+      cleanShutdown: true,
+      logEndOffset: hit.baseOffset,
+      lastRemovedOffset: batches.at(-1)!.lastOffset,
+      removedBytes: bytes.length - hit.position,
+      removedRecords: batches.slice(1).reduce((n, b) => n + b.records, 0),
+      removedSegments: 0
+    })
+    expect(describeTruncation(truncations[0]!)).toContain(
+      `records below the high watermark ${batches.at(-1)!.lastOffset + 1} were acknowledged`
+    )
+    const all = readAll(reopened)
+    expect(baseOffsets(all).at(-1)).toBe(batches[0]!.baseOffset)
+    appendIsReadable(reopened, hit.baseOffset)
+  })
+
+  it("cuts a corrupt batch in the middle of the log in crash recovery, with every later segment, and reports it", () => {
+    const dataDir = tempDir()
+    const { store: first } = recording(dataDir)
+    const log = first.open("t", 0, config)
+    fill(log, 40)
+    const leo = log.logEndOffset
+    // Crash: no close.
+    const dir = path.join(dataDir, "t-0")
+    const segments = segmentFiles(dir, ".log")
+    expect(segments.length).toBeGreaterThan(3)
+    const middle = path.join(dir, segments[1]!)
+    const batches = batchesOf(middle)
+    const hit = batches[2]!
+    const bytes = fs.readFileSync(middle)
+    bytes[hit.position + RecordBatch.HEADER_SIZE + 1]! ^= 0xff
+    fs.writeFileSync(middle, bytes)
+    const laterRecords = segments
+      .slice(2)
+      .flatMap((f) => batchesOf(path.join(dir, f)))
+      .reduce((n, b) => n + b.records, 0)
+    const laterBytes = segments.slice(2).reduce((n, f) => n + fs.statSync(path.join(dir, f)).size, 0)
+
+    const { store, truncations } = recording(dataDir)
+    const reopened = store.open("t", 0, config)
+    expect(reopened.logEndOffset).toBe(hit.baseOffset)
+    expect(segmentFiles(dir, ".log")).toEqual(segments.slice(0, 2))
+    expect(truncations).toEqual([
+      {
+        topic: "t",
+        partition: 0,
+        segment: segments[1]!,
+        position: hit.position,
+        reason: "CRC mismatch",
+        cleanShutdown: false,
+        logEndOffset: hit.baseOffset,
+        lastRemovedOffset: leo - 1,
+        removedBytes: bytes.length - hit.position + laterBytes,
+        removedRecords: batches.slice(2).reduce((n, b) => n + b.records, 0) + laterRecords,
+        removedSegments: segments.length - 2,
+        highWatermark: 0
+      }
+    ])
+    const line = describeTruncation(truncations[0]!)
+    expect(line).toContain(`t-0 segment ${segments[1]} at byte ${hit.position} (CRC mismatch)`)
+    expect(line).toContain(`offsets ${hit.baseOffset}..${leo - 1}`)
+    expect(line).toContain(`${truncations[0]!.removedRecords} records`)
+    appendIsReadable(reopened, hit.baseOffset)
+  })
+
+  it("opens an undamaged log without reporting anything, after a clean shutdown and after a crash", () => {
+    for (const crash of [false, true]) {
+      const dataDir = tempDir()
+      const first = PartitionLogStore.makeFileStore(dataDir)
+      fill(first.open("t", 0, config), 30)
+      const expected = readAll(first.get("t", 0)!)
+      if (!crash) first.closeAll()
+      const { store, truncations } = recording(dataDir)
+      expect(Buffer.compare(readAll(store.open("t", 0, config)), expected)).toBe(0)
+      expect(truncations).toEqual([])
+    }
+  })
+})
+
+describe("PartitionLog high watermark checkpoint", () => {
+  it("a crash restart answers the checkpointed high watermark, clamped to the recovered log", () => {
+    const dataDir = tempDir()
+    const log = PartitionLogStore.makeFileStore(dataDir).open("t", 0)
+    for (let i = 0; i < 10; i++) log.appendAsLeader(batch({ count: 2 }), 1, 0)
+    log.updateHighWatermark(14)
+    log.checkpointHighWatermark()
+    log.updateHighWatermark(18)
+    // Crash: no close, no flush. The HW moved after the last checkpoint; the restart gets the checkpointed one.
+    const state = JSON.parse(fs.readFileSync(path.join(dataDir, "t-0", "log-state-checkpoint"), "utf8"))
+    expect(state.highWatermark).toBe(14)
+    const reopened = PartitionLogStore.makeFileStore(dataDir).open("t", 0)
+    expect(reopened.logEndOffset).toBe(20)
+    expect(reopened.highWatermark).toBe(14)
+    expect(reopened.offsetForTimestamp(LATEST_TIMESTAMP)?.offset).toBe(20)
+
+    reopened.updateHighWatermark(20)
+    reopened.checkpointHighWatermark()
+    // The last batch is lost (a torn write): the checkpointed HW 20 is above the new log end.
+    const active = path.join(dataDir, "t-0", segmentFiles(path.join(dataDir, "t-0"), ".log").at(-1)!)
+    fs.truncateSync(active, fs.statSync(active).size - 3)
+    const again = PartitionLogStore.makeFileStore(dataDir).open("t", 0)
+    expect(again.logEndOffset).toBe(18)
+    expect(again.highWatermark).toBe(18)
+  })
+})
+
+describe("PartitionLog on a failing disk", () => {
+  it("an append whose write, checkpoint or fsync fails leaves the log unchanged, and appends continue once the disk heals", () => {
+    for (const [fault, where, config] of [
+      ["ENOSPC", "write", {}],
+      ["ENOSPC", "checkpoint", {}],
+      ["EIO", "fsync", { flushMessages: 1 }]
+    ] as const) {
+      const disk = StorageTest.faultyStore()
+      const log = disk.store.open("t", 0, config)
+      log.appendAsLeader(batch({ count: 2 }), 1, 0)
+      if (where === "write") disk.failWrites(fault)
+      else disk.failSyncs(fault)
+      // A new epoch rewrites the epoch checkpoint after the data was written; flushMessages 1 fsyncs it.
+      let failure: unknown
+      try {
+        log.appendAsLeader(batch({ count: 3, producerId: 7n, producerEpoch: 0, baseSequence: 0 }), 2, 0)
+      } catch (e) {
+        failure = e
+      }
+      expect(failure).toBeInstanceOf(StorageError.KafkaStorageError)
+      expect((failure as StorageError.KafkaStorageError).errorCode).toBe(56)
+      expect(String((failure as Error).message)).toContain(fault)
+      expect(log.logEndOffset).toBe(2)
+      expect(log.latestEpoch()).toBe(1)
+      expect(baseOffsets(readAll(log))).toEqual([0])
+      disk.failWrites(null)
+      disk.failSyncs(null)
+      // The retry is not a duplicate: the failed batch left no producer state behind.
+      const retry = log.appendAsLeader(batch({ count: 3, producerId: 7n, producerEpoch: 0, baseSequence: 0 }), 2, 0)
+      expect(retry).toMatchObject({ firstOffset: 2, lastOffset: 4, duplicate: false })
+      expect(baseOffsets(readAll(log))).toEqual([0, 2])
+      expect(log.latestEpoch()).toBe(2)
+    }
+  })
+
+  it("a roll whose new segment cannot be created keeps the active segment", () => {
+    const disk = StorageTest.faultyStore()
+    const log = disk.store.open("t", 0)
+    log.appendAsFollower(batch({ leaderEpoch: 1 }), 0)
+    log.truncateTo(0)
+    // An empty log receiving a replica's batch far beyond its base offset moves to a new segment.
+    const far = 3_000_000_000
+    disk.failWrites("ENOSPC")
+    expect(() => log.appendAsFollower(batch({ baseOffset: far, leaderEpoch: 1 }), 0)).toThrow(
+      StorageError.KafkaStorageError
+    )
+    expect(log.logEndOffset).toBe(0)
+    disk.failWrites(null)
+    expect(log.appendAsFollower(batch({ baseOffset: far, leaderEpoch: 1 }), 0).firstOffset).toBe(far)
+    expect(baseOffsets(log.read(far, 1 << 20).records)).toEqual([far])
+  })
+
+  it("a truncation that cannot create its new segment leaves the log as it was", () => {
+    const disk = StorageTest.faultyStore({ dataDir: tempDir() })
+    const log = disk.store.open("t", 0)
+    log.truncateFullyAndStartAt(10)
+    for (let i = 0; i < 3; i++) log.appendAsFollower(batch({ baseOffset: 10 + 2 * i, count: 2, leaderEpoch: 1 }), 0)
+    const before = readAll(log)
+    disk.failWrites("ENOSPC")
+    expect(() => log.truncateFullyAndStartAt(100)).toThrow(StorageError.KafkaStorageError)
+    // Below the log start: the log restarts at 5 in a new segment.
+    expect(() => log.truncateTo(5)).toThrow(StorageError.KafkaStorageError)
+    expect(log.logStartOffset).toBe(10)
+    expect(log.logEndOffset).toBe(16)
+    expect(Buffer.compare(readAll(log), before)).toBe(0)
+    disk.failWrites(null)
+    log.truncateFullyAndStartAt(100)
+    expect(log.appendAsFollower(batch({ baseOffset: 100, leaderEpoch: 2 }), 0).firstOffset).toBe(100)
+    expect(baseOffsets(log.read(100, 1 << 20).records)).toEqual([100])
+  })
+
+  it("a read that fails raises KAFKA_STORAGE_ERROR", () => {
+    const disk = StorageTest.faultyStore()
+    const log = disk.store.open("t", 0)
+    log.appendAsLeader(batch({ count: 2 }), 1, 0)
+    disk.failReads("EIO")
+    expect(() => log.read(0, 1 << 20)).toThrow(StorageError.KafkaStorageError)
+    disk.failReads(null)
+    expect(baseOffsets(log.read(0, 1 << 20).records)).toEqual([0])
+  })
 })

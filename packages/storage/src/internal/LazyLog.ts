@@ -123,6 +123,9 @@ export class LazyLog implements PartitionLog {
   enforceRetention(now: number): number {
     return this.real?.enforceRetention(now) ?? 0
   }
+  checkpointHighWatermark(): void {
+    this.real?.checkpointHighWatermark()
+  }
   flush(): void {
     this.real?.flush()
   }

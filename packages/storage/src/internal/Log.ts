@@ -13,10 +13,12 @@ import {
   type EpochEndOffset,
   LATEST_TIMESTAMP,
   type LogConfig,
+  type LogEvents,
   MAX_TIMESTAMP,
   type PartitionLog,
   type ReadInfo,
   type ReadOptions,
+  type RecoveryTruncation,
   type TimestampOffset
 } from "../PartitionLog.js"
 import {
@@ -30,7 +32,7 @@ import {
 import { controlInfo, crcValid, readRange, scan } from "./BatchScan.js"
 import { LeaderEpochCache } from "./LeaderEpochCache.js"
 import { type BatchInfo, type Pending, ProducerState } from "./ProducerState.js"
-import { Segment } from "./Segment.js"
+import { LOG_SUFFIX, Segment, fileName } from "./Segment.js"
 import type { Volume } from "./Volume.js"
 
 export const EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
@@ -88,6 +90,8 @@ export class Log implements PartitionLog {
   private recoveryPoint = 0
   /** The high watermark of the state checkpoint, while loading. */
   private persistedHighWatermark = 0
+  /** The high watermark in the state checkpoint on disk, -1 before the first write. */
+  private checkpointedHighWatermark = -1
   private unflushedMessages = 0
   private lastFlushMs = -1
   private closed = false
@@ -96,7 +100,8 @@ export class Log implements PartitionLog {
     readonly topic: string,
     readonly partition: number,
     private readonly volume: Volume,
-    private config: LogConfig
+    private config: LogConfig,
+    private readonly events: LogEvents = {}
   ) {
     this.load()
   }
@@ -226,37 +231,59 @@ export class Log implements PartitionLog {
     this.maybeRoll(records.length, firstOffset, lastOffset, now)
     const segment = this.active
     const start = segment.size
+    // A failed write (ENOSPC, EIO) leaves the log as it was: nothing of it is counted.
     segment.file.append(records)
-    if (segment.rollBaseMs < 0) segment.rollBaseMs = now
-    let epochChanged = false
-    let messages = 0
-    for (const { position, size } of batches) {
-      const base = RecordBatch.baseOffset(records, position)
-      segment.observe(
-        start + position,
-        size,
-        base,
-        RecordBatch.lastOffset(records, position),
-        RecordBatch.maxTimestamp(records, position)
-      )
-      if (this.epochs.assign(RecordBatch.partitionLeaderEpoch(records, position), base)) epochChanged = true
-      this.applyProducer(records, position, size)
-      messages += RecordBatch.recordCount(records, position)
+    const before = {
+      logEndOffset: this._logEndOffset,
+      unflushed: this.unflushedMessages,
+      rollBaseMs: segment.rollBaseMs
     }
-    this._logEndOffset = lastOffset + 1
-    if (epochChanged) this.writeEpochCheckpoint()
-    this.unflushedMessages += messages
-    if (this.lastFlushMs < 0) this.lastFlushMs = now
-    if (this.unflushedMessages >= this.config.flushMessages || now - this.lastFlushMs >= this.config.flushMs) {
-      this.flush()
-      this.lastFlushMs = now
+    let producerData = false
+    try {
+      if (segment.rollBaseMs < 0) segment.rollBaseMs = now
+      let epochChanged = false
+      let messages = 0
+      for (const { position, size } of batches) {
+        const base = RecordBatch.baseOffset(records, position)
+        segment.observe(
+          start + position,
+          size,
+          base,
+          RecordBatch.lastOffset(records, position),
+          RecordBatch.maxTimestamp(records, position)
+        )
+        if (this.epochs.assign(RecordBatch.partitionLeaderEpoch(records, position), base)) epochChanged = true
+        if (this.applyProducer(records, position, size)) producerData = true
+        messages += RecordBatch.recordCount(records, position)
+      }
+      this._logEndOffset = lastOffset + 1
+      if (epochChanged) this.writeEpochCheckpoint()
+      this.unflushedMessages += messages
+      if (this.lastFlushMs < 0) this.lastFlushMs = now
+      if (this.unflushedMessages >= this.config.flushMessages || now - this.lastFlushMs >= this.config.flushMs) {
+        this.flush()
+        this.lastFlushMs = now
+      }
+    } catch (e) {
+      // The batches were written but could not be made durable (an fsync or checkpoint failed): they are
+      // taken back, so the producer's error is the whole truth and its retry cannot duplicate them.
+      segment.truncateAt(start)
+      segment.rollBaseMs = before.rollBaseMs
+      this._logEndOffset = before.logEndOffset
+      this.recoveryPoint = Math.min(this.recoveryPoint, before.logEndOffset)
+      this.unflushedMessages = before.unflushed
+      this.epochs.truncateFromEnd(before.logEndOffset)
+      if (producerData) this.rebuildProducerState()
+      throw e
     }
   }
 
-  private applyProducer(b: Buffer, at: number, available: number): void {
-    if (RecordBatch.producerId(b, at) < 0n && !RecordBatch.isControl(b, at)) return
+  /** Returns whether the batch carries producer state. */
+  private applyProducer(b: Buffer, at: number, available: number): boolean {
+    if (RecordBatch.producerId(b, at) < 0n && !RecordBatch.isControl(b, at)) return false
     this.hasProducerData = true
     this.producers.apply(batchInfo(b, at, available))
+    return true
   }
 
   private maybeRoll(size: number, firstOffset: number, lastOffset: number, now: number): void {
@@ -271,13 +298,31 @@ export class Log implements PartitionLog {
     if (full || old || lastOffset - segment.baseOffset > INT32_MAX) this.roll(firstOffset)
   }
 
+  /**
+   * Replaces every segment by one empty segment at `offset`: the one already there, emptied, or a new one
+   * created before any other goes, so that a disk that cannot create files leaves the log as it was.
+   */
+  private emptySegmentAt(offset: number): Segment {
+    const kept = this.segments.find((s) => s.baseOffset === offset)
+    const fresh = kept ?? new Segment(this.volume, offset, this.config.indexIntervalBytes)
+    for (const s of this.segments) if (s !== kept) s.delete()
+    if (kept !== undefined) {
+      kept.truncateAt(0)
+      kept.rollBaseMs = -1
+    }
+    return fresh
+  }
+
   private roll(baseOffset: number): void {
     const previous = this.active
+    if (previous.size > 0) previous.persistIndexes(false)
+    // The new segment's file first: when it cannot be created (a full disk) the log keeps its active segment.
+    const next = new Segment(this.volume, baseOffset, this.config.indexIntervalBytes)
     if (previous.size === 0) {
       this.segments.pop()
       previous.delete()
-    } else previous.persistIndexes(false)
-    this.segments.push(new Segment(this.volume, baseOffset, this.config.indexIntervalBytes))
+    }
+    this.segments.push(next)
   }
 
   // ------------------------------------------------------------------------------------------------ read
@@ -429,10 +474,8 @@ export class Log implements PartitionLog {
     }
     while (this.segments.length > 1 && this.active.baseOffset >= offset) this.segments.pop()!.delete()
     const segment = this.active
-    if (segment.baseOffset >= offset) {
-      segment.delete()
-      this.segments = [new Segment(this.volume, offset, this.config.indexIntervalBytes)]
-    } else {
+    if (segment.baseOffset >= offset) this.segments = [this.emptySegmentAt(offset)]
+    else {
       let cut = segment.size
       scan(segment.file, segment.lookup(offset), segment.size, false, (b, at, position) => {
         if (RecordBatch.lastOffset(b, at) < offset) return true
@@ -451,8 +494,7 @@ export class Log implements PartitionLog {
 
   truncateFullyAndStartAt(offset: number): void {
     this.ensureOpen()
-    for (const s of this.segments) s.delete()
-    this.segments = [new Segment(this.volume, offset, this.config.indexIntervalBytes)]
+    this.segments = [this.emptySegmentAt(offset)]
     this._logStartOffset = offset
     this._logEndOffset = offset
     this._highWatermark = offset
@@ -526,6 +568,11 @@ export class Log implements PartitionLog {
 
   // ----------------------------------------------------------------------------------- durability
 
+  checkpointHighWatermark(): void {
+    if (this.closed || this._highWatermark === this.checkpointedHighWatermark) return
+    this.writeStateCheckpoint()
+  }
+
   flush(): void {
     this.ensureOpen()
     for (let i = this.segmentIndexFor(this.recoveryPoint); i < this.segments.length; i++) {
@@ -563,11 +610,12 @@ export class Log implements PartitionLog {
       highWatermark: this._highWatermark
     }
     this.volume.writeFileAtomic(STATE_CHECKPOINT, Buffer.from(JSON.stringify(state)))
+    this.checkpointedHighWatermark = state.highWatermark
   }
 
-  private rebuildProducerState(): void {
+  private rebuildProducerState(highWatermark = this._highWatermark): void {
     this.producers.clear()
-    this.producers.onHighWatermark(this._highWatermark)
+    this.producers.onHighWatermark(highWatermark)
     this.hasProducerData = false
     for (const segment of this.segments)
       scan(segment.file, 0, segment.size, false, (b, at, _position, size) => {
@@ -602,10 +650,16 @@ export class Log implements PartitionLog {
     this.recoveryPoint = num("recoveryPoint", this.segments[0]!.baseOffset)
     this.persistedHighWatermark = num("highWatermark", 0)
     if (clean !== undefined && producers !== undefined && epochs !== undefined) {
-      for (const s of this.segments) s.load()
       this.producers = producers
       this.hasProducerData = Reflect.get(clean, "hasProducerData") === true
       this.epochs = epochs
+      const last = this.segments.length - 1
+      for (let i = 0; i < last; i++) this.segments[i]!.load()
+      // The active segment is where a write can be torn or bytes damaged at rest unnoticed by the snapshot:
+      // it is validated on every open, and what fails is cut before anything is served or appended.
+      const previous = last > 0 ? this.segments[last - 1]!.lastOffset : -1
+      const { cut } = this.loadSegment(last, true, false, previous >= 0 ? previous + 1 : -1, true)
+      if (cut && this.hasProducerData) this.rebuildProducerState(this.persistedHighWatermark)
       this.setLogEndFromSegments()
     } else {
       this.epochs = epochs ?? new LeaderEpochCache()
@@ -633,7 +687,7 @@ export class Log implements PartitionLog {
 
   /**
    * Crash recovery: scans every segment's headers to rebuild indexes, epochs and producer state, and from the
-   * segment holding the recovery point on also validates each batch (size, magic, CRC, increasing offsets).
+   * segment holding the recovery point on (the active segment at least) also validates each batch.
    * The first invalid batch and everything after it is cut: a torn write never survives, and no complete
    * valid batch before it is lost.
    */
@@ -644,29 +698,100 @@ export class Log implements PartitionLog {
     this.producers.onHighWatermark(this.persistedHighWatermark)
     this.hasProducerData = false
     let next = -1
-    for (let i = 0; i < this.segments.length; i++) {
-      const segment = this.segments[i]!
-      const validate = i >= validateFrom
-      segment.resetIndexes()
-      const stop = scan(segment.file, 0, segment.size, validate, (b, at, position, size) => {
-        const base = RecordBatch.baseOffset(b, at)
-        const delta = RecordBatch.lastOffsetDelta(b, at)
-        if (validate && (RecordBatch.magic(b, at) !== 2 || delta < 0 || !crcValid(b, at, size))) return false
-        if (base < segment.baseOffset || base < next || base + delta - segment.baseOffset > INT32_MAX) return false
-        segment.observe(position, size, base, base + delta, RecordBatch.maxTimestamp(b, at))
+    for (let i = 0; i < this.segments.length; i++) next = this.loadSegment(i, i >= validateFrom, true, next, false).next
+    this.setLogEndFromSegments()
+  }
+
+  /**
+   * Rebuilds segment `i`'s indexes by scanning it; with `validate` each batch is checked whole (size, magic,
+   * CRC), and offsets must increase from `next` in any case. With `rebuild` the epochs and producer state
+   * follow the batches. The first batch that fails is cut with the rest of the segment and every later
+   * segment, and the cut is reported. Returns the offset expected next (-1 while none) and whether it cut.
+   */
+  private loadSegment(
+    i: number,
+    validate: boolean,
+    rebuild: boolean,
+    expected: number,
+    cleanShutdown: boolean
+  ): { readonly next: number; readonly cut: boolean } {
+    const segment = this.segments[i]!
+    let next = expected
+    let reason = "incomplete batch (torn write)"
+    segment.resetIndexes()
+    const stop = scan(segment.file, 0, segment.size, validate, (b, at, position, size) => {
+      const base = RecordBatch.baseOffset(b, at)
+      const delta = RecordBatch.lastOffsetDelta(b, at)
+      if (validate) {
+        const magic = RecordBatch.magic(b, at)
+        const invalid =
+          magic !== 2
+            ? `unsupported magic ${magic}`
+            : delta < 0
+              ? `negative last offset delta ${delta}`
+              : crcValid(b, at, size)
+                ? undefined
+                : "CRC mismatch"
+        if (invalid !== undefined) {
+          reason = invalid
+          return false
+        }
+      }
+      if (base < segment.baseOffset || base < next || base + delta - segment.baseOffset > INT32_MAX) {
+        reason = `batch offset ${base} out of order (expected at least ${Math.max(next, segment.baseOffset)})`
+        return false
+      }
+      segment.observe(position, size, base, base + delta, RecordBatch.maxTimestamp(b, at))
+      if (rebuild) {
         this.epochs.assign(RecordBatch.partitionLeaderEpoch(b, at), base)
         this.applyProducer(b, at, validate ? size : Math.min(size, 128))
-        next = base + delta + 1
-        return true
-      })
-      if (segment.rollBaseMs < 0 && segment.maxTimestamp >= 0) segment.rollBaseMs = segment.maxTimestamp
-      if (stop < segment.size) {
-        segment.truncateAt(stop)
-        for (const later of this.segments.splice(i + 1)) later.delete()
       }
-      segment.persistIndexes(false)
+      next = base + delta + 1
+      return true
+    })
+    if (segment.rollBaseMs < 0 && segment.maxTimestamp >= 0) segment.rollBaseMs = segment.maxTimestamp
+    const cut = stop < segment.size
+    if (cut) {
+      const removed = { bytes: 0, records: 0, lastOffset: -1 }
+      // Counted from the headers that still look like batches of this log; garbage ends the count.
+      const measure = (s: Segment, from: number): void => {
+        removed.bytes += s.size - from
+        scan(s.file, from, s.size, false, (b, at) => {
+          const plausible =
+            RecordBatch.magic(b, at) === 2 &&
+            RecordBatch.lastOffsetDelta(b, at) >= 0 &&
+            RecordBatch.baseOffset(b, at) >= Math.max(next, segment.baseOffset)
+          if (!plausible) return false
+          removed.records += Math.max(0, RecordBatch.recordCount(b, at))
+          removed.lastOffset = Math.max(removed.lastOffset, RecordBatch.lastOffset(b, at))
+          return true
+        })
+      }
+      measure(segment, stop)
+      const later = this.segments.splice(i + 1)
+      for (const s of later) {
+        measure(s, 0)
+        s.delete()
+      }
+      segment.truncateAt(stop)
+      const truncation: RecoveryTruncation = {
+        topic: this.topic,
+        partition: this.partition,
+        segment: fileName(segment.baseOffset, LOG_SUFFIX),
+        position: stop,
+        reason,
+        cleanShutdown,
+        logEndOffset: segment.lastOffset >= 0 ? segment.lastOffset + 1 : Math.max(expected, segment.baseOffset),
+        lastRemovedOffset: removed.lastOffset,
+        removedBytes: removed.bytes,
+        removedRecords: removed.records,
+        removedSegments: later.length,
+        highWatermark: this.persistedHighWatermark
+      }
+      this.events.recoveryTruncated?.(truncation)
     }
-    this.setLogEndFromSegments()
+    segment.persistIndexes(false)
+    return { next, cut }
   }
 }
 
