@@ -61,10 +61,23 @@ export interface QuorumControllerOptions {
   readonly mirrorStateTopicPartitions?: number
   /** `mirror.state.topic.replication.factor` (default 3, capped by the live brokers). */
   readonly mirrorStateTopicReplicationFactor?: number
+  /** `auto.leader.rebalance.enable` (default true). */
+  readonly autoLeaderRebalanceEnable?: boolean
+  /** `leader.imbalance.check.interval.seconds`, in ms (default 300,000). */
+  readonly leaderImbalanceCheckIntervalMs?: number
+  /** `leader.imbalance.per.broker.percentage` (default 10). */
+  readonly leaderImbalancePerBrokerPercentage?: number
 }
+
+/** Kafka's `leader.imbalance.check.interval.seconds` default (300 s). */
+const DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS = 300_000
+/** Kafka's `leader.imbalance.per.broker.percentage` default. */
+const DEFAULT_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE = 10
 
 /** How often broker sessions are checked for expiry. */
 const SESSION_CHECK_INTERVAL_MS = 1000
+/** Preferred elections per controller write of a leader rebalance. */
+const REBALANCE_ELECTIONS_PER_ROUND = 1000
 
 /** The controller's leader epoch in its own log; one controller, one epoch. */
 const CONTROLLER_EPOCH = 1
@@ -96,6 +109,7 @@ export class QuorumController {
   private queue: Promise<unknown> = Promise.resolve()
   private readonly now: () => number
   private readonly timer: ReturnType<typeof setInterval>
+  private rebalanceTimer: ReturnType<typeof setInterval> | undefined
   private closed = false
   private readonly commitWaiters = new Set<() => void>()
   /** The metadata image as of the last commit: what a snapshot writes. */
@@ -118,6 +132,13 @@ export class QuorumController {
     this.lastSessionCheck = this.now()
     this.timer = setInterval(() => this.checkSessions(), SESSION_CHECK_INTERVAL_MS)
     this.timer.unref()
+    if (options.autoLeaderRebalanceEnable ?? true) {
+      this.rebalanceTimer = setInterval(
+        () => void this.rebalanceLeaders(),
+        options.leaderImbalanceCheckIntervalMs ?? DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS
+      )
+      this.rebalanceTimer.unref()
+    }
   }
 
   /**
@@ -388,6 +409,28 @@ export class QuorumController {
     }).catch(() => [])
   }
 
+  /**
+   * Moves leadership back to preferred replicas on brokers whose leader imbalance is above
+   * `leader.imbalance.per.broker.percentage` (run every `leader.imbalance.check.interval.seconds`); a
+   * round that hit its election cap runs again at once. Resolves with the partitions moved.
+   */
+  async rebalanceLeaders(): Promise<ReadonlyArray<ReplicationControl.TopicIdPartition>> {
+    const moved: ReplicationControl.TopicIdPartition[] = []
+    for (;;) {
+      const round = await this.write((state) =>
+        ReplicationControl.rebalanceLeaders(state.replication, this.clusterView(state), {
+          imbalancePerBrokerPercentage:
+            this.options.leaderImbalancePerBrokerPercentage ?? DEFAULT_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE,
+          maxElections: REBALANCE_ELECTIONS_PER_ROUND
+        })
+      ).catch(() => [])
+      moved.push(...round)
+      if (round.length < REBALANCE_ELECTIONS_PER_ROUND || this.closed) break
+    }
+    if (moved.length > 0) this.options.log_?.(`leader rebalance: ${moved.length} partitions back to preferred replicas`)
+    return moved
+  }
+
   // -------------------------------------------------------------------------------------------------
   // Topics and partitions
 
@@ -545,6 +588,7 @@ export class QuorumController {
   /** Waits for queued operations, writes a snapshot, then stops. */
   async close(): Promise<void> {
     clearInterval(this.timer)
+    clearInterval(this.rebalanceTimer)
     if (this.recordsSinceSnapshot > 0) await this.snapshot().catch(() => undefined)
     await this.queue
     this.closed = true
