@@ -3,9 +3,10 @@
  *
  * Three brokers replicate one partition (RF=3, min.insync.replicas=2). The leader is stopped and started
  * again on the same port within the session timeout (a new incarnation). A preferred election then gives
- * it back the leadership. The followers must fetch from the restarted broker (their old connections to it
- * are gone), the ISR must be full again within replica.lag.time.max.ms, an acks=all append must succeed,
- * and the three logs must end identical.
+ * it back the leadership, and a BumpLeaderEpochs raises its epoch without moving it. The followers must
+ * fetch from the restarted broker (their old connections to it are gone) at every new epoch, the ISR must
+ * be full again within replica.lag.time.max.ms, acks=all appends must succeed, and the three logs must end
+ * identical.
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { RecordBatch } from "@clustermirror/protocol"
@@ -138,15 +139,36 @@ describe("leader changes", () => {
       4 * LAG_MS
     )
     await appendTo(preferred, ["c5", "c6"])
+
+    // A leader epoch bump without a leader move (KIP-1279's BumpLeaderEpochs): followers fetch at the new epoch.
+    const topicId = [...controller.controller.current.replication.topicsById.values()].find(
+      (x) => x.name === "t"
+    )!.topicId
+    await controller.controller.bumpLeaderEpochs({
+      topics: [{ topicId, partitions: [{ partitionIndex: 0, minLeaderEpoch: epoch }] }]
+    })
+    await until("the bumped epoch at the leader", () =>
+      on(preferred).replicas.get("t", 0)!.leaderEpoch > epoch ? true : undefined
+    )
+    await sleep(3 * LAG_MS)
+    await until(
+      "a full ISR after the bump",
+      () => {
+        const r = registration()!
+        return r.leader === preferred && r.leaderEpoch > epoch && r.isr.length === 3 ? true : undefined
+      },
+      4 * LAG_MS
+    )
+    await appendTo(preferred, ["d7"])
     const leaderLog = on(preferred).replicas.get("t", 0)!.log
-    expect(leaderLog.logEndOffset).toBe(7)
+    expect(leaderLog.logEndOffset).toBe(8)
     const bytes = (id: number) => {
       const log = on(id).replicas.get("t", 0)!.log
       return Buffer.from(log.read(0, 1 << 24, { minOneMessage: true }).records).toString("hex")
     }
     for (const id of [1, 2, 3])
       await until(`broker ${id} has the leader's log`, () =>
-        on(id).replicas.get("t", 0)!.log.logEndOffset === 7 ? true : undefined
+        on(id).replicas.get("t", 0)!.log.logEndOffset === 8 ? true : undefined
       )
     expect(bytes(1)).toBe(bytes(preferred))
     expect(bytes(2)).toBe(bytes(preferred))

@@ -126,6 +126,43 @@ describe("QuorumController", () => {
     await c.close()
   })
 
+  it("answers a heartbeat that changes nothing while a slow write is in progress", async () => {
+    // Given a cluster whose metadata log appends only when released
+    const memory = MetadataLog.makeMemory()
+    let release: (() => void) | undefined
+    let hold = false
+    const log: MetadataLog.MetadataLogService = {
+      ...memory,
+      append: (records, epoch) =>
+        Effect.flatMap(
+          Effect.promise(() => (hold ? new Promise<void>((r) => (release = r)) : Promise.resolve())),
+          () => memory.append(records, epoch)
+        )
+    }
+    const c = await QuorumController.open({ nodeId: 1000, clusterId: CLUSTER, log })
+    await populate(c)
+    hold = true
+    const slow = c.createTopics({
+      topics: [
+        { name: "big", numPartitions: 10, replicationFactor: 3, assignments: [], configs: [], mirrorInfo: null }
+      ],
+      timeoutMs: 1000,
+      validateOnly: false
+    })
+    await new Promise((r) => setTimeout(r, 10))
+    expect(release).toBeDefined()
+    // When a broker heartbeats, then it is answered before the write commits
+    const answered = await Promise.race([
+      heartbeat(c, 2, c.current.cluster.brokers.get(2)!.epoch),
+      new Promise<"waiting">((r) => setTimeout(() => r("waiting"), 2000))
+    ])
+    expect(answered).toMatchObject({ errorCode: 0, isFenced: false })
+    hold = false
+    release!()
+    expect((await slow)[0]!.errorCode).toBe(0)
+    await c.close()
+  })
+
   it("restarts from a snapshot plus the log tail into the same state", async () => {
     const log = MetadataLog.makeMemory()
     const first = await QuorumController.open({ nodeId: 1000, clusterId: CLUSTER, log, snapshotEveryRecords: 5 })
