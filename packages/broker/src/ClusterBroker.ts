@@ -195,6 +195,8 @@ export const start = async (
     const existing = fetchers.get(leaderId)
     if (existing === undefined) return
     fetchers.delete(leaderId)
+    // Its partitions go first, so that an answer still in flight is dropped rather than appended.
+    existing.fetcher.removePartitions([...replicas.all()].map((p) => ({ topic: p.topic, partition: p.partition })))
     void existing.fetcher.stop().finally(() => existing.channel.close())
   }
   const newFetcher = (
