@@ -6,7 +6,6 @@
  * that change metadata are forwarded to the controller. Decisions live in the controller; this module
  * only wires.
  */
-import type { Connection } from "@clustermirror/client"
 import { FeatureControl } from "@clustermirror/controller"
 import { NetworkLeaderEndpoint, ReplicaFetcher } from "@clustermirror/fetcher"
 import { MetadataImage, MetadataLog, MetadataPublisher } from "@clustermirror/metadata-log"
@@ -31,7 +30,7 @@ import {
   Uuid
 } from "@clustermirror/protocol"
 import { PartitionLog, PartitionLogStore } from "@clustermirror/storage"
-import { Effect, Either } from "effect"
+import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { logConfigFor, minInsyncReplicasFor } from "./LogConfigs.js"
@@ -48,6 +47,7 @@ import type * as MirrorSync from "./MirrorSync.js"
 import { ReplicaManager } from "./ReplicaManager.js"
 import { Handlers } from "./RequestChannel.js"
 import * as SocketServer from "./SocketServer.js"
+import * as AlterPartitionManager from "./internal/AlterPartitionManager.js"
 import { Channel } from "./internal/Channel.js"
 
 /** Extension points of a broker's mirror runtime (the periodic refresh's coordinator tasks, sync errors). */
@@ -68,6 +68,14 @@ export interface ClusterBroker {
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
+
+/**
+ * Metadata is fetched in bounded slices: a broker catching up on a large log applies one slice at a time, so
+ * its event loop (heartbeats, replication, clients) keeps running between them.
+ */
+const METADATA_FETCH_MAX_BYTES = 1024 * 1024
+/** Kafka's request.timeout.ms: a busy controller answers late rather than never. */
+const METADATA_FETCH_TIMEOUT_MS = 30_000
 
 const viewOf = (
   current: () => MetadataImage.MetadataImage,
@@ -156,7 +164,11 @@ export const start = async (
   let image = await Effect.runPromise(metadataLog.loadInto(loader))
   // The config in force: the properties under the dynamic broker configs of the metadata log.
   let effectiveConfig = DynamicBrokerConfig.effective(DynamicBrokerConfig.layersOf(config, image))
+  // Three connections to the controller, since it answers each connection's requests in order: heartbeats
+  // (and registration) must never wait behind a long-polling metadata fetch, nor behind forwarded requests.
   const controller = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-controller`)
+  const heartbeats = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-heartbeat`)
+  const metadataChannel = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-metadata`)
   let brokerEpoch = -1n
   let stopped = false
 
@@ -165,81 +177,53 @@ export const start = async (
     nodeId,
     replicaLagTimeMaxMs: config.replicaLagTimeMaxMs,
     log,
-    isrChannel: {
-      alterPartition: async (p, newIsr) => {
-        const res = await controller.request(AlterPartition.api, {
-          brokerId: nodeId,
-          brokerEpoch,
-          topics: [
-            {
-              topicId: p.topicId,
-              topicName: p.topic,
-              partitions: [
-                {
-                  partitionIndex: p.partition,
-                  leaderEpoch: p.leaderEpoch,
-                  newIsr: newIsr,
-                  newIsrWithEpochs: newIsr.map((id) => ({ brokerId: id, brokerEpoch: -1n })),
-                  leaderRecoveryState: 0,
-                  partitionEpoch: p.partitionEpoch
-                }
-              ]
-            }
-          ]
-        })
-        if (res.errorCode !== 0) return { errorCode: res.errorCode, registration: null }
-        const r = res.topics[0]?.partitions[0]
-        if (r === undefined || r.errorCode !== 0)
-          return { errorCode: r?.errorCode ?? Errors.ErrorCode.UNKNOWN_SERVER_ERROR, registration: null }
-        return {
-          errorCode: 0,
-          registration: {
-            replicas: [],
-            isr: r.isr,
-            leader: r.leaderId,
-            leaderEpoch: r.leaderEpoch,
-            partitionEpoch: r.partitionEpoch
-          }
-        }
-      }
-    }
+    isrChannel: AlterPartitionManager.make({
+      brokerId: nodeId,
+      brokerEpoch: () => brokerEpoch,
+      send: (request) => controller.request(AlterPartition.api, request)
+    })
   })
 
   // -------------------------------------------------------------------------------------------------
   // Replica fetchers, one per leader broker
 
-  const fetchers = new Map<number, { fetcher: ReplicaFetcher.ReplicaFetcher; channel: Channel }>()
-  const fetcherFor = async (leaderId: number): Promise<ReplicaFetcher.ReplicaFetcher | undefined> => {
+  // A fetcher belongs to one incarnation of its leader at one address: when the leader registers again
+  // (it restarted) the fetcher is replaced, so its partitions start from fresh fetch state on a new
+  // connection. Connections are opened per request as needed, so a leader that is down or restarting
+  // is fetched from again as soon as it listens.
+  interface LeaderFetcher {
+    readonly fetcher: ReplicaFetcher.ReplicaFetcher
+    readonly channel: Channel
+    readonly incarnationId: string
+    readonly host: string
+    readonly port: number
+  }
+  const fetchers = new Map<number, LeaderFetcher>()
+  const listenerOf = (b: MetadataImage.BrokerRegistration | undefined) =>
+    b?.listeners.find((x) => x.name !== "CONTROLLER") ?? b?.listeners[0]
+  const retireFetcher = (leaderId: number) => {
     const existing = fetchers.get(leaderId)
-    if (existing !== undefined) return existing.fetcher
-    const b = image.cluster.brokers.get(leaderId)
-    const l = b?.listeners.find((x) => x.name !== "CONTROLLER") ?? b?.listeners[0]
-    if (l === undefined) return undefined
+    if (existing === undefined) return
+    fetchers.delete(leaderId)
+    // Its partitions go first, so that an answer still in flight is dropped rather than appended.
+    existing.fetcher.removePartitions([...replicas.all()].map((p) => ({ topic: p.topic, partition: p.partition })))
+    void existing.fetcher.stop().finally(() => existing.channel.close())
+  }
+  const newFetcher = (
+    leaderId: number,
+    b: MetadataImage.BrokerRegistration,
+    l: { readonly host: string; readonly port: number }
+  ): ReplicaFetcher.ReplicaFetcher => {
     const channel = new Channel(l.host, l.port, `broker-${nodeId}-fetcher-${leaderId}`)
-    let conn: Connection.Connection
-    try {
-      conn = await channel.connection()
-    } catch {
-      return undefined
-    }
-    const fetchVersion = Either.getOrElse(conn.versionFor(Fetch.api), () => 12)
     const fetcher = new ReplicaFetcher.ReplicaFetcher({
       brokerId: nodeId,
-      brokerEpoch,
+      brokerEpoch: () => brokerEpoch,
       endpoint: NetworkLeaderEndpoint.make({
         leaderId,
         brokerId: nodeId,
-        fetchVersion,
-        connection: {
-          request: async (api, _version, body) => {
-            const c = await channel.connection()
-            return c.request(
-              api,
-              Either.getOrElse(c.versionFor(api), () => api.maxVersion),
-              body
-            )
-          }
-        }
+        // Our brokers speak the same versions; each request is capped at what the connection negotiated.
+        fetchVersion: Fetch.api.maxVersion,
+        connection: { request: (api, version, body) => channel.request(api, body, undefined, version) }
       }),
       // KIP-1279 §6.4: followers of mirror partitions validate batches with MirrorLeaderEpoch.
       isMirrorTopic: (topic) => (MetadataImage.topicByName(image, topic)?.mirrorName ?? null) !== null,
@@ -258,8 +242,38 @@ export const start = async (
       }
     })
     fetcher.start()
-    fetchers.set(leaderId, { fetcher, channel })
+    fetchers.set(leaderId, { fetcher, channel, incarnationId: b.incarnationId, host: l.host, port: l.port })
     return fetcher
+  }
+  /** The fetcher for the current registration of `leaderId`, replacing one built for an earlier one. */
+  const fetcherFor = (leaderId: number): ReplicaFetcher.ReplicaFetcher | undefined => {
+    const b = image.cluster.brokers.get(leaderId)
+    const l = listenerOf(b)
+    const existing = fetchers.get(leaderId)
+    if (b === undefined || l === undefined) {
+      retireFetcher(leaderId)
+      return undefined
+    }
+    if (
+      existing !== undefined &&
+      existing.incarnationId === b.incarnationId &&
+      existing.host === l.host &&
+      existing.port === l.port
+    )
+      return existing.fetcher
+    retireFetcher(leaderId)
+    const fetcher = newFetcher(leaderId, b, l)
+    // Every partition this broker follows under that leader moves to the new fetcher, from its log end.
+    for (const p of replicas.all())
+      if (p.leader === leaderId && leaderId !== nodeId)
+        fetcher.addPartitions([
+          { topic: p.topic, topicId: p.topicId, partition: p.partition, log: p.log, currentLeaderEpoch: p.leaderEpoch }
+        ])
+    return fetcher
+  }
+  /** Replaces the fetchers whose leader registered again or went away. */
+  const refreshFetchers = () => {
+    for (const leaderId of [...fetchers.keys()]) fetcherFor(leaderId)
   }
   const stopFetching = (topic: string, partition: number) => {
     for (const f of fetchers.values()) f.fetcher.removePartitions([{ topic, partition }])
@@ -386,19 +400,19 @@ export const start = async (
     if (t.name === GroupApis.OFFSETS_TOPIC) groups.onLeadership(partitionId, p.leader === nodeId)
     if (t.name === MirrorRuntime.MIRROR_STATE_TOPIC)
       mirrors.onStatePartition(partitionId, p.leader, p.leaderEpoch, t.partitions.size)
-    if (p.leader === nodeId) stopFetching(t.name, partitionId)
-    else if (p.leader >= 0) {
-      const state = role.state
-      void fetcherFor(p.leader).then((f) => {
-        if (f === undefined) return
-        // A new leader (or epoch) restarts fetching from our log end; the fetcher truncates on divergence.
-        for (const other of fetchers.values())
-          if (other.fetcher !== f) other.fetcher.removePartitions([{ topic: t.name, partition: partitionId }])
-        f.addPartitions([
-          { topic: t.name, topicId: t.id, partition: partitionId, log: state.log, currentLeaderEpoch: p.leaderEpoch }
-        ])
-      })
-    } else stopFetching(t.name, partitionId)
+    if (p.leader === nodeId || p.leader < 0) {
+      stopFetching(t.name, partitionId)
+      return
+    }
+    // A new leader (or epoch) restarts fetching from our log end; the fetcher truncates on divergence. Done
+    // in the order the metadata changes arrive, so a partition is never left with an older leader.
+    const state = role.state
+    const f = fetcherFor(p.leader)
+    for (const [leaderId, other] of fetchers)
+      if (leaderId !== p.leader) other.fetcher.removePartitions([{ topic: t.name, partition: partitionId }])
+    f?.addPartitions([
+      { topic: t.name, topicId: t.id, partition: partitionId, log: state.log, currentLeaderEpoch: state.leaderEpoch }
+    ])
   }
 
   // Config changes apply to the hosted partitions as they are replayed: a broker-level change to every
@@ -433,6 +447,7 @@ export const start = async (
     onMetadataUpdate: (delta: MetadataDelta.MetadataDelta, next, manifest) =>
       Effect.sync(() => {
         image = next
+        refreshFetchers()
         if (manifest._tag === "Snapshot") {
           effectiveConfig = DynamicBrokerConfig.effective(DynamicBrokerConfig.layersOf(config, image))
           reconfigure("all")
@@ -498,7 +513,7 @@ export const start = async (
 
   const incarnationId = Uuid.random()
   const registerOnce = async () => {
-    const res = await controller.request(BrokerRegistration.api, {
+    const res = await heartbeats.request(BrokerRegistration.api, {
       brokerId: nodeId,
       clusterId,
       incarnationId,
@@ -530,14 +545,14 @@ export const start = async (
         const offset = await Effect.runPromise(metadataLog.logEndOffset)
         const epoch = await Effect.runPromise(metadataLog.latestEpoch)
         const round = ++sentRounds
-        const res = await controller.request(
+        const res = await metadataChannel.request(
           Fetch.api,
           {
             replicaId: nodeId,
             replicaState: { replicaId: nodeId, replicaEpoch: brokerEpoch },
             maxWaitMs: 500,
             minBytes: 1,
-            maxBytes: 8 * 1024 * 1024,
+            maxBytes: METADATA_FETCH_MAX_BYTES,
             topics: [
               {
                 topic: MetadataLog.METADATA_TOPIC,
@@ -547,13 +562,13 @@ export const start = async (
                     partition: 0,
                     fetchOffset: BigInt(offset),
                     lastFetchedEpoch: epoch,
-                    partitionMaxBytes: 8 * 1024 * 1024
+                    partitionMaxBytes: METADATA_FETCH_MAX_BYTES
                   }
                 ]
               }
             ]
           },
-          5_000
+          METADATA_FETCH_TIMEOUT_MS
         )
         const p = res.responses[0]?.partitions[0]
         if (p === undefined || p.errorCode !== 0) {
@@ -576,7 +591,7 @@ export const start = async (
     while (!stopped) {
       try {
         if (brokerEpoch < 0n) await registerOnce()
-        const res = await controller.request(BrokerHeartbeat.api, {
+        const res = await heartbeats.request(BrokerHeartbeat.api, {
           brokerId: nodeId,
           brokerEpoch,
           currentMetadataOffset: BigInt(image.provenance.lastOffset),
@@ -659,6 +674,8 @@ export const start = async (
       await mirrors.close()
       for (const p of peers.values()) p.close()
       controller.close()
+      heartbeats.close()
+      metadataChannel.close()
       replicas.close()
       await Effect.runPromise(metadataLog.close)
     }

@@ -46,6 +46,9 @@ export interface ControllerServerOptions {
   readonly uncleanLeaderElectionEnable?: boolean
   readonly mirrorStateTopicPartitions?: number
   readonly mirrorStateTopicReplicationFactor?: number
+  readonly autoLeaderRebalanceEnable?: boolean
+  readonly leaderImbalanceCheckIntervalMs?: number
+  readonly leaderImbalancePerBrokerPercentage?: number
   readonly log?: (line: string) => void
 }
 
@@ -190,6 +193,15 @@ export const start = async (options: ControllerServerOptions): Promise<Controlle
       : {}),
     ...(options.mirrorStateTopicReplicationFactor !== undefined
       ? { mirrorStateTopicReplicationFactor: options.mirrorStateTopicReplicationFactor }
+      : {}),
+    ...(options.autoLeaderRebalanceEnable !== undefined
+      ? { autoLeaderRebalanceEnable: options.autoLeaderRebalanceEnable }
+      : {}),
+    ...(options.leaderImbalanceCheckIntervalMs !== undefined
+      ? { leaderImbalanceCheckIntervalMs: options.leaderImbalanceCheckIntervalMs }
+      : {}),
+    ...(options.leaderImbalancePerBrokerPercentage !== undefined
+      ? { leaderImbalancePerBrokerPercentage: options.leaderImbalancePerBrokerPercentage }
       : {}),
     ...(options.log !== undefined ? { log_: options.log } : {})
   })

@@ -77,6 +77,9 @@ export const start = async (
       uncleanLeaderElectionEnable: config.uncleanLeaderElectionEnable,
       mirrorStateTopicPartitions: config.mirrorStateTopicNumPartitions,
       mirrorStateTopicReplicationFactor: config.mirrorStateTopicReplicationFactor,
+      autoLeaderRebalanceEnable: config.autoLeaderRebalanceEnable,
+      leaderImbalanceCheckIntervalMs: config.leaderImbalanceCheckIntervalSeconds * 1000,
+      leaderImbalancePerBrokerPercentage: config.leaderImbalancePerBrokerPercentage,
       log
     })
   }

@@ -65,7 +65,23 @@ export interface QuorumControllerOptions {
   readonly mirrorStateTopicReplicationFactor?: number
   /** Records per metadata log batch; larger decisions become metadata transactions (default 10,000). */
   readonly maxRecordsPerBatch?: number
+  /** `auto.leader.rebalance.enable` (default true). */
+  readonly autoLeaderRebalanceEnable?: boolean
+  /** `leader.imbalance.check.interval.seconds`, in ms (default 300,000). */
+  readonly leaderImbalanceCheckIntervalMs?: number
+  /** `leader.imbalance.per.broker.percentage` (default 10). */
+  readonly leaderImbalancePerBrokerPercentage?: number
 }
+
+/** Kafka's `leader.imbalance.check.interval.seconds` default (300 s). */
+const DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS = 300_000
+/** Kafka's `leader.imbalance.per.broker.percentage` default. */
+const DEFAULT_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE = 10
+
+/** How often broker sessions are checked for expiry. */
+const SESSION_CHECK_INTERVAL_MS = 1000
+/** Preferred elections per controller write of a leader rebalance. */
+const REBALANCE_ELECTIONS_PER_ROUND = 1000
 
 /** The controller's leader epoch in its own log; one controller, one epoch. */
 const CONTROLLER_EPOCH = 1
@@ -97,11 +113,13 @@ export class QuorumController {
   private queue: Promise<unknown> = Promise.resolve()
   private readonly now: () => number
   private readonly timer: ReturnType<typeof setInterval>
+  private rebalanceTimer: ReturnType<typeof setInterval> | undefined
   private closed = false
   private readonly commitWaiters = new Set<() => void>()
   /** The metadata image as of the last commit: what a snapshot writes. */
   private image: MetadataImage.MetadataImage
   private recordsSinceSnapshot = 0
+  private lastSessionCheck: number
 
   private constructor(
     private readonly options: QuorumControllerOptions,
@@ -115,8 +133,16 @@ export class QuorumController {
     this.image = image
     // Brokers registered before this controller started get a full session to reach it.
     this.heartbeats = BrokerHeartbeats.seed(state.cluster.brokers.keys(), this.now())
-    this.timer = setInterval(() => void this.fenceStaleBrokers(), 1000)
+    this.lastSessionCheck = this.now()
+    this.timer = setInterval(() => this.checkSessions(), SESSION_CHECK_INTERVAL_MS)
     this.timer.unref()
+    if (options.autoLeaderRebalanceEnable ?? true) {
+      this.rebalanceTimer = setInterval(
+        () => void this.rebalanceLeaders(),
+        options.leaderImbalanceCheckIntervalMs ?? DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS
+      )
+      this.rebalanceTimer.unref()
+    }
   }
 
   /**
@@ -313,8 +339,24 @@ export class QuorumController {
         ...(this.options.sessionTimeoutMs !== undefined ? { sessionTimeoutMs: this.options.sessionTimeoutMs } : {})
       })
       if (Either.isLeft(r)) return { records: [], response: { ...toRequestError(r.left), brokerEpoch: -1n } }
+      const records: MetadataRecords.MetadataRecord[] = [...r.right.records]
+      // Like Kafka's unclean-shutdown handling: a new incarnation lost whatever the old one had in memory,
+      // so the id leaves every ISR and its leaderships move (new leader epochs), whether or not its old
+      // session was fenced yet. Replicas then follow the new leaders and it rejoins as a fresh follower.
+      const previous = state.cluster.brokers.get(request.brokerId)
+      if (previous !== undefined && previous.incarnationId !== request.incarnationId) {
+        const after = ControllerState.replayAll(state, records, this.nextOffset)
+        records.push(
+          ...ReplicationControl.handleBrokerFenced(
+            after.replication,
+            request.brokerId,
+            this.clusterView(after),
+            this.uncleanEnabled(after)
+          ).records
+        )
+      }
       return {
-        records: r.right.records,
+        records,
         response: { errorCode: 0, errorMessage: null, brokerEpoch: r.right.response.brokerEpoch }
       }
     }).then((res) => {
@@ -326,55 +368,86 @@ export class QuorumController {
     })
   }
 
+  /**
+   * A heartbeat counts as contact when it arrives, not when the write queue reaches it, and one that
+   * changes nothing is answered from the committed state at once: neither waits behind expensive work
+   * (a large topic creation, a burst of ISR changes), so a busy controller does not expire live sessions.
+   */
   brokerHeartbeat(
     request: BrokerHeartbeat.Request
   ): Promise<{ errorCode: number; isCaughtUp: boolean; isFenced: boolean; shouldShutDown: boolean }> {
-    return this.write((state) => {
-      const leads = ReplicationControl.partitionsLedBy(state.replication, request.brokerId).length > 0
-      const r = ClusterControl.processHeartbeat(state.cluster, request, {
-        now: this.now(),
-        metadataOffsetCommitted: this.committedOffset,
-        hasLeaderships: leads
-      })
-      if (Either.isLeft(r))
-        return {
-          records: [],
-          response: { errorCode: r.left.errorCode, isCaughtUp: false, isFenced: true, shouldShutDown: false }
-        }
-      const records: MetadataRecords.MetadataRecord[] = [...r.right.records]
-      const wasFenced = state.cluster.brokers.get(request.brokerId)?.fenced ?? true
-      // An unfenced broker can lead again: partitions without a leader may elect it.
-      if (wasFenced && !r.right.response.isFenced) {
-        const after = ControllerState.replayAll(state, records, this.nextOffset)
-        const elected = ReplicationControl.handleBrokerUnfenced(
+    const registered = this.state.cluster.brokers.get(request.brokerId)
+    if (registered !== undefined && registered.epoch === request.brokerEpoch) this.touch(request.brokerId)
+    const quick = this.decideHeartbeat(this.state, request)
+    if (quick.records.length === 0) return Promise.resolve(quick.response)
+    return this.write((state) => this.decideHeartbeat(state, request)).then((res) => {
+      if (res.errorCode === 0) this.touch(request.brokerId)
+      return res
+    })
+  }
+
+  private touch(brokerId: number): void {
+    this.heartbeats = BrokerHeartbeats.touch(this.heartbeats, brokerId, this.now())
+    this.contacted.add(brokerId)
+  }
+
+  private decideHeartbeat(
+    state: ControllerState.ControllerState,
+    request: BrokerHeartbeat.Request
+  ): ControllerResult<{ errorCode: number; isCaughtUp: boolean; isFenced: boolean; shouldShutDown: boolean }> {
+    const current = state.cluster.brokers.get(request.brokerId)
+    // Only a broker shutting down needs to know whether it still leads (a scan of every partition).
+    const leads =
+      (request.wantShutDown || current?.inControlledShutdown === true) &&
+      ReplicationControl.partitionsLedBy(state.replication, request.brokerId).length > 0
+    const r = ClusterControl.processHeartbeat(state.cluster, request, {
+      now: this.now(),
+      metadataOffsetCommitted: this.committedOffset,
+      hasLeaderships: leads
+    })
+    if (Either.isLeft(r))
+      return {
+        records: [],
+        response: { errorCode: r.left.errorCode, isCaughtUp: false, isFenced: true, shouldShutDown: false }
+      }
+    const records: MetadataRecords.MetadataRecord[] = [...r.right.records]
+    const wasFenced = current?.fenced ?? true
+    // An unfenced broker can lead again: partitions without a leader may elect it.
+    if (wasFenced && !r.right.response.isFenced) {
+      const after = ControllerState.replayAll(state, records, this.nextOffset)
+      const elected = ReplicationControl.handleBrokerUnfenced(
+        after.replication,
+        request.brokerId,
+        this.clusterView(after),
+        this.uncleanEnabled(after)
+      )
+      records.push(...elected.records)
+    }
+    // A broker going away moves its leaderships first.
+    if (!wasFenced && r.right.response.isFenced) {
+      const after = ControllerState.replayAll(state, records, this.nextOffset)
+      records.push(
+        ...ReplicationControl.handleBrokerFenced(
           after.replication,
           request.brokerId,
           this.clusterView(after),
           this.uncleanEnabled(after)
-        )
-        records.push(...elected.records)
-      }
-      // A broker going away moves its leaderships first.
-      if (!wasFenced && r.right.response.isFenced) {
-        const after = ControllerState.replayAll(state, records, this.nextOffset)
-        records.push(
-          ...ReplicationControl.handleBrokerFenced(
-            after.replication,
-            request.brokerId,
-            this.clusterView(after),
-            this.uncleanEnabled(after)
-          ).records
-        )
-      }
-      const { isCaughtUp, isFenced, shouldShutDown } = r.right.response
-      return { records, response: { errorCode: 0, isCaughtUp, isFenced, shouldShutDown } }
-    }).then((res) => {
-      if (res.errorCode === 0) {
-        this.heartbeats = BrokerHeartbeats.touch(this.heartbeats, request.brokerId, this.now())
-        this.contacted.add(request.brokerId)
-      }
-      return res
-    })
+        ).records
+      )
+    }
+    const { isCaughtUp, isFenced, shouldShutDown } = r.right.response
+    return { records, response: { errorCode: 0, isCaughtUp, isFenced, shouldShutDown } }
+  }
+
+  /**
+   * The session timer. When the timer itself ran late (this process stalled), heartbeats may be waiting
+   * unread in socket buffers: they are read before anyone's session is judged.
+   */
+  private checkSessions(): void {
+    const now = this.now()
+    const stalled = now - this.lastSessionCheck > 2 * SESSION_CHECK_INTERVAL_MS
+    this.lastSessionCheck = now
+    if (!stalled) void this.fenceStaleBrokers()
   }
 
   /** Fences brokers whose session expired and moves their leaderships (runs every second). */
@@ -402,6 +475,28 @@ export class QuorumController {
       this.options.log_?.(`fenced brokers ${fenced.response.join(", ")} (session expired)`)
       return { records, response: fenced.response }
     }).catch(() => [])
+  }
+
+  /**
+   * Moves leadership back to preferred replicas on brokers whose leader imbalance is above
+   * `leader.imbalance.per.broker.percentage` (run every `leader.imbalance.check.interval.seconds`); a
+   * round that hit its election cap runs again at once. Resolves with the partitions moved.
+   */
+  async rebalanceLeaders(): Promise<ReadonlyArray<ReplicationControl.TopicIdPartition>> {
+    const moved: ReplicationControl.TopicIdPartition[] = []
+    for (;;) {
+      const round = await this.write((state) =>
+        ReplicationControl.rebalanceLeaders(state.replication, this.clusterView(state), {
+          imbalancePerBrokerPercentage:
+            this.options.leaderImbalancePerBrokerPercentage ?? DEFAULT_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE,
+          maxElections: REBALANCE_ELECTIONS_PER_ROUND
+        })
+      ).catch(() => [])
+      moved.push(...round)
+      if (round.length < REBALANCE_ELECTIONS_PER_ROUND || this.closed) break
+    }
+    if (moved.length > 0) this.options.log_?.(`leader rebalance: ${moved.length} partitions back to preferred replicas`)
+    return moved
   }
 
   // -------------------------------------------------------------------------------------------------
@@ -575,6 +670,7 @@ export class QuorumController {
   /** Waits for queued operations, writes a snapshot, then stops. */
   async close(): Promise<void> {
     clearInterval(this.timer)
+    clearInterval(this.rebalanceTimer)
     if (this.recordsSinceSnapshot > 0) await this.snapshot().catch(() => undefined)
     await this.queue
     this.closed = true

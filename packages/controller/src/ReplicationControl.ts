@@ -1060,6 +1060,61 @@ export const electLeaders = (
 }
 
 // ---------------------------------------------------------------------------------------------------
+// Automatic leader rebalance
+
+export interface RebalanceLeadersOptions {
+  /** `leader.imbalance.per.broker.percentage`: the imbalance a broker may have before it is rebalanced. */
+  readonly imbalancePerBrokerPercentage: number
+  /** At most this many elections in one result (default 1,000); the runtime runs again for the rest. */
+  readonly maxElections?: number
+}
+
+/**
+ * rebalanceLeaders (`auto.leader.rebalance.enable`): a broker's imbalance is the share of the partitions
+ * it is the preferred (first) replica of that another broker leads. For every broker whose imbalance
+ * is above the percentage, each of those partitions whose preferred replica is active and in the ISR gets
+ * a preferred election: a PartitionChangeRecord naming it leader (leader epoch + 1). Brokers at or
+ * below the percentage are left alone. The response lists the partitions moved (at most `maxElections`).
+ */
+export const rebalanceLeaders = (
+  state: State,
+  cluster: ClusterView,
+  options: RebalanceLeadersOptions
+): ControllerResult<ReadonlyArray<TopicIdPartition>> => {
+  const preferredCount = new Map<number, number>()
+  const notLeading = new Map<number, number>()
+  for (const t of state.topicsById.values())
+    for (const p of t.partitions.values()) {
+      const preferred = p.replicas[0]
+      if (preferred === undefined) continue
+      preferredCount.set(preferred, (preferredCount.get(preferred) ?? 0) + 1)
+      if (p.leader !== preferred) notLeading.set(preferred, (notLeading.get(preferred) ?? 0) + 1)
+    }
+  const imbalanced = new Set<number>()
+  for (const [broker, total] of preferredCount)
+    if (((notLeading.get(broker) ?? 0) * 100) / total > options.imbalancePerBrokerPercentage) imbalanced.add(broker)
+  if (imbalanced.size === 0) return { records: [], response: [] }
+  const max = options.maxElections ?? 1000
+  const elected = electFor(
+    state,
+    (p) => {
+      const preferred = p.replicas[0]
+      return (
+        preferred !== undefined &&
+        p.leader !== preferred &&
+        imbalanced.has(preferred) &&
+        p.isr.includes(preferred) &&
+        cluster.isActive(preferred)
+      )
+    },
+    () => ({ election: "preferred", isAcceptableLeader: cluster.isActive })
+  )
+  return elected.records.length <= max
+    ? elected
+    : { records: elected.records.slice(0, max), response: elected.response.slice(0, max) }
+}
+
+// ---------------------------------------------------------------------------------------------------
 // BumpLeaderEpochs (KIP-1279)
 
 export type BumpLeaderEpochsResponse = BumpLeaderEpochs.Response

@@ -1414,3 +1414,73 @@ describe("ReplicationControl within the controller state", () => {
     expect(response[0]).toMatchObject({ errorCode: E.INVALID_CONFIG, errorMessage: "Unknown topic config name: nope" })
   })
 })
+
+// ---------------------------------------------------------------------------------------------------
+
+describe("ReplicationControl.rebalanceLeaders (auto.leader.rebalance.enable)", () => {
+  const TEN = { imbalancePerBrokerPercentage: 10 }
+  // Broker 1 prefers partitions 0-3, broker 2 prefers 4-7; each leads what it prefers unless told otherwise.
+  const topic = (leaders: ReadonlyArray<number>, isrs?: ReadonlyArray<ReadonlyArray<number>>) =>
+    topicRecords(
+      "t",
+      T,
+      leaders.map((leader, i) => {
+        const replicas = i < 4 ? [1, 2, 3] : [2, 3, 1]
+        return { replicas, isr: isrs?.[i] ?? replicas, leader }
+      })
+    )
+
+  it("given a broker whose imbalance is above the percentage, when checked, then its preferred partitions return to it", () => {
+    // Broker 1 leads none of its 4 partitions (100% > 10%): a restart moved them all to broker 2.
+    const s = given(topic([2, 2, 2, 2, 2, 2, 2, 2]))
+    const { records, response, after } = when(s, (st) => RC.rebalanceLeaders(st, THREE, TEN))
+    expect(records).toEqual(
+      [0, 1, 2, 3].map((partitionId) =>
+        MetadataRecords.make("PartitionChangeRecord", { partitionId, topicId: T, leader: 1, leaderEpoch: 1 }, 3)
+      )
+    )
+    expect(response.map((p) => p.partitionId)).toEqual([0, 1, 2, 3])
+    for (const p of [0, 1, 2, 3])
+      expect(part(after, "t", p)).toMatchObject({ leader: 1, leaderEpoch: 1, isr: [1, 2, 3] })
+    // Then nothing is left to do.
+    expect(when(after, (st) => RC.rebalanceLeaders(st, THREE, TEN)).records).toEqual([])
+  })
+
+  it("leaves a broker at or below the percentage alone", () => {
+    // Broker 1 leads 3 of its 4 partitions: a 25% imbalance, not above 30% or 25%, above 20%.
+    const s = given(topic([1, 1, 1, 2, 2, 2, 2, 2]))
+    expect(when(s, (st) => RC.rebalanceLeaders(st, THREE, { imbalancePerBrokerPercentage: 30 })).records).toEqual([])
+    expect(when(s, (st) => RC.rebalanceLeaders(st, THREE, { imbalancePerBrokerPercentage: 25 })).records).toEqual([])
+    expect(
+      when(s, (st) => RC.rebalanceLeaders(st, THREE, { imbalancePerBrokerPercentage: 20 })).response.map(
+        (p) => p.partitionId
+      )
+    ).toEqual([3])
+  })
+
+  it("elects a preferred replica only where it is in the ISR and active", () => {
+    // Partition 0: broker 1 out of the ISR; the others: broker 1 fenced.
+    const s = given(
+      topic(
+        [2, 2, 2, 2, 2, 2, 2, 2],
+        [
+          [2, 3],
+          [1, 2, 3],
+          [1, 2, 3],
+          [1, 2, 3]
+        ]
+      )
+    )
+    expect(when(s, (st) => RC.rebalanceLeaders(st, THREE, TEN)).response.map((p) => p.partitionId)).toEqual([1, 2, 3])
+    expect(when(s, (st) => RC.rebalanceLeaders(st, clusterOf([2, 3], [1, 2, 3]), TEN)).records).toEqual([])
+  })
+
+  it("caps one round at maxElections", () => {
+    const s = given(topic([2, 2, 2, 2, 2, 2, 2, 2]))
+    const first = when(s, (st) => RC.rebalanceLeaders(st, THREE, { ...TEN, maxElections: 3 }))
+    expect(first.response.map((p) => p.partitionId)).toEqual([0, 1, 2])
+    expect(when(first.after, (st) => RC.rebalanceLeaders(st, THREE, TEN)).response.map((p) => p.partitionId)).toEqual([
+      3
+    ])
+  })
+})

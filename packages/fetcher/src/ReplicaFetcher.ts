@@ -73,8 +73,11 @@ export interface PartitionFetchState {
 export interface ReplicaFetcherOptions {
   /** This broker's id, sent as `ReplicaId` / `ReplicaState.ReplicaId`. */
   readonly brokerId: number
-  /** This broker's epoch from its registration, sent as `ReplicaState.ReplicaEpoch`. */
-  readonly brokerEpoch: bigint
+  /**
+   * This broker's epoch from its registration, sent as `ReplicaState.ReplicaEpoch`; a function when it may
+   * change while the fetcher runs (the broker registered again).
+   */
+  readonly brokerEpoch: bigint | (() => bigint)
   readonly endpoint: LeaderEndpoint
   readonly config?: Partial<FetcherConfig.FetcherConfig>
   readonly events?: FetcherEvents
@@ -345,7 +348,11 @@ export class ReplicaFetcher {
     return {
       clusterId: null,
       replicaId: this.options.brokerId,
-      replicaState: { replicaId: this.options.brokerId, replicaEpoch: this.options.brokerEpoch },
+      replicaState: {
+        replicaId: this.options.brokerId,
+        replicaEpoch:
+          typeof this.options.brokerEpoch === "function" ? this.options.brokerEpoch() : this.options.brokerEpoch
+      },
       maxWaitMs: this.config.replicaFetchWaitMaxMs,
       minBytes: this.config.replicaFetchMinBytes,
       maxBytes: this.config.replicaFetchResponseMaxBytes,

@@ -1,7 +1,7 @@
 /**
  * Apache Kafka's own command-line tools, run as `java -cp '<libs>/*' <main class> ...` against any
  * cluster (Apache Kafka or ours): kafka-topics, the console producer and consumer, consumer-groups,
- * kafka-configs and the producer/consumer performance tools.
+ * kafka-configs, kafka-leader-election and the producer/consumer performance tools.
  *
  * Arguments are passed through unchanged (including `--bootstrap-server`), so a test says exactly what an
  * operator would type. A failing exit is a result, not an exception; `expectSuccess` turns it into one.
@@ -20,6 +20,7 @@ export const MainClass = {
   configs: "org.apache.kafka.tools.ConfigCommand",
   producerPerf: "org.apache.kafka.tools.ProducerPerformance",
   consumerPerf: "org.apache.kafka.tools.ConsumerPerformance",
+  leaderElection: "org.apache.kafka.tools.LeaderElectionCommand",
   storage: "kafka.tools.StorageTool"
 } as const
 
@@ -103,6 +104,10 @@ export const producerPerf = (args: ReadonlyArray<string>, opts?: ToolOptions): P
 /** `kafka-consumer-perf-test.sh`. */
 export const consumerPerf = (args: ReadonlyArray<string>, opts?: ToolOptions): Promise<ToolResult> =>
   run(MainClass.consumerPerf, args, opts)
+
+/** `kafka-leader-election.sh`: e.g. `["--bootstrap-server", b, "--election-type", "PREFERRED", "--all-topic-partitions"]`. */
+export const leaderElection = (args: ReadonlyArray<string>, opts?: ToolOptions): Promise<ToolResult> =>
+  run(MainClass.leaderElection, args, opts)
 
 /** Returns `result` if the tool exited with 0, else throws a `ToolError` quoting its stderr. */
 export const expectSuccess = (tool: string, result: ToolResult): ToolResult => {

@@ -15,7 +15,14 @@ export class Channel {
     private readonly port: number,
     private readonly clientId: string
   ) {}
-  private get(): Promise<Connection.Connection> {
+  /** The open connection, or a new one when there is none or the last one closed (the peer restarted). */
+  private async get(): Promise<Connection.Connection> {
+    const current = this.conn
+    if (current !== undefined) {
+      const c = await current.catch(() => undefined)
+      if (c?.isOpen === true) return c
+      if (this.conn === current) this.conn = undefined
+    }
     this.conn ??= Connection.open({
       host: this.host,
       port: this.port,
@@ -24,18 +31,24 @@ export class Channel {
     })
     return this.conn
   }
+  /**
+   * Sends a request at the highest version both sides support, capped at `maxVersion` when given. A failed
+   * request drops the connection, so the next one reconnects.
+   */
   async request<Req extends Spec.Fields, Res extends Spec.Fields>(
     api: Api.ApiDef<Req, Res>,
     body: Spec.StructInput<Req>,
-    timeoutMs?: number
+    timeoutMs?: number,
+    maxVersion?: number
   ): Promise<Spec.StructType<Res>> {
     const attempt = this.get()
     try {
       const c = await attempt
-      const v = Either.getOrThrow(c.versionFor(api))
+      const negotiated = Either.getOrThrow(c.versionFor(api))
+      const v = maxVersion === undefined ? negotiated : Math.min(negotiated, maxVersion)
       return await c.request(api, v, body, timeoutMs === undefined ? undefined : { timeoutMs })
     } catch (e) {
-      if (this.conn === attempt) this.conn = undefined
+      // The next request finds the connection closed and opens another.
       void attempt.then((c) => c.close()).catch(() => {})
       throw e
     }
