@@ -313,6 +313,7 @@ export const start = async (
   const metrics = new MirrorMetrics.MirrorMetrics()
   const mirrors = MirrorRuntime.make({
     config,
+    effectiveConfig: () => effectiveConfig,
     clusterId,
     image: () => image,
     replicas,
