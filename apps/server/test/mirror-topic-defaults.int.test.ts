@@ -5,11 +5,12 @@
  * name and a topic found by pattern discovery both come out with three replicas (the forwarding
  * broker's default, not the controller's 1), as `kafka-topics --describe` shows, and describe the
  * destination brokers' `min.insync.replicas` (the source topic sets none). A mirror's own
- * `replication.factor` wins over the brokers' default.
+ * `replication.factor` wins over the brokers' default. With one broker stopped, a started topic gets
+ * the two live brokers as replicas instead of failing, and its result and the controller's log say so.
  */
 import { randomBytes } from "node:crypto"
 import { ClusterClient, MirrorAdmin } from "@clustermirror/client"
-import { CreateTopics, DescribeConfigs } from "@clustermirror/protocol"
+import { CreateTopics, DescribeConfigs, StartMirrorTopics } from "@clustermirror/protocol"
 import { JavaTools, Ports, Wait } from "@clustermirror/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ServerHandle, startServer } from "./harness.js"
@@ -35,6 +36,7 @@ describe("destination topics created by a mirror take the brokers' topic default
         "node.id": 1000,
         "cluster.id": clusterId,
         listeners: `CONTROLLER://127.0.0.1:${controllerPort}`,
+        "broker.session.timeout.ms": 3000,
         "mirror.state.topic.num.partitions": 3
       }
     })
@@ -144,5 +146,38 @@ describe("destination topics created by a mirror take the brokers' topic default
     const started = await admin.startMirrorTopics("pinned", ["pinned-1"])
     expect(started.map((r) => [r.name, r.error])).toEqual([["pinned-1", null]])
     expect(await destinationReplicas("pinned-1", 1)).toEqual([2])
+  })
+
+  it("with a broker down, a default above the live brokers is capped and the start says so", async () => {
+    await brokers[2]!.stop()
+    await Wait.eventually(
+      "broker 3 fenced",
+      async () => ((await dst.metadata([])).brokers.size === 2 ? true : undefined),
+      60_000,
+      250
+    )
+    await createSourceTopic("capped", 2)
+    const started = await admin.startMirrorTopics("dr", ["capped"])
+    expect(started.map((r) => [r.name, r.error])).toEqual([["capped", null]])
+    expect(await destinationReplicas("capped", 2)).toEqual([2, 2])
+    // The result of a capped topic is a success that says why it has fewer replicas.
+    await createSourceTopic("capped-2", 1)
+    const [sourceTopic] = await admin.sourceTopics("dr", ["capped-2"])
+    const res = await dst.sendToAnyBroker(StartMirrorTopics.api, {
+      mirrorName: "dr",
+      topics: [{ topicName: "capped-2", topicId: sourceTopic!.topicId, numPartitions: 1 }]
+    })
+    expect(res.topics).toEqual([
+      {
+        name: "capped-2",
+        errorCode: 0,
+        errorMessage:
+          "Created with replication factor 2, the number of live brokers: the default.replication.factor of the broker that forwarded the request is 3."
+      }
+    ])
+    expect(res.errorCode).toBe(0)
+    expect(controller.output()).toContain(
+      "mirror dr: topic capped-2: Created with replication factor 2, the number of live brokers"
+    )
   })
 })
