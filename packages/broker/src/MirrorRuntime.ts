@@ -680,10 +680,10 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
 
     /**
      * Phase 1 of §5.8, then the controller with the stamp (and what `stamp` adds to the request); a
-     * refusal answers every topic. The controller
-     * refuses a stamp older than a mirror-state change it committed (INVALID_CLUSTER_MIRROR_STATES): this
-     * broker then loads what the controller committed and validates again, so that an operation sent
-     * while this broker lags behind the metadata log goes through once it caught up.
+     * refusal answers every topic. The controller refuses a stamp older than a mirror-state change it
+     * committed (INVALID_CLUSTER_MIRROR_STATES): this broker then loads what the controller committed
+     * and validates again, so that an operation sent while this broker lags behind the metadata log goes
+     * through once it caught up.
      */
     const validated = <Req extends Spec.Fields, Res extends Spec.Fields>(
       api: Api.ApiDef<Req, Res>,
