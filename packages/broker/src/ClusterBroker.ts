@@ -341,6 +341,7 @@ export const start = async (
   }
   const mirrors = MirrorRuntime.make({
     config,
+    effectiveConfig: () => effectiveConfig,
     clusterId,
     image: () => image,
     replicas,

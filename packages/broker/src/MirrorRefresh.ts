@@ -459,11 +459,13 @@ export class MirrorRefresh {
       excludePatterns: []
     })
     const failed = new Set<string>()
+    // A success may carry a note: the topic got fewer replicas than its default (the live brokers).
+    const notes = new Map<string, string>()
     for (const t of res.topics)
       if (t.errorCode !== E.NONE) {
         failed.add(t.name)
         syncError("topic_create", `starting ${t.name}: ${t.errorMessage ?? Errors.message(t.errorCode)}`)
-      }
+      } else if (t.errorMessage !== null) notes.set(t.name, t.errorMessage)
     // A top-level error without a per-topic one refused the whole request (validation, the lock).
     if (res.errorCode !== E.NONE && failed.size === 0) {
       syncError("discovery", `StartMirrorTopics: ${res.errorMessage ?? Errors.message(res.errorCode)}`)
@@ -471,7 +473,9 @@ export class MirrorRefresh {
     }
     for (const t of topics)
       if (!failed.has(t.topicName))
-        this.log(`mirror ${mirror}: discovered ${t.topicName} (${t.topicId}, ${t.numPartitions} partitions)`)
+        this.log(
+          `mirror ${mirror}: discovered ${t.topicName} (${t.topicId}, ${t.numPartitions} partitions)${notes.has(t.topicName) ? `: ${notes.get(t.topicName)}` : ""}`
+        )
   }
 
   private async stop(

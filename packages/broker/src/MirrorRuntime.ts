@@ -55,6 +55,8 @@ const UNFETCHED: ReadonlySet<string> = new Set(["PAUSED", "PAUSING", "FAILED"])
 /** What the runtime needs of its broker. */
 export interface MirrorRuntimeOptions {
   readonly config: BrokerConfig
+  /** The config in force (dynamic broker configs applied); `config` when absent. */
+  readonly effectiveConfig?: () => BrokerConfig
   readonly clusterId: string
   readonly image: () => MetadataImage.MetadataImage
   readonly replicas: ReplicaManager
@@ -677,16 +679,18 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     )
 
     /**
-     * Phase 1 of §5.8, then the controller with the stamp; a refusal answers every topic. The controller
-     * refuses a stamp older than a mirror-state change it committed (INVALID_CLUSTER_MIRROR_STATES): this
-     * broker then loads what the controller committed and validates again, so that an operation sent
-     * while this broker lags behind the metadata log goes through once it caught up.
+     * Phase 1 of §5.8, then the controller with the stamp (and what `stamp` adds to the request); a
+     * refusal answers every topic. The controller refuses a stamp older than a mirror-state change it
+     * committed (INVALID_CLUSTER_MIRROR_STATES): this broker then loads what the controller committed
+     * and validates again, so that an operation sent while this broker lags behind the metadata log goes
+     * through once it caught up.
      */
     const validated = <Req extends Spec.Fields, Res extends Spec.Fields>(
       api: Api.ApiDef<Req, Res>,
       op: MirrorMetadataManager.Operation,
       topicsOf: (request: Spec.StructType<Req>) => ReadonlyArray<string> | null,
-      refuse: (topics: ReadonlyArray<string>, errorCode: number, errorMessage: string) => Spec.StructInput<Res>
+      refuse: (topics: ReadonlyArray<string>, errorCode: number, errorMessage: string) => Spec.StructInput<Res>,
+      stamp: () => Readonly<Record<string, unknown>> = () => ({})
     ) =>
       handlers.register(api, async (_req, request) => {
         const mirrorName = (request as { readonly mirrorName: string }).mirrorName
@@ -694,7 +698,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
         for (let attempt = 1; ; attempt++) {
           const v = await manager.validate(op, mirrorName, topics)
           if (v._tag === "Invalid") return refuse(topics ?? [], v.errorCode, v.errorMessage)
-          const stamped = { ...request, stateValidationOffset: BigInt(v.stateValidationOffset) }
+          const stamped = { ...request, ...stamp(), stateValidationOffset: BigInt(v.stateValidationOffset) }
           const response = await controller.request(api, stamped as Spec.StructInput<Req>)
           await options.catchUp()
           const errorCode = (response as { readonly errorCode: number }).errorCode
@@ -712,7 +716,11 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
       errorMessage,
       topics: topics.map((name) => ({ name, errorCode, errorMessage }))
     })
-    validated(StartMirrorTopics.api, "start", topicNames, refuseTopics)
+    // The topics a start creates take this broker's default.replication.factor, unless the mirror sets
+    // replication.factor: the controller's own value is only the last resort.
+    validated(StartMirrorTopics.api, "start", topicNames, refuseTopics, () => ({
+      defaultReplicationFactor: (options.effectiveConfig?.() ?? config).defaultReplicationFactor
+    }))
     validated(StopMirrorTopics.api, "stop", topicNames, refuseTopics)
     validated(PauseMirrorTopics.api, "pause", topicNames, refuseTopics)
     validated(ResumeMirrorTopics.api, "resume", topicNames, refuseTopics)

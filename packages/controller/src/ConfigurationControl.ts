@@ -84,6 +84,9 @@ const throttledReplicas = (v: string): string | null => {
 }
 
 /** A list of regular expressions: a mirror's topic and group filters (KIP-1279 §5.3). */
+const replicationFactor = (v: string): string | null =>
+  Number(v) === -1 || Number(v) >= 1 ? null : "Value must be at least 1, or -1 for the default"
+
 const regexList = (v: string): string | null => {
   const bad = splitList(v).find((p) => !Patterns.isValid(p))
   return bad === undefined ? null : `'${bad}' is not a valid regular expression`
@@ -293,6 +296,9 @@ export const MIRROR_CONFIG_DEFS: ReadonlyMap<string, ConfigDef> = table([
   ),
   // Ours: a per-mirror override of the broker's refresh interval (§5.9); 0 disables the refresh.
   def("mirror.metadata.refresh.interval.ms", "long", null, atLeast(0)),
+  // Ours (MirrorMaker 2's name): the replication factor of the destination topics the mirror creates;
+  // unset or -1 = the default.replication.factor of the broker that forwards the start.
+  def("replication.factor", "short", null, replicationFactor),
   def("mirror.topics.include", "list", "", regexList),
   def("mirror.topics.exclude", "list", "__.*", regexList),
   def("mirror.groups.include", "list", ".*", regexList),

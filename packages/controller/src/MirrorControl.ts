@@ -106,9 +106,16 @@ export interface StartMirrorTopicsContext extends OffsetContext {
    * KIP-516 describes its topics with the zero id).
    */
   readonly newTopicId: () => string
-  /** Replication factor of destination topics Start creates (`default.replication.factor`); 1 when absent. */
+  /**
+   * The controller's `default.replication.factor` (1 when absent): the replication factor of the
+   * destination topics Start creates when neither the mirror's `replication.factor` nor the
+   * forwarding broker's DefaultReplicationFactor gives one.
+   */
   readonly defaultReplicationFactor?: number
 }
+
+/** The mirror config naming the replication factor of the destination topics it creates (ours). */
+export const REPLICATION_FACTOR_CONFIG = "replication.factor"
 
 // ---------------------------------------------------------------------------------------------------
 // Queries
@@ -451,7 +458,10 @@ const createTopic = (
  * source id; with NumPartitions <= 0 the source does not know it yet: it stays in the include list
  * for discovery, success, no state record (JR31.1); otherwise it is created with NumPartitions and
  * the source id (a fresh random id when the source gave the zero id), CreateTopics' errors apply and
- * every replica must be on an active broker, then MIRRORING.
+ * every replica must be on an active broker, then MIRRORING. Its replication factor is in
+ * `destinationReplicationFactor`: an explicit mirror `replication.factor` is kept (more than the
+ * active brokers is INVALID_REPLICATION_FACTOR), a default is capped at the live brokers and the
+ * topic's result says so in its ErrorMessage (with ErrorCode NONE).
  *
  * The top-level error is the first per-topic error (§2.4). However many partitions the topics have,
  * the records are one decision: the runtime appends them as one metadata transaction when they do
@@ -499,7 +509,7 @@ export const startMirrorTopics = (
   const results: Array<readonly [string, ApiError]> = []
   for (const t of request.topics) {
     if (results.some(([n]) => n === t.topicName)) continue
-    results.push([t.topicName, startOne(b, mirror, t, matchers.right, twice, ctx)])
+    results.push([t.topicName, startOne(b, mirror, t, matchers.right, twice, request.defaultReplicationFactor, ctx)])
   }
   const firstError = results.find(([, e]) => e.errorCode !== E.NONE)?.[1] ?? NONE
   return ControllerResult.of(b.records, topicsResponse(firstError, results))
@@ -511,6 +521,7 @@ const startOne = (
   t: StartMirrorTopics.Request["topics"][number],
   matchers: { readonly include: Patterns.Matcher; readonly exclude: Patterns.Matcher },
   twice: ReadonlySet<string>,
+  requestedDefault: number,
   ctx: StartMirrorTopicsContext
 ): ApiError => {
   const name = t.topicName
@@ -550,20 +561,70 @@ const startOne = (
   }
   // Unknown on the source: the name is in the include list, discovery starts it once it appears.
   if (t.numPartitions <= 0) return NONE
+  const rf = destinationReplicationFactor(b.state, mirror, requestedDefault, ctx)
   const created = createTopic(b.state, ctx, {
     name,
     numPartitions: t.numPartitions,
-    replicationFactor: -1,
+    replicationFactor: rf.replicationFactor,
     configs: [],
     // Passed as the mirror id even when fresh, so that every replica must be on an active broker.
     mirrorTopicId: t.topicId === Uuid.ZERO ? freshTopicId(b.state, ctx.newTopicId) : t.topicId
   })
-  if (Either.isLeft(created)) return created.left
+  if (Either.isLeft(created))
+    return rf.explicit
+      ? apiError(
+          created.left.errorCode,
+          `${REPLICATION_FACTOR_CONFIG}=${rf.replicationFactor} of mirror '${mirror}': ${created.left.errorMessage ?? Errors.message(created.left.errorCode)}`
+        )
+      : created.left
   append(b, [
     ...created.right.records,
     MetadataRecords.mirrorTopicStateChange(created.right.topicId, mirror, "MIRRORING")
   ])
-  return NONE
+  return apiError(E.NONE, rf.note)
+}
+
+/** The replication factor of a destination topic Start creates, and where it came from. */
+export interface DestinationReplicationFactor {
+  readonly replicationFactor: number
+  /** Set by the mirror's `replication.factor`: kept as given, never capped. */
+  readonly explicit: boolean
+  /** Why the topic gets fewer replicas than its default asked for; null when it does not. */
+  readonly note: string | null
+}
+
+/**
+ * Where a destination topic's replication factor comes from: the mirror's `replication.factor` when
+ * set (not -1), as given, like an explicit CreateTopics replication factor; else the forwarding
+ * broker's `default.replication.factor` (`requestedDefault`, the request's DefaultReplicationFactor),
+ * else the controller's. A default is capped at the live brokers, as `offsets.topic.replication.factor`
+ * is, so that a start or a discovery does not fail while brokers are down or the cluster is smaller
+ * than the default; the topic keeps the smaller factor (reassign it to grow it), and the note says so.
+ */
+export const destinationReplicationFactor = (
+  state: ControllerState.ControllerState,
+  mirror: string,
+  requestedDefault: number,
+  ctx: StartMirrorTopicsContext
+): DestinationReplicationFactor => {
+  const stored = ConfigurationControl.configsOf(
+    state.configs,
+    ConfigurationControl.ResourceType.CLUSTER_MIRROR,
+    mirror
+  ).get(REPLICATION_FACTOR_CONFIG)
+  const configured = stored === undefined ? -1 : Number(stored)
+  if (configured > 0) return { replicationFactor: configured, explicit: true, note: null }
+  const [wanted, from] =
+    requestedDefault > 0
+      ? [requestedDefault, "the default.replication.factor of the broker that forwarded the request"]
+      : [ctx.defaultReplicationFactor ?? 1, "the controller's default.replication.factor"]
+  const live = ctx.clusterView.liveBrokers.length
+  if (live === 0 || wanted <= live) return { replicationFactor: wanted, explicit: false, note: null }
+  return {
+    replicationFactor: live,
+    explicit: false,
+    note: `Created with replication factor ${live}, the number of live brokers: ${from} is ${wanted}.`
+  }
 }
 
 /** A random topic id no topic has and Kafka does not reserve. */

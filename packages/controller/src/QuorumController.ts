@@ -612,8 +612,8 @@ export class QuorumController {
     )
   }
 
-  startMirrorTopics(request: StartMirrorTopics.Request): Promise<StartMirrorTopics.Response> {
-    return this.write(
+  async startMirrorTopics(request: StartMirrorTopics.Request): Promise<StartMirrorTopics.Response> {
+    const response = await this.write(
       (state) =>
         MirrorControl.startMirrorTopics(state, request, {
           nextOffset: this.nextOffset,
@@ -623,6 +623,11 @@ export class QuorumController {
         }),
       "StartMirrorTopics"
     )
+    // A topic created with fewer replicas than its default asked for (capped at the live brokers).
+    for (const t of response.topics)
+      if (t.errorCode === 0 && t.errorMessage !== null)
+        this.options.log_?.(`mirror ${request.mirrorName}: topic ${t.name}: ${t.errorMessage}`)
+    return response
   }
 
   stopMirrorTopics(request: StopMirrorTopics.Request): Promise<StopMirrorTopics.Response> {

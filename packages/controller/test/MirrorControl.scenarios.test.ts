@@ -121,6 +121,7 @@ const start = (
   includePatterns: [],
   excludePatterns: [],
   stateValidationOffset: -1n,
+  defaultReplicationFactor: -1,
   ...extra
 })
 

@@ -97,6 +97,7 @@ const start = (
   includePatterns: [],
   excludePatterns: [],
   stateValidationOffset: -1n,
+  defaultReplicationFactor: -1,
   ...extra
 })
 
@@ -542,18 +543,121 @@ describe("startMirrorTopics", () => {
     expect(mirrorConfigs(o.after, "m").get("mirror.topics.include")).toBe("__.*,fine")
   })
 
-  it("reports CreateTopics' errors for the destination topic (replicas must all be on active brokers)", () => {
-    const o = ControllerTest.given(world)
+  it("reports CreateTopics' errors for the destination topic: replicas must all be on active brokers", () => {
+    // Broker 3 is registered but fenced: a mirror topic may not put a replica on it.
+    const fenced: ReplicationControl.ClusterView = {
+      liveBrokers: [1, 2],
+      isActive: (b) => b === 1 || b === 2,
+      isRegistered: (b) => b >= 1 && b <= 3
+    }
+    const o = ControllerTest.given([...world, mirrorConfig("m", "replication.factor", "3")])
       .when((s, { nextOffset }) =>
         MirrorControl.startMirrorTopics(
           s,
           start([{ name: "big", id: uuid(200), partitions: 1 }]),
-          startCtx(nextOffset, { defaultReplicationFactor: 4 })
+          startCtx(nextOffset, { clusterView: fenced })
         )
       )
       .outcome()
     expect(o.response.topics[0]!.errorCode).toBe(E.INVALID_REPLICATION_FACTOR)
+    expect(o.response.topics[0]!.errorMessage).toMatch(/^replication\.factor=3 of mirror 'm': /)
     expect(o.records.filter((r) => r.type !== "ConfigRecord")).toEqual([])
+  })
+})
+
+describe("startMirrorTopics: the replication factor of the destination topics it creates", () => {
+  const replicasOf = (records: ReadonlyArray<Rec>) =>
+    records.flatMap((r) => (r.type === "PartitionRecord" ? [r.data.replicas.length] : []))
+  const startOrders = (
+    given: ReadonlyArray<Rec>,
+    request: Partial<StartMirrorTopics.Request>,
+    ctx: Partial<MirrorControl.StartMirrorTopicsContext>
+  ) =>
+    ControllerTest.given(given)
+      .when((s, { nextOffset }) =>
+        MirrorControl.startMirrorTopics(
+          s,
+          start([{ name: "orders", id: uuid(300), partitions: 2 }], request),
+          startCtx(nextOffset, ctx)
+        )
+      )
+      .outcome()
+
+  it("takes the forwarding broker's default.replication.factor over the controller's", () => {
+    const o = startOrders(world, { defaultReplicationFactor: 3 }, { defaultReplicationFactor: 1 })
+    expect(o.response).toEqual(topicsResponse([["orders", E.NONE]]))
+    expect(replicasOf(o.records)).toEqual([3, 3])
+  })
+
+  it("takes the controller's default.replication.factor when the request carries none (-1)", () => {
+    const o = startOrders(world, { defaultReplicationFactor: -1 }, { defaultReplicationFactor: 2 })
+    expect(o.response).toEqual(topicsResponse([["orders", E.NONE]]))
+    expect(replicasOf(o.records)).toEqual([2, 2])
+  })
+
+  it("takes the mirror's replication.factor over both defaults; -1 there means the defaults", () => {
+    const explicit = startOrders(
+      [...world, mirrorConfig("m", "replication.factor", "2")],
+      { defaultReplicationFactor: 3 },
+      { defaultReplicationFactor: 1 }
+    )
+    expect(replicasOf(explicit.records)).toEqual([2, 2])
+    const unset = startOrders(
+      [...world, mirrorConfig("m", "replication.factor", "-1")],
+      { defaultReplicationFactor: 3 },
+      { defaultReplicationFactor: 1 }
+    )
+    expect(replicasOf(unset.records)).toEqual([3, 3])
+  })
+
+  it("caps a default above the live brokers at their number and says so in the topic's result", () => {
+    const o = startOrders(world, { defaultReplicationFactor: 3 }, { clusterView: clusterOf([1, 2]) })
+    expect(o.response).toEqual(
+      topicsResponse([
+        [
+          "orders",
+          E.NONE,
+          "Created with replication factor 2, the number of live brokers: the default.replication.factor of the broker that forwarded the request is 3."
+        ]
+      ])
+    )
+    expect(replicasOf(o.records)).toEqual([2, 2])
+    expect(o.records.at(-1)).toEqual(mstate(uuid(300), "m", "MIRRORING"))
+    const controllers = startOrders(world, {}, { defaultReplicationFactor: 4 })
+    expect(controllers.response.topics[0]!.errorMessage).toBe(
+      "Created with replication factor 3, the number of live brokers: the controller's default.replication.factor is 4."
+    )
+    expect(replicasOf(controllers.records)).toEqual([3, 3])
+  })
+
+  it("never caps the mirror's replication.factor: more than the live brokers is INVALID_REPLICATION_FACTOR", () => {
+    const o = startOrders([...world, mirrorConfig("m", "replication.factor", "4")], { defaultReplicationFactor: 3 }, {})
+    expect(o.response.errorCode).toBe(E.INVALID_REPLICATION_FACTOR)
+    expect(o.response.topics[0]!.errorCode).toBe(E.INVALID_REPLICATION_FACTOR)
+    expect(o.response.topics[0]!.errorMessage).toMatch(/^replication\.factor=4 of mirror 'm': Unable to replicate/)
+    expect(o.records.filter((r) => r.type !== "ConfigRecord")).toEqual([])
+  })
+
+  it("accepts replication.factor -1 or at least 1 as a mirror config, and refuses other values", () => {
+    const g = ControllerTest.given(ControllerTest.bootstrap)
+    for (const ok of ["-1", "1", "3"])
+      expect(
+        g
+          .when((s) =>
+            MirrorControl.createClusterMirror(s, create("m", { ...REQUIRED, "replication.factor": ok }), createCtx)
+          )
+          .outcome().response.errorCode,
+        ok
+      ).toBe(E.NONE)
+    for (const bad of ["0", "-2", "three", "40000"])
+      expect(
+        g
+          .when((s) =>
+            MirrorControl.createClusterMirror(s, create("m", { ...REQUIRED, "replication.factor": bad }), createCtx)
+          )
+          .outcome().response.errorCode,
+        bad
+      ).toBe(E.INVALID_CONFIG)
   })
 })
 

@@ -37,7 +37,8 @@ const populate = async (c: QuorumController, topics: number, partitions: number)
       topics: [{ topicName, topicId: uuid(100 + i), numPartitions: partitions }],
       includePatterns: [],
       excludePatterns: [],
-      stateValidationOffset: -1n
+      stateValidationOffset: -1n,
+      defaultReplicationFactor: -1
     })
     expect(started.errorCode, topicName).toBe(E.NONE)
   }

@@ -46,7 +46,8 @@ const startAll = (c: QuorumController, topics: ReadonlyArray<string>, partitions
     topics: topics.map((topicName, i) => ({ topicName, topicId: uuid(1000 + i), numPartitions: partitions })),
     includePatterns: [],
     excludePatterns: [],
-    stateValidationOffset: -1n
+    stateValidationOffset: -1n,
+    defaultReplicationFactor: -1
   })
 
 const stopAll = (c: QuorumController, topics: ReadonlyArray<string>) =>

@@ -64,6 +64,17 @@ describe("KIP-1279 APIs", () => {
     expect(hex(none)).toBe("026d" + "01" + "ffffffffffffffff" + "00")
   })
 
+  it("StartMirrorTopicsRequest: DefaultReplicationFactor is tag 2, omitted at -1", () => {
+    const stamped = Either.getOrThrow(
+      StartMirrorTopics.Request.encode(0, { mirrorName: "m", excludePatterns: ["y"], defaultReplicationFactor: 3 })
+    )
+    // "m", no topics, offset -1, two tags: 1 => ["y"], 2 => int16 3.
+    expect(hex(stamped)).toBe("026d" + "01" + "ffffffffffffffff" + "02" + "0103020279" + "02020003")
+    expect(Either.getOrThrow(StartMirrorTopics.Request.decode(0, stamped)).defaultReplicationFactor).toBe(3)
+    const unset = Either.getOrThrow(StartMirrorTopics.Request.encode(0, { mirrorName: "m" }))
+    expect(Either.getOrThrow(StartMirrorTopics.Request.decode(0, unset)).defaultReplicationFactor).toBe(-1)
+  })
+
   it("StartMirrorTopicsRequest frames with request header v2 (compact body, int16 client id, tags)", () => {
     const frame = Either.getOrThrow(
       Api.encodeRequest(StartMirrorTopics.api, 0, 7, "c", { mirrorName: "m", stateValidationOffset: 5n })

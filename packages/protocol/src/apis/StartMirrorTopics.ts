@@ -4,11 +4,14 @@
  * partition states, stamps `StateValidationOffset` and forwards to the controller. Codec only.
  *
  * StartMirrorTopicsRequest => MirrorName [Topics: TopicId TopicName NumPartitions] StateValidationOffset
- *   tagged: 0 IncludePatterns, 1 ExcludePatterns
+ *   tagged: 0 IncludePatterns, 1 ExcludePatterns, 2 DefaultReplicationFactor
  * StartMirrorTopicsResponse => ThrottleTimeMs ErrorCode ErrorMessage [Topics: Name ErrorCode ErrorMessage]
  *
  * Tagged fields are not positional: on the wire StateValidationOffset follows Topics, and the patterns
- * travel in the request's trailing tagged section.
+ * travel in the request's trailing tagged section. DefaultReplicationFactor (tag 2) is ours, not
+ * KIP-1279's: the forwarding broker's `default.replication.factor`, which the controller uses for the
+ * topics the request creates when the mirror sets no `replication.factor`; -1 (omitted on the wire)
+ * leaves it to the controller's own.
  */
 import * as Api from "../Api.js"
 import { topicsResponse } from "../internal/mirrorTopics.js"
@@ -31,6 +34,8 @@ export const Request = S.message({
     ]),
     S.array("IncludePatterns", "string", { taggedVersions: "0+", tag: 0, ignorable: true }),
     S.array("ExcludePatterns", "string", { taggedVersions: "0+", tag: 1, ignorable: true }),
+    // Stamped by the broker that forwards the request; -1 = the controller's default.replication.factor.
+    S.int16("DefaultReplicationFactor", { taggedVersions: "0+", tag: 2, default: -1, ignorable: true }),
     // -1 skips the controller's optimistic-lock check.
     S.int64("StateValidationOffset", { default: -1n })
   ]
