@@ -302,34 +302,34 @@ export const produceToDestination = (
 ): Promise<CheckResult> => {
   const done = new Set<string>()
   const errors = new Map<string, string>()
+  const attempt = async (topic: string, p: number): Promise<void> => {
+    const key = `${topic}-${p}`
+    if (done.has(key)) return
+    const records = RecordBatch.build({
+      records: [{ key: null, value: Buffer.from(`after-failover-${key}`) }],
+      timestamp: Date.now()
+    })
+    try {
+      await destination.sendToLeader(
+        topic,
+        p,
+        Produce.api,
+        () => ({
+          transactionalId: null,
+          acks: -1,
+          timeoutMs: 15_000,
+          topicData: [{ name: topic, partitionData: [{ index: p, records }] }]
+        }),
+        (r) => r.responses[0]?.partitionResponses[0]?.errorCode ?? Errors.ErrorCode.UNKNOWN_SERVER_ERROR
+      )
+      done.add(key)
+      errors.delete(key)
+    } catch (e) {
+      errors.set(key, reasonOf(e))
+    }
+  }
   return until("acks=all produce to the destination", boundMs, 2_000, async () => {
-    for (const topic of topics)
-      for (let p = 0; p < partitions; p++) {
-        const key = `${topic}-${p}`
-        if (done.has(key)) continue
-        const records = RecordBatch.build({
-          records: [{ key: null, value: Buffer.from(`after-failover-${key}`) }],
-          timestamp: Date.now()
-        })
-        try {
-          await destination.sendToLeader(
-            topic,
-            p,
-            Produce.api,
-            () => ({
-              transactionalId: null,
-              acks: -1,
-              timeoutMs: 15_000,
-              topicData: [{ name: topic, partitionData: [{ index: p, records }] }]
-            }),
-            (r) => r.responses[0]?.partitionResponses[0]?.errorCode ?? Errors.ErrorCode.UNKNOWN_SERVER_ERROR
-          )
-          done.add(key)
-          errors.delete(key)
-        } catch (e) {
-          errors.set(key, reasonOf(e))
-        }
-      }
+    await Promise.all(topics.flatMap((topic) => Array.from({ length: partitions }, (_, p) => attempt(topic, p))))
     return {
       pass: errors.size === 0 && done.size === topics.length * partitions,
       details: [
