@@ -169,7 +169,7 @@ export const run = async (o: Options): Promise<Summary> => {
     const started = await mirrors.startMirrorTopics(MIRROR, TOPICS)
     const refused = started.filter((r) => r.error !== null)
     if (refused.length > 0)
-      throw new Error(`StartMirrorTopics: ${refused.map((r) => `${r.name}: ${Producer.reasonOf(r.error)}`).join(", ")}`)
+      throw new Error(`StartMirrorTopics: ${refused.map((r) => `${r.name}: ${Producer.explain(r.error)}`).join(", ")}`)
     const mirroring0 = await Verify.mirrorState(mirrors, MIRROR, TOPICS, PARTITIONS, "MIRRORING", SETUP_BOUND_MS)
     if (!mirroring0.pass) throw new Error(`mirror not MIRRORING: ${mirroring0.details.join("; ")}`)
     log(

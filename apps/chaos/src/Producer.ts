@@ -41,6 +41,13 @@ export interface Producer {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
+/** A failure in words for a report: the Kafka error's name and the broker's message, or the error's message. */
+export const explain = (e: unknown): string => {
+  if (ClientError.isClientError(e) && e._tag === "KafkaError")
+    return `${reasonOf(e)}${e.errorMessage ? ` (${e.errorMessage})` : ""}`
+  return e instanceof Error ? e.message.split("\n")[0]! : String(e)
+}
+
 /** A failure's reason for the counts: the Kafka error's name, or the client error's tag. */
 export const reasonOf = (e: unknown): string => {
   if (!ClientError.isClientError(e)) return e instanceof Error ? e.message.slice(0, 60) : String(e)

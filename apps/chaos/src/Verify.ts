@@ -12,7 +12,7 @@ import type { ClusterClient, MirrorAdmin } from "@clustermirror/client"
 import { Errors, Metadata, Produce, RecordBatch } from "@clustermirror/protocol"
 import { Kcat, MirrorCheck, type ProcessCluster } from "@clustermirror/testkit"
 import * as LossCheck from "./LossCheck.js"
-import { reasonOf } from "./Producer.js"
+import { explain, reasonOf } from "./Producer.js"
 import * as ReplicaCheck from "./ReplicaCheck.js"
 
 export interface CheckResult {
@@ -273,6 +273,11 @@ export const mirrorState = (
 // ---------------------------------------------------------------------------------------------------
 // (6) failover, (7) produce to the destination
 
+/**
+ * StopMirrorTopics of every campaign topic, asked again while it is refused (an operator would retry a
+ * refusal such as a state that changed meanwhile) within the bound; every refusal is reported. Then
+ * every partition must reach STOPPED.
+ */
 export const failover = async (
   admin: MirrorAdmin.MirrorAdmin,
   mirror: string,
@@ -280,18 +285,37 @@ export const failover = async (
   partitions: number,
   boundMs: number
 ): Promise<CheckResult> => {
+  const name = "failover (stop) to STOPPED"
   const began = Date.now()
-  let refused: ReadonlyArray<string>
-  try {
-    const results = await admin.stopMirrorTopics(mirror, topics)
-    refused = results.filter((r) => r.error !== null).map((r) => `${r.name}: ${reasonOf(r.error)}`)
-  } catch (e) {
-    refused = [`StopMirrorTopics failed: ${reasonOf(e)}`]
+  const refusals: string[] = []
+  const stop = await until(name, boundMs, 5_000, async () => {
+    let refused: ReadonlyArray<string>
+    try {
+      const results = await admin.stopMirrorTopics(mirror, topics)
+      refused = results.filter((r) => r.error !== null).map((r) => `${r.name}: ${explain(r.error)}`)
+    } catch (e) {
+      refused = [`StopMirrorTopics failed: ${explain(e)}`]
+    }
+    const at = `after ${((Date.now() - began) / 1000).toFixed(1)}s`
+    refusals.push(...refused.map((r) => `${at}: ${r}`))
+    return { pass: refused.length === 0, details: [] }
+  })
+  const tried = `StopMirrorTopics refused ${refusals.length} time(s)`
+  if (!stop.pass) return { name, pass: false, details: [tried, ...limit(refusals)], waitedMs: Date.now() - began }
+  const stopped = await mirrorState(
+    admin,
+    mirror,
+    topics,
+    partitions,
+    "STOPPED",
+    Math.max(10_000, boundMs - (Date.now() - began))
+  )
+  return {
+    ...stopped,
+    name,
+    details: [...stopped.details, ...(refusals.length === 0 ? [] : [tried, ...limit(refusals)])],
+    waitedMs: Date.now() - began
   }
-  if (refused.length > 0)
-    return { name: "failover (stop) to STOPPED", pass: false, details: refused, waitedMs: Date.now() - began }
-  const stopped = await mirrorState(admin, mirror, topics, partitions, "STOPPED", boundMs)
-  return { ...stopped, name: "failover (stop) to STOPPED", waitedMs: Date.now() - began }
 }
 
 export const produceToDestination = (
@@ -325,7 +349,7 @@ export const produceToDestination = (
       done.add(key)
       errors.delete(key)
     } catch (e) {
-      errors.set(key, reasonOf(e))
+      errors.set(key, explain(e))
     }
   }
   return until("acks=all produce to the destination", boundMs, 2_000, async () => {
