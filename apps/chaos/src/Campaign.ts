@@ -141,7 +141,7 @@ export const run = async (o: Options): Promise<Summary> => {
   const setupBegan = Date.now()
   try {
     log("setup: starting the source and destination clusters (1 controller + 3 brokers each)")
-    const [source, destination] = await Promise.all(
+    const startedClusters = await Promise.allSettled(
       (["source", "destination"] as const).map((name) =>
         ProcessCluster.start({
           name,
@@ -150,12 +150,12 @@ export const run = async (o: Options): Promise<Summary> => {
           controllerConfig: CONTROLLER_CONFIG,
           brokerConfig: BROKER_CONFIG,
           nodeArgs: NODE_ARGS
-        }).then((c) => {
-          clusters.push(c)
-          return c
         })
       )
     )
+    for (const r of startedClusters) if (r.status === "fulfilled") clusters.push(r.value)
+    for (const r of startedClusters) if (r.status === "rejected") throw r.reason
+    const [source, destination] = clusters
     if (source === undefined || destination === undefined) throw new Error("clusters did not start")
     const sourceAdmin = newClient(source.bootstrap, "clustermirror-chaos-admin")
     const destinationAdmin = newClient(destination.bootstrap, "clustermirror-chaos-admin")

@@ -134,6 +134,8 @@ export const run = async (schedule: ReadonlyArray<Schedule.Fault>, o: Options): 
         const message = `${Schedule.describe(f)}: ${e instanceof Error ? e.message.split("\n")[0] : String(e)}`
         errors.push(message)
         o.log(`${offset(now())}   FAULT ERROR ${message}`)
+        // The node must be up again before this cluster's next fault, or two could be down at once.
+        if (f.kind !== "elect") errors.push(...(await reviveNode(t.cluster, name, f.node, o.log)))
       }
     }
   }
@@ -141,6 +143,25 @@ export const run = async (schedule: ReadonlyArray<Schedule.Fault>, o: Options): 
   await Promise.all(Schedule.CLUSTERS.map(runCluster))
   errors.push(...(await revertAll(o.targets, o.log)))
   return { executed, skipped, errors, elapsedMs: now() }
+}
+
+/** Leaves a node running and resumed; what could not be done, in words. */
+const reviveNode = async (
+  cluster: ProcessCluster.Cluster,
+  name: Schedule.ClusterName,
+  node: number,
+  log: (line: string) => void
+): Promise<ReadonlyArray<string>> => {
+  try {
+    if (cluster.isAlive(node)) cluster.signal(node, "SIGCONT")
+    else {
+      log(`revert: starting ${Schedule.nodeName(name, node)}`)
+      await restart(cluster, node)
+    }
+    return []
+  } catch (e) {
+    return [`${Schedule.nodeName(name, node)} not running: ${String(e).split("\n")[0]}`]
+  }
 }
 
 /** Leaves every node of both clusters running and resumed; what could not be done, in words. */
@@ -151,17 +172,7 @@ export const revertAll = async (
   const errors: string[] = []
   for (const name of Schedule.CLUSTERS) {
     const { cluster } = targets[name]
-    for (const n of cluster.nodes) {
-      try {
-        if (cluster.isAlive(n.nodeId)) cluster.signal(n.nodeId, "SIGCONT")
-        else {
-          log(`revert: starting ${Schedule.nodeName(name, n.nodeId)}`)
-          await restart(cluster, n.nodeId)
-        }
-      } catch (e) {
-        errors.push(`${Schedule.nodeName(name, n.nodeId)} not running after the faults: ${String(e).split("\n")[0]}`)
-      }
-    }
+    for (const n of cluster.nodes) errors.push(...(await reviveNode(cluster, name, n.nodeId, log)))
   }
   return errors
 }

@@ -2,6 +2,7 @@
  * `pnpm chaos`: the fault campaign against two real clusters (see Campaign.ts). Prints the seed first,
  * exits 0 only when every check passed, 1 when one failed, 2 on bad usage.
  */
+import { resolve } from "node:path"
 import * as Args from "./Args.js"
 import * as Campaign from "./Campaign.js"
 import * as Prng from "./Prng.js"
@@ -24,7 +25,8 @@ const main = async (): Promise<number> => {
     seed,
     minutes: args.minutes,
     keepData: args.keepData,
-    ...(args.dataDir === undefined ? {} : { baseDir: args.dataDir })
+    // `pnpm chaos` runs in the app's directory; a relative --data-dir means the caller's.
+    ...(args.dataDir === undefined ? {} : { baseDir: resolve(process.env.INIT_CWD ?? process.cwd(), args.dataDir) })
   })
   return summary.pass ? 0 : 1
 }
