@@ -47,7 +47,8 @@ const RECOVERY_BOUND_MS = 180_000
 const MIN_CHECK_MS = 20_000
 /** The failover and the produce after it: actions with their own bound. */
 const ACTION_BOUND_MS = 90_000
-const OVERRUN_MS = 60_000
+/** A fault due this long after the phase should have ended (restarts ran slow) is skipped, not started. */
+const OVERRUN_MS = 15_000
 
 // The destination creates the mirror topics with its controller's default.replication.factor.
 const CONTROLLER_CONFIG = {

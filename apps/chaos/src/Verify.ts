@@ -50,7 +50,9 @@ export const until = async (
   }
 }
 
-const limit = <A>(items: ReadonlyArray<A>, n = 12): ReadonlyArray<A> => items.slice(0, n)
+/** The first `n` lines, and how many more there were. */
+const limit = (items: ReadonlyArray<string>, n = 12): ReadonlyArray<string> =>
+  items.length <= n ? items : [...items.slice(0, n), `... and ${items.length - n} more`]
 
 // ---------------------------------------------------------------------------------------------------
 // (1) acknowledged records
@@ -122,9 +124,11 @@ export const replicasIdentical = (
       pass: bad.length === 0,
       details: [
         `${results.length - bad.length}/${results.length} partitions identical on every replica (${batches} batches)`,
-        ...limit(bad).map(
-          (r) =>
-            `${r.topic}-${r.partition}: ${r.mismatch}; ends ${r.ends.map(([b, e]) => `broker ${b}=${e}`).join(" ")}`
+        ...limit(
+          bad.map(
+            (r) =>
+              `${r.topic}-${r.partition}: ${r.mismatch}; ends ${r.ends.map(([b, e]) => `broker ${b}=${e}`).join(" ")}`
+          )
         )
       ]
     }
@@ -196,7 +200,8 @@ export const isrFull = (
           }
         }
       }
-      for (const [seen, by] of notFull)
+      // The campaign's topics first: internal topics (__mirror_state) follow.
+      for (const [seen, by] of [...notFull].sort(([a], [b]) => Number(a.startsWith("__")) - Number(b.startsWith("__"))))
         details.push(`${seen} (seen by broker${by.length > 1 ? "s" : ""} ${by.join(",")})`)
       return {
         pass: full === total && total > 0 && details.length === 0,
@@ -224,10 +229,12 @@ export const mirrorIdentical = (
       pass: c.identical,
       details: [
         `${c.partitions.length - bad.length}/${c.partitions.length} partitions identical (${records} records, ${c.bytes} bytes); lag ${lag} records`,
-        ...limit(bad).map((p) => {
-          const m = p.firstMismatch!
-          return `${p.topic}-${p.partition}: ${m.what} at ${m.offset} (source ${m.source}, destination ${m.destination}); source end ${p.sourceEnd}, destination end ${p.destinationEnd}`
-        })
+        ...limit(
+          bad.map((p) => {
+            const m = p.firstMismatch!
+            return `${p.topic}-${p.partition}: ${m.what} at ${m.offset} (source ${m.source}, destination ${m.destination}); source end ${p.sourceEnd}, destination end ${p.destinationEnd}`
+          })
+        )
       ]
     }
   }).then((r) => ({ ...r, lag }))
@@ -263,8 +270,10 @@ export const mirrorState = (
       pass: ps.length === expected && off.length === 0,
       details: [
         `${ps.length - off.length}/${expected} partitions ${state} (${stateCounts(ps) || "none described"})`,
-        ...limit(off).map(
-          (p) => `${p.topic}-${p.partition}: ${p.state}${p.errorMessage === null ? "" : ` (${p.errorMessage})`}`
+        ...limit(
+          off.map(
+            (p) => `${p.topic}-${p.partition}: ${p.state}${p.errorMessage === null ? "" : ` (${p.errorMessage})`}`
+          )
         )
       ]
     }
