@@ -245,7 +245,9 @@ export const run = async (o: Options): Promise<Summary> => {
     const failedChecks = results.filter((r) => !r.pass).map((r) => r.name)
     log("summary:")
     log(`  seed ${o.seed}, ${o.minutes} minute(s) of faults`)
-    for (const [kind, n] of Schedule.counts(outcome.executed)) log(`  ${kind}: ${n}`)
+    const kinds = Schedule.counts(outcome.executed)
+    if (kinds.length === 0) log("  faults: none")
+    for (const [kind, n] of kinds) log(`  ${kind}: ${n}`)
     log(`  records acked ${stats.acked}, lost ${loss.lost}`)
     log(
       `  time to full ISR after the faults: ${isrSource.pass && isrDestination.pass ? seconds(timeToIsr) : `not full within ${seconds(RECOVERY_BOUND_MS)}`}`

@@ -141,6 +141,8 @@ export const run = async (schedule: ReadonlyArray<Schedule.Fault>, o: Options): 
   }
 
   await Promise.all(Schedule.CLUSTERS.map(runCluster))
+  // The phase lasts its duration even when the last fault came early (or there was none).
+  await sleep(o.durationMs - now())
   errors.push(...(await revertAll(o.targets, o.log)))
   return { executed, skipped, errors, elapsedMs: now() }
 }

@@ -13,7 +13,7 @@ import { MirrorCheck } from "@clustermirror/testkit"
 
 const SEGMENT = /^\d{20}\.log$/
 
-/** One replica's log, or `undefined` when the broker has no directory for the partition. */
+/** One replica's log, or `undefined` when the broker has no directory for the partition (yet). */
 export const readPartitionLog = (logDir: string, topic: string, partition: number): Buffer | undefined => {
   const dir = join(logDir, `${topic}-${partition}`)
   if (!existsSync(dir)) return undefined
@@ -55,12 +55,12 @@ export const compareReplicas = (
   const ends = replicas.map((r) => [r.broker, r.log === undefined ? -1 : endOffset(r.log)] as const)
   const [first, ...rest] = replicas
   if (first === undefined) return { topic, partition, ends, batches: 0, mismatch: "no replicas" }
-  const missing = replicas.find((r) => r.log === undefined)
-  if (missing !== undefined)
-    return { topic, partition, ends, batches: 0, mismatch: `broker ${missing.broker} has no log for the partition` }
-  let batches = Number.POSITIVE_INFINITY
+  // A broker creates a partition's directory with its first record: no directory is an empty log.
+  const bytes = (r: Replica): Buffer => r.log ?? Buffer.alloc(0)
+  const named = (r: Replica): string => `broker ${r.broker}${r.log === undefined ? " (no log directory)" : ""}`
+  let batches = RecordBatch.split(bytes(first)).batches.length
   for (const r of rest) {
-    const c = MirrorCheck.compareLogs(first.log!, r.log!)
+    const c = MirrorCheck.compareLogs(bytes(first), bytes(r))
     batches = Math.min(batches, c.batches)
     if (c.firstMismatch !== null) {
       const m = c.firstMismatch
@@ -69,15 +69,9 @@ export const compareReplicas = (
         partition,
         ends,
         batches: c.batches,
-        mismatch: `broker ${first.broker} vs broker ${r.broker} at offset ${m.offset}: ${m.what} (${m.source} vs ${m.destination})`
+        mismatch: `${named(first)} vs ${named(r)} at offset ${m.offset}: ${m.what} (${m.source} vs ${m.destination})`
       }
     }
   }
-  return {
-    topic,
-    partition,
-    ends,
-    batches: Number.isFinite(batches) ? batches : RecordBatch.split(first.log!).batches.length,
-    mismatch: null
-  }
+  return { topic, partition, ends, batches, mismatch: null }
 }

@@ -44,6 +44,16 @@ describe("ReplicaCheck", () => {
       { broker: 1, log: log(3) },
       { broker: 2, log: undefined }
     ])
-    expect(none.mismatch).toBe("broker 2 has no log for the partition")
+    expect(none.mismatch).toMatch(/broker 1 vs broker 2 \(no log directory\) at offset 0: missing/)
+  })
+
+  it("passes replicas that have no records yet", () => {
+    const r = ReplicaCheck.compareReplicas("t", 0, [
+      { broker: 1, log: undefined },
+      { broker: 2, log: undefined },
+      { broker: 3, log: Buffer.alloc(0) }
+    ])
+    expect(r.mismatch).toBeNull()
+    expect(r.batches).toBe(0)
   })
 })
