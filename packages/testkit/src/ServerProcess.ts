@@ -5,11 +5,11 @@
  *
  * Extra CLI arguments pass through (`--config` with roles, `--embedded N`, ...), and the number of
  * listening lines to wait for is configurable, so one helper serves a single broker and a whole
- * embedded cluster. It owns only the process and the temp dir it created; it never touches the server's
- * data files.
+ * embedded cluster. It owns only the process, the temp dir it created and the log file it is given (the
+ * whole output of every process, appended); it never touches the server's data files.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { appendFileSync, createWriteStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -66,6 +66,8 @@ export interface ServerOptions {
   readonly stopTimeoutMs?: number
   /** Prefix of the temp dir (default `clustermirror-server-`). */
   readonly tempPrefix?: string
+  /** Appends the complete stdout+stderr of every process of this handle to this file (kept on stop). */
+  readonly logFile?: string
 }
 
 export interface ServerHandle {
@@ -192,6 +194,15 @@ export const start = async (opts: ServerOptions = {}): Promise<ServerHandle> => 
     })
     child = proc
     Process.track(proc)
+    if (opts.logFile !== undefined) {
+      appendFileSync(opts.logFile, `--- ${new Date().toISOString()} pid ${proc.pid} started ---\n`)
+      const log = createWriteStream(opts.logFile, { flags: "a" })
+      proc.stdout?.pipe(log, { end: false })
+      proc.stderr?.pipe(log, { end: false })
+      proc.once("close", (code, signal) =>
+        log.end(`--- ${new Date().toISOString()} pid ${proc.pid} exited (code ${code}, signal ${signal}) ---\n`)
+      )
+    }
     await new Promise<void>((resolve, reject) => {
       let settled = false
       const settle = (err?: Error): void => {
