@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine (dependencies and test peers) and runs every check and test, then prints
-# the totals of every vitest run as one line.
+# the totals of every vitest run as one line. The short fault campaign (`pnpm chaos --minutes 3`) runs last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -12,6 +12,8 @@ pnpm lint
 pnpm check
 pnpm test 2>&1 | tee -a "$log"
 pnpm test:int 2>&1 | tee -a "$log"
+# The short fault campaign: real clusters, seeded faults, then loss, replica, ISR, mirror and failover checks
+pnpm chaos --minutes 3
 # vitest prints "Tests  N passed | M failed (T)" per package run
 summary=$(sed -E 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^\S*\s+Tests\s+' || true)
 passed=$(printf '%s\n' "$summary" | { grep -oE '[0-9]+ passed' || true; } | awk '{s+=$1} END {print s+0}')
