@@ -4,51 +4,35 @@
  * kcat reads exactly the acknowledged messages; the restarted broker catches up and rejoins the ISR.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { randomBytes } from "node:crypto"
 import { Connection } from "@clustermirror/client"
 import { BrokerHeartbeat, CreateTopics, Errors, IncrementalAlterConfigs } from "@clustermirror/protocol"
-import { JavaTools, Ports, Wait } from "@clustermirror/testkit"
-import { type ServerHandle, startServer } from "./harness.js"
+import { JavaTools, Wait } from "@clustermirror/testkit"
+import { type Cluster, type ServerHandle, startCluster } from "./harness.js"
 
-const CLUSTER_ID = randomBytes(16).toString("base64url").slice(0, 22)
 const TOPIC = "replicated"
 const MESSAGES = 100_000
 
 describe("a 3-broker cluster (separate processes)", () => {
+  let cluster: Cluster
   let controller: ServerHandle
-  const brokers: ServerHandle[] = []
-  let controllerPort: number
+  let brokers: ReadonlyArray<ServerHandle>
 
   beforeAll(async () => {
-    controllerPort = await Ports.freePort()
-    controller = await startServer({
-      config: {
-        "process.roles": "controller",
-        "node.id": 1000,
-        "cluster.id": CLUSTER_ID,
-        listeners: `CONTROLLER://127.0.0.1:${controllerPort}`,
-        "broker.session.timeout.ms": 2000
+    cluster = await startCluster({
+      brokers: 3,
+      controllerConfig: { "broker.session.timeout.ms": 2000 },
+      brokerConfig: {
+        "broker.heartbeat.interval.ms": 300,
+        "replica.lag.time.max.ms": 5000,
+        "offsets.topic.replication.factor": 3
       }
     })
-    for (let id = 1; id <= 3; id++)
-      brokers.push(
-        await startServer({
-          config: {
-            "process.roles": "broker",
-            "node.id": id,
-            "cluster.id": CLUSTER_ID,
-            "controller.quorum.bootstrap.servers": `127.0.0.1:${controllerPort}`,
-            "broker.heartbeat.interval.ms": 300,
-            "replica.lag.time.max.ms": 5000,
-            "offsets.topic.replication.factor": 3
-          }
-        })
-      )
+    controller = cluster.controller
+    brokers = cluster.brokers
   })
 
   afterAll(async () => {
-    for (const b of brokers) await b.stop()
-    await controller?.stop()
+    await cluster?.stop()
   })
 
   const metadata = async (via: ServerHandle) => {

@@ -8,56 +8,38 @@
  * NOT_ENOUGH_REPLICAS (not a timeout) until the topic's min.insync.replicas is lowered to 1.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { randomBytes } from "node:crypto"
 import { Connection } from "@clustermirror/client"
 import { Errors, Metadata, Produce, RecordBatch } from "@clustermirror/protocol"
-import { JavaTools, Ports, Wait } from "@clustermirror/testkit"
-import { type ServerHandle, startServer } from "./harness.js"
+import { JavaTools, Wait } from "@clustermirror/testkit"
+import { type Cluster, type ServerHandle, startCluster } from "./harness.js"
 
-const CLUSTER_ID = randomBytes(16).toString("base64url").slice(0, 22)
 const E = Errors.ErrorCode
 
 describe("broker and topic configs (separate processes)", () => {
-  let controller: ServerHandle
-  const brokers: ServerHandle[] = []
+  let cluster: Cluster
+  let brokers: ReadonlyArray<ServerHandle>
   let bootstrap: string
 
   beforeAll(async () => {
-    const controllerPort = await Ports.freePort()
-    controller = await startServer({
-      config: {
-        "process.roles": "controller",
-        "node.id": 1000,
-        "cluster.id": CLUSTER_ID,
-        listeners: `CONTROLLER://127.0.0.1:${controllerPort}`,
-        "broker.session.timeout.ms": 3000,
-        "min.insync.replicas": 2
+    cluster = await startCluster({
+      brokers: 3,
+      controllerConfig: { "broker.session.timeout.ms": 3000, "min.insync.replicas": 2 },
+      brokerConfig: {
+        "broker.heartbeat.interval.ms": 300,
+        "replica.lag.time.max.ms": 5000,
+        "offsets.topic.replication.factor": 3,
+        "min.insync.replicas": 2,
+        "num.partitions": 3,
+        "default.replication.factor": 3,
+        "num.io.threads": 4
       }
     })
-    for (let id = 1; id <= 3; id++)
-      brokers.push(
-        await startServer({
-          config: {
-            "process.roles": "broker",
-            "node.id": id,
-            "cluster.id": CLUSTER_ID,
-            "controller.quorum.bootstrap.servers": `127.0.0.1:${controllerPort}`,
-            "broker.heartbeat.interval.ms": 300,
-            "replica.lag.time.max.ms": 5000,
-            "offsets.topic.replication.factor": 3,
-            "min.insync.replicas": 2,
-            "num.partitions": 3,
-            "default.replication.factor": 3,
-            "num.io.threads": 4
-          }
-        })
-      )
+    brokers = cluster.brokers
     bootstrap = `127.0.0.1:${brokers[0]!.port}`
   }, 240_000)
 
   afterAll(async () => {
-    for (const b of brokers) await b.stop()
-    await controller?.stop()
+    await cluster?.stop()
   })
 
   const configs = (args: ReadonlyArray<string>) => JavaTools.configs(["--bootstrap-server", bootstrap, ...args])

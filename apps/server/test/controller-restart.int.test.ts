@@ -7,17 +7,14 @@
  *
  * `CM_RESTART_TOPICS` × `CM_RESTART_PARTITIONS` (default 10 × 100) sets the size.
  */
-import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { spawn } from "node:child_process"
-import { fileURLToPath } from "node:url"
 import { ClusterClient, MirrorAdmin } from "@clustermirror/client"
 import { CreateTopics } from "@clustermirror/protocol"
 import { Ports, ServerProcess, Wait } from "@clustermirror/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type ServerHandle, startServer } from "./harness.js"
+import { type Cluster, type ServerHandle, cli, startCluster } from "./harness.js"
 
 const TOPICS = Number(process.env.CM_RESTART_TOPICS ?? 10)
 const PARTITIONS = Number(process.env.CM_RESTART_PARTITIONS ?? 100)
@@ -25,23 +22,9 @@ const TOTAL = TOPICS * PARTITIONS
 const MIRROR = "dr"
 const names = Array.from({ length: TOPICS }, (_, i) => `r${String(i).padStart(3, "0")}`)
 
-const cliMain = fileURLToPath(new URL("../../cli/src/main.ts", import.meta.url))
-const cliDir = fileURLToPath(new URL("../../cli/", import.meta.url))
-
-const cli = (args: ReadonlyArray<string>): Promise<{ code: number | null; stdout: string; stderr: string }> =>
-  new Promise((resolve) => {
-    const p = spawn(process.execPath, ["--import", "tsx", cliMain, ...args], { cwd: cliDir })
-    let stdout = ""
-    let stderr = ""
-    p.stdout.on("data", (d) => (stdout += d))
-    p.stderr.on("data", (d) => (stderr += d))
-    p.on("close", (code) => resolve({ code, stdout, stderr }))
-  })
-
 describe(`failover right after a controller restart (${TOTAL} mirrored partitions)`, () => {
-  const clusterId = randomBytes(16).toString("base64url").slice(0, 22)
   let source: ServerProcess.ServerHandle
-  let controller: ServerHandle
+  let cluster: Cluster
   let broker: ServerHandle
   let src: ClusterClient.Client
   let dst: ClusterClient.Client
@@ -55,29 +38,20 @@ describe(`failover right after a controller restart (${TOTAL} mirrored partition
       readyLines: 2,
       config: { "num.partitions": 1, "default.replication.factor": 1, "offsets.topic.replication.factor": 1 }
     })
-    const controllerPort = await Ports.freePort()
-    controller = await startServer({
-      config: {
-        "process.roles": "controller",
-        "node.id": 1000,
-        "cluster.id": clusterId,
-        listeners: `CONTROLLER://127.0.0.1:${controllerPort}`,
+    cluster = await startCluster({
+      brokers: 1,
+      controllerConfig: {
         "default.replication.factor": 1,
         "mirror.state.topic.num.partitions": 3,
         "mirror.state.topic.replication.factor": 1
-      }
-    })
-    broker = await startServer({
-      config: {
-        "process.roles": "broker",
-        "node.id": 1,
-        "cluster.id": clusterId,
-        "controller.quorum.bootstrap.servers": `127.0.0.1:${controllerPort}`,
+      },
+      brokerConfig: {
         "broker.heartbeat.interval.ms": 500,
         "offsets.topic.replication.factor": 1,
         "default.replication.factor": 1
       }
     })
+    broker = cluster.brokers[0]!
     src = new ClusterClient.Client({ bootstrapServers: [source.bootstrap], requestTimeoutMs: 120_000 })
     dst = new ClusterClient.Client({ bootstrapServers: [broker.bootstrap], requestTimeoutMs: 120_000 })
     admin = new MirrorAdmin.MirrorAdmin(dst)
@@ -89,8 +63,7 @@ describe(`failover right after a controller restart (${TOTAL} mirrored partition
   afterAll(async () => {
     await src?.close()
     await dst?.close()
-    await broker?.stop()
-    await controller?.stop()
+    await cluster?.stop()
     await source?.stop()
   })
 
@@ -144,7 +117,7 @@ describe(`failover right after a controller restart (${TOTAL} mirrored partition
     await waitAll("MIRRORING", 600_000)
 
     const restarted = Date.now()
-    await controller.restart()
+    await cluster.controller.restart()
     console.log(`controller restarted in ${Date.now() - restarted} ms`)
 
     const stopping = Date.now()

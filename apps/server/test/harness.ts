@@ -1,11 +1,17 @@
 /**
- * The server's integration-test setup over the shared testkit: our server as a process with the test
- * broker defaults (`ServerProcess.TEST_DEFAULTS`) under each test's own settings, plus a kafkajs client
- * pointed at it. Process control, kcat, RSS sampling, free ports and polling live in the testkit.
+ * The server's integration-test setup over the shared testkit: our server as a process, or a controller
+ * and N brokers as separate processes (`ProcessCluster`), with the test broker defaults
+ * (`ServerProcess.TEST_DEFAULTS`) under each test's own settings, plus a kafkajs client pointed at a
+ * server. Process control, kcat, RSS sampling, free ports and polling live in the testkit.
  *
- * It adds no process or file handling of its own.
+ * It adds no process handling of its own; a cluster's base directory is a temp dir removed on `stop()`.
  */
-import { Properties, ServerProcess } from "@clustermirror/testkit"
+import { spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { ProcessCluster, Properties, ServerProcess } from "@clustermirror/testkit"
 import { Kafka, logLevel } from "kafkajs"
 
 export interface ServerOptions {
@@ -27,8 +33,12 @@ export const startServer = async (opts: ServerOptions = {}): Promise<ServerHandl
     tempPrefix: "clustermirror-int-",
     ...(opts.dataDir === undefined ? {} : { dataDir: opts.dataDir })
   })
-  // Extends the handle in place: its `pid` is a getter that follows restarts, which a copy would freeze.
-  return Object.assign(server, {
+  return withKafka(server)
+}
+
+/** Extends the handle in place: its `pid` is a getter that follows restarts, which a copy would freeze. */
+const withKafka = <H extends ServerProcess.ServerHandle>(server: H): H & ServerHandle =>
+  Object.assign(server, {
     kafka: (clientId = "clustermirror-int") =>
       new Kafka({
         clientId,
@@ -38,7 +48,79 @@ export const startServer = async (opts: ServerOptions = {}): Promise<ServerHandl
         requestTimeout: 60_000
       })
   })
+
+export interface ClusterOptions {
+  /** Number of brokers (node ids 1..N; the controller is node 1000). */
+  readonly brokers: number
+  /** The controller's settings, over the test defaults. */
+  readonly controllerConfig?: Properties.Properties
+  /** Every broker's settings, over the test defaults. */
+  readonly brokerConfig?: Properties.Properties
 }
+
+/** A node of a cluster: its server handle (it follows the node's restarts) with the node's id and `log.dirs`. */
+export interface ClusterServer extends ServerHandle {
+  readonly nodeId: number
+  readonly logDir: string
+}
+
+export interface Cluster {
+  readonly cluster: ProcessCluster.Cluster
+  readonly controller: ClusterServer
+  /** Broker `i + 1` at index `i`. */
+  readonly brokers: ReadonlyArray<ClusterServer>
+  /** Stops every node and removes the cluster's files. */
+  stop(): Promise<void>
+}
+
+/**
+ * Starts a controller and `brokers` brokers as separate processes, each with the test defaults under
+ * the given settings, and resolves once every one of them listens.
+ */
+export const startCluster = async (opts: ClusterOptions): Promise<Cluster> => {
+  const baseDir = mkdtempSync(join(tmpdir(), "clustermirror-int-cluster-"))
+  let cluster: ProcessCluster.Cluster
+  try {
+    cluster = await ProcessCluster.start({
+      name: "int",
+      baseDir,
+      brokers: opts.brokers,
+      controllerConfig: Properties.merge(ServerProcess.TEST_DEFAULTS, opts.controllerConfig),
+      brokerConfig: Properties.merge(ServerProcess.TEST_DEFAULTS, opts.brokerConfig)
+    })
+  } catch (e) {
+    rmSync(baseDir, { recursive: true, force: true })
+    throw e
+  }
+  const server = (node: ProcessCluster.ClusterNode): ClusterServer =>
+    Object.assign(withKafka(node.handle()!), { nodeId: node.nodeId, logDir: node.logDir })
+  return {
+    cluster,
+    controller: server(cluster.controller),
+    brokers: cluster.brokers.map(server),
+    stop: async () => {
+      try {
+        await cluster.stop()
+      } finally {
+        rmSync(baseDir, { recursive: true, force: true })
+      }
+    }
+  }
+}
+
+const cliMain = fileURLToPath(new URL("../../cli/src/main.ts", import.meta.url))
+const cliDir = fileURLToPath(new URL("../../cli/", import.meta.url))
+
+/** Runs the operator CLI as a process and resolves with its exit code and output once it exits. */
+export const cli = (args: ReadonlyArray<string>): Promise<{ code: number | null; stdout: string; stderr: string }> =>
+  new Promise((resolve) => {
+    const p = spawn(process.execPath, ["--import", "tsx", cliMain, ...args], { cwd: cliDir })
+    let stdout = ""
+    let stderr = ""
+    p.stdout.on("data", (d) => (stdout += d))
+    p.stderr.on("data", (d) => (stderr += d))
+    p.on("close", (code) => resolve({ code, stdout, stderr }))
+  })
 
 /** Peak RSS budget for the server across the integration tests. */
 export const PEAK_RSS_LIMIT_MB = 300

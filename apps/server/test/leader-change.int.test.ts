@@ -11,11 +11,10 @@
  *    and the automatic leader rebalance (on a 5 s interval) gives the restarted broker its leaderships back.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { JavaTools, Ports, Wait } from "@clustermirror/testkit"
-import { type ServerHandle, startServer } from "./harness.js"
+import { JavaTools, Wait } from "@clustermirror/testkit"
+import { type ClusterServer, type ServerHandle, startCluster } from "./harness.js"
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
@@ -27,33 +26,16 @@ interface Partition {
 }
 
 /** A controller and three brokers as processes; `stop()` ends them all. */
-const startCluster = async (controllerConfig: Record<string, string | number | boolean>) => {
-  const clusterId = randomBytes(16).toString("base64url").slice(0, 22)
-  const controllerPort = await Ports.freePort()
-  const controller = await startServer({
-    config: {
-      "process.roles": "controller",
-      "node.id": 1000,
-      "cluster.id": clusterId,
-      listeners: `CONTROLLER://127.0.0.1:${controllerPort}`,
-      ...controllerConfig
+const startLeaderCluster = async (controllerConfig: Record<string, string | number | boolean>) => {
+  const cluster = await startCluster({
+    brokers: 3,
+    controllerConfig,
+    brokerConfig: {
+      "broker.heartbeat.interval.ms": 500,
+      "replica.lag.time.max.ms": 5000,
+      "offsets.topic.replication.factor": 3
     }
   })
-  const brokers: ServerHandle[] = []
-  for (let id = 1; id <= 3; id++)
-    brokers.push(
-      await startServer({
-        config: {
-          "process.roles": "broker",
-          "node.id": id,
-          "cluster.id": clusterId,
-          "controller.quorum.bootstrap.servers": `127.0.0.1:${controllerPort}`,
-          "broker.heartbeat.interval.ms": 500,
-          "replica.lag.time.max.ms": 5000,
-          "offsets.topic.replication.factor": 3
-        }
-      })
-    )
   const metadata = async (via: ServerHandle, topic: string): Promise<ReadonlyArray<Partition>> => {
     const admin = via.kafka("leader-change").admin()
     await admin.connect()
@@ -72,23 +54,14 @@ const startCluster = async (controllerConfig: Record<string, string | number | b
       await admin.disconnect()
     }
   }
-  return {
-    controller,
-    brokers,
-    metadata,
-    liveBrokers,
-    stop: async () => {
-      for (const b of brokers) await b.stop()
-      await controller.stop()
-    }
-  }
+  return { ...cluster, metadata, liveBrokers }
 }
 
 const full = (ps: ReadonlyArray<Partition>) => ps.every((p) => p.leader >= 0 && p.isr.length === p.replicas.length)
 
 /** A broker's copy of a partition: its segment files, in offset order, concatenated. */
-const logBytes = (broker: ServerHandle, topic: string, partition: number): Buffer => {
-  const dir = path.join(broker.dataDir!, `${topic}-${partition}`)
+const logBytes = (broker: ClusterServer, topic: string, partition: number): Buffer => {
+  const dir = path.join(broker.logDir, `${topic}-${partition}`)
   const segments = fs
     .readdirSync(dir)
     .filter((f) => f.endsWith(".log"))
@@ -97,12 +70,12 @@ const logBytes = (broker: ServerHandle, topic: string, partition: number): Buffe
 }
 
 describe("followers follow every leader change (separate processes)", () => {
-  let cluster: Awaited<ReturnType<typeof startCluster>>
+  let cluster: Awaited<ReturnType<typeof startLeaderCluster>>
   const TOPIC = "elected"
 
   beforeAll(async () => {
     // The preferred election is the tool's: the automatic rebalance stays off here.
-    cluster = await startCluster({ "broker.session.timeout.ms": 6000, "auto.leader.rebalance.enable": false })
+    cluster = await startLeaderCluster({ "broker.session.timeout.ms": 6000, "auto.leader.rebalance.enable": false })
   })
   afterAll(async () => {
     await cluster?.stop()
@@ -217,12 +190,12 @@ describe("followers follow every leader change (separate processes)", () => {
 })
 
 describe("a broker restart at 2,000 partitions (separate processes)", () => {
-  let cluster: Awaited<ReturnType<typeof startCluster>>
+  let cluster: Awaited<ReturnType<typeof startLeaderCluster>>
   const TOPIC = "many"
   const PARTITIONS = 2000
 
   beforeAll(async () => {
-    cluster = await startCluster({ "leader.imbalance.check.interval.seconds": 5 })
+    cluster = await startLeaderCluster({ "leader.imbalance.check.interval.seconds": 5 })
   })
   afterAll(async () => {
     await cluster?.stop()

@@ -8,53 +8,38 @@
  * `replication.factor` wins over the brokers' default. With one broker stopped, a started topic gets
  * the two live brokers as replicas instead of failing, and its result and the controller's log say so.
  */
-import { randomBytes } from "node:crypto"
 import { ClusterClient, MirrorAdmin } from "@clustermirror/client"
 import { CreateTopics, DescribeConfigs, StartMirrorTopics } from "@clustermirror/protocol"
-import { JavaTools, Ports, Wait } from "@clustermirror/testkit"
+import { JavaTools, Wait } from "@clustermirror/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type ServerHandle, startServer } from "./harness.js"
+import { type Cluster, type ServerHandle, startCluster, startServer } from "./harness.js"
 
 const TOPIC_RESOURCE = 2
 const STATIC_BROKER_CONFIG = 4
 
 describe("destination topics created by a mirror take the brokers' topic defaults", () => {
-  const clusterId = randomBytes(16).toString("base64url").slice(0, 22)
   let source: ServerHandle
+  let cluster: Cluster
   let controller: ServerHandle
-  const brokers: Array<ServerHandle> = []
+  let brokers: ReadonlyArray<ServerHandle>
   let src: ClusterClient.Client
   let dst: ClusterClient.Client
   let admin: MirrorAdmin.MirrorAdmin
 
   beforeAll(async () => {
     source = await startServer({ config: { "default.replication.factor": 1, "offsets.topic.replication.factor": 1 } })
-    const controllerPort = await Ports.freePort()
-    controller = await startServer({
-      config: {
-        "process.roles": "controller",
-        "node.id": 1000,
-        "cluster.id": clusterId,
-        listeners: `CONTROLLER://127.0.0.1:${controllerPort}`,
-        "broker.session.timeout.ms": 3000,
-        "mirror.state.topic.num.partitions": 3
+    cluster = await startCluster({
+      brokers: 3,
+      controllerConfig: { "broker.session.timeout.ms": 3000, "mirror.state.topic.num.partitions": 3 },
+      brokerConfig: {
+        "broker.heartbeat.interval.ms": 300,
+        "default.replication.factor": 3,
+        "min.insync.replicas": 2,
+        "offsets.topic.replication.factor": 3
       }
     })
-    for (let id = 1; id <= 3; id++)
-      brokers.push(
-        await startServer({
-          config: {
-            "process.roles": "broker",
-            "node.id": id,
-            "cluster.id": clusterId,
-            "controller.quorum.bootstrap.servers": `127.0.0.1:${controllerPort}`,
-            "broker.heartbeat.interval.ms": 300,
-            "default.replication.factor": 3,
-            "min.insync.replicas": 2,
-            "offsets.topic.replication.factor": 3
-          }
-        })
-      )
+    controller = cluster.controller
+    brokers = cluster.brokers
     src = new ClusterClient.Client({ bootstrapServers: [source.bootstrap], requestTimeoutMs: 30_000 })
     dst = new ClusterClient.Client({ bootstrapServers: brokers.map((b) => b.bootstrap), requestTimeoutMs: 30_000 })
     admin = new MirrorAdmin.MirrorAdmin(dst)
@@ -68,8 +53,7 @@ describe("destination topics created by a mirror take the brokers' topic default
   afterAll(async () => {
     await src?.close()
     await dst?.close()
-    for (const b of brokers) await b.stop()
-    await controller?.stop()
+    await cluster?.stop()
     await source?.stop()
   })
 
@@ -149,7 +133,7 @@ describe("destination topics created by a mirror take the brokers' topic default
   })
 
   it("with a broker down, a default above the live brokers is capped and the start says so", async () => {
-    await brokers[2]!.stop()
+    await cluster.cluster.kill(3, "SIGTERM")
     await Wait.eventually(
       "broker 3 fenced",
       async () => ((await dst.metadata([])).brokers.size === 2 ? true : undefined),

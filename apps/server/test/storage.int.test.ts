@@ -10,7 +10,6 @@
  *   returns (a small tmpfs, when this machine lets the test mount one).
  */
 import { execFileSync } from "node:child_process"
-import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -18,7 +17,7 @@ import { RecordBatch } from "@clustermirror/protocol"
 import { Kcat, Ports, ServerProcess, Wait } from "@clustermirror/testkit"
 import { Kafka, logLevel } from "kafkajs"
 import { describe, expect, it } from "vitest"
-import { startServer } from "./harness.js"
+import { startCluster, startServer } from "./harness.js"
 
 /** The directory of partition `<topic>-0` somewhere under `dir`. */
 const partitionDir = (dir: string, topic: string): string | undefined => {
@@ -189,33 +188,17 @@ describe("a damaged last batch after a clean shutdown", () => {
 describe("a follower whose log was cut at its start", () => {
   it("fetches again from its new log end offset and ends with the leader's bytes", async () => {
     const topic = "refetch-after-cut"
-    const clusterId = randomBytes(16).toString("base64url").slice(0, 22)
-    const controllerPort = await Ports.freePort()
-    const controller = await startServer({
-      config: {
-        "process.roles": "controller",
-        "node.id": 1000,
-        "cluster.id": clusterId,
-        listeners: `CONTROLLER://127.0.0.1:${controllerPort}`,
-        "broker.session.timeout.ms": 2000
+    const cluster = await startCluster({
+      brokers: 2,
+      controllerConfig: { "broker.session.timeout.ms": 2000 },
+      brokerConfig: {
+        "broker.heartbeat.interval.ms": 300,
+        "replica.lag.time.max.ms": 5000,
+        "offsets.topic.replication.factor": 2
       }
     })
-    const brokers: Array<Awaited<ReturnType<typeof startServer>>> = []
     try {
-      for (const id of [1, 2])
-        brokers.push(
-          await startServer({
-            config: {
-              "process.roles": "broker",
-              "node.id": id,
-              "cluster.id": clusterId,
-              "controller.quorum.bootstrap.servers": `127.0.0.1:${controllerPort}`,
-              "broker.heartbeat.interval.ms": 300,
-              "replica.lag.time.max.ms": 5000,
-              "offsets.topic.replication.factor": 2
-            }
-          })
-        )
+      const brokers = cluster.brokers
       const [leader, follower] = brokers as [(typeof brokers)[0], (typeof brokers)[0]]
       const admin = leader.kafka("storage-refetch").admin()
       await admin.connect()
@@ -235,7 +218,7 @@ describe("a follower whose log was cut at its start", () => {
           input: `${lines(`r${round}`, 50).join("\n")}\n`
         })
       const segmentOf = (b: (typeof brokers)[0]): string => {
-        const dir = partitionDir(b.dataDir!, topic)!
+        const dir = partitionDir(b.logDir, topic)!
         return path.join(
           dir,
           fs
@@ -263,8 +246,7 @@ describe("a follower whose log was cut at its start", () => {
       await Wait.eventually("the follower fetching the cut batch from its leader again", sameAsLeader)
       expect(follower.output()).toContain(`WARN log recovery truncated ${topic}-0 segment ${path.basename(segment)}`)
     } finally {
-      for (const b of brokers) await b.stop()
-      await controller.stop()
+      await cluster.stop()
     }
   })
 })
