@@ -471,8 +471,12 @@ describe("MirrorMetadataManager", () => {
     update()
     await eventually("mirroring", () => stateOf(0) === "MIRRORING" && stateOf(1) === "MIRRORING")
     expect(await m.validate("pause", MIRROR, [TOPIC])).toEqual({ _tag: "Valid", stateValidationOffset: 100 })
+    // Resuming a MIRRORING topic is the controller's no-op (JR47): not refused here either.
+    expect(await m.validate("resume", MIRROR, [TOPIC])).toEqual({ _tag: "Valid", stateValidationOffset: 100 })
+    world.desired = "STOPPED"
     const refused = await m.validate("resume", MIRROR, [TOPIC])
     expect(refused).toMatchObject({ _tag: "Invalid", errorCode: Errors.ErrorCode.INVALID_CLUSTER_MIRROR_STATES })
+    world.desired = "MIRRORING"
     // Unknown topics are the controller's to refuse, per topic.
     expect(await m.validate("stop", MIRROR, ["unknown"])).toMatchObject({ _tag: "Valid" })
     // Topics still mirroring: the controller's CLUSTER_MIRROR_NOT_EMPTY says it best, so it goes through.
@@ -489,6 +493,70 @@ describe("MirrorMetadataManager", () => {
     expect(await m.validate("delete", MIRROR, null)).toMatchObject({ _tag: "Valid" })
     expect([stateOf(0), stateOf(1)]).toEqual(["STOPPED", "STOPPED"])
   })
+
+  it("given a stop (or pause) under way, when it is sent again (a client retrying after a timeout), then it is valid: the controller answers it as a no-op", async () => {
+    const { world, update, stateOf, managers } = setup()
+    const m = managers.get(2)!
+    update()
+    await eventually("mirroring", () => stateOf(0) === "MIRRORING" && stateOf(1) === "MIRRORING")
+    world.desired = "PAUSED"
+    world.offset = 101
+    // Before the leader acted on it (actual MIRRORING) and once it did (PAUSING, PAUSED).
+    expect(await m.validate("pause", MIRROR, [TOPIC])).toEqual({ _tag: "Valid", stateValidationOffset: 101 })
+    update()
+    await eventually("paused", () => stateOf(0) === "PAUSED" && stateOf(1) === "PAUSED")
+    expect(await m.validate("pause", MIRROR, [TOPIC])).toEqual({ _tag: "Valid", stateValidationOffset: 101 })
+    world.desired = "STOPPED"
+    world.offset = 102
+    update()
+    // Right after the stop reached the leader: partitions STOPPING, then STOPPED.
+    expect(stateOf(0)).not.toBe("STOPPED")
+    expect(await m.validate("stop", MIRROR, [TOPIC])).toEqual({ _tag: "Valid", stateValidationOffset: 102 })
+    await eventually("stopped", () => stateOf(0) === "STOPPED" && stateOf(1) === "STOPPED")
+    expect(await m.validate("stop", MIRROR, [TOPIC])).toEqual({ _tag: "Valid", stateValidationOffset: 102 })
+    // What the topic's desired state refuses still is: pausing a stopped topic.
+    expect(await m.validate("pause", MIRROR, [TOPIC])).toMatchObject({
+      _tag: "Invalid",
+      errorCode: Errors.ErrorCode.INVALID_CLUSTER_MIRROR_STATES
+    })
+  })
+
+  it("given thousands of partitions reaching their log work at once (start, stop of everything), then it runs a few per event-loop turn: timers, sockets and signals are served in between", async () => {
+    const n = 2000
+    const { world, update, stateOf, partitions } = setup()
+    world.leaders = new Map(Array.from({ length: n }, (_, p) => [p, { leader: 1, leaderEpoch: 0 }]))
+    const p = partitions.get(1)!
+    // The first call of each kind arms a macrotask; how many calls ran before it tells whether the
+    // event loop got a turn while the work was under way (all n in one go: it did not).
+    const paced = (onCall: () => void) => {
+      let calls = 0
+      let beforeMacrotask: number | undefined
+      return {
+        call: () => {
+          if (calls++ === 0) setImmediate(() => (beforeMacrotask = calls))
+          onCall()
+        },
+        calls: () => calls,
+        beforeMacrotask: () => beforeMacrotask
+      }
+    }
+    const truncations = paced(() => {})
+    p.truncateToEpoch = async () => truncations.call()
+    const stops = paced(() => {})
+    p.finishStop = async () => stops.call()
+    const all = (state: State) => Array.from({ length: n }, (_, i) => i).every((i) => stateOf(i) === state)
+
+    update()
+    await eventually("all mirroring", () => all("MIRRORING"), 60_000)
+    expect(truncations.calls()).toBe(n)
+    expect(truncations.beforeMacrotask()).toBeLessThan(n)
+
+    world.desired = "STOPPED"
+    update()
+    await eventually("all stopped", () => all("STOPPED"), 60_000)
+    expect(stops.calls()).toBe(n)
+    expect(stops.beforeMacrotask()).toBeLessThan(n)
+  }, 120_000)
 
   it("describes the partitions it leads with state and lag, and answers LME lookups for the keys it coordinates", async () => {
     const { world, update, stateOf, managers, partitions } = setup()
