@@ -148,12 +148,17 @@ const setup = (options: { retry?: MirrorStateMachineRetry; lme?: number } = {}) 
   ])
   const managers = new Map<number, MirrorMetadataManager.MirrorMetadataManager>()
   const lookups: Array<string> = []
+  /** ReadMirrorStates requests: the broker sending it, the broker asked, how many partitions. */
+  const reads: Array<{ from: number; to: number; partitions: number }> = []
   for (const id of [1, 2]) {
     const m = new MirrorMetadataManager.MirrorMetadataManager({
       metadata: world.metadata(id),
       coordinator: world.coordinator(id),
       channel: {
-        read: async (node, request) => world.coordinator(node).read(request),
+        read: async (node, request) => {
+          reads.push({ from: id, to: node, partitions: request.topics.reduce((n, t) => n + t.partitions.length, 0) })
+          return world.coordinator(node).read(request)
+        },
         // Over the wire: the request loses the local-only failure object, like a real encoding would.
         write: async (node, request) =>
           world.coordinator(node).write({
@@ -197,7 +202,7 @@ const setup = (options: { retry?: MirrorStateMachineRetry; lme?: number } = {}) 
     }
     return undefined
   }
-  return { world, partitions, managers, update, stateOf, stored, lookups, retries }
+  return { world, partitions, managers, update, stateOf, stored, lookups, retries, reads }
 }
 type MirrorStateMachineRetry = { initialBackoffMs: number; maxBackoffMs: number; maxAttempts: number }
 
@@ -523,7 +528,7 @@ describe("MirrorMetadataManager", () => {
 
   it("given thousands of partitions reaching their log work at once (start, stop of everything), then it runs a few per event-loop turn: timers, sockets and signals are served in between", async () => {
     const n = 2000
-    const { world, update, stateOf, partitions } = setup()
+    const { world, update, stateOf, partitions, managers, reads } = setup()
     world.leaders = new Map(Array.from({ length: n }, (_, p) => [p, { leader: 1, leaderEpoch: 0 }]))
     const p = partitions.get(1)!
     // The first call of each kind arms a macrotask; how many calls ran before it tells whether the
@@ -550,6 +555,13 @@ describe("MirrorMetadataManager", () => {
     await eventually("all mirroring", () => all("MIRRORING"), 60_000)
     expect(truncations.calls()).toBe(n)
     expect(truncations.beforeMacrotask()).toBeLessThan(n)
+
+    // Validating a stop of all of them on the other broker: one ReadMirrorStates per coordinator broker
+    // (the states on broker 2 itself are read locally), not one per partition.
+    reads.length = 0
+    expect(await managers.get(2)!.validate("stop", MIRROR, [TOPIC])).toMatchObject({ _tag: "Valid" })
+    expect(reads.map((r) => r.to)).toEqual([1])
+    expect(reads[0]!.partitions).toBeGreaterThan(n / 2)
 
     world.desired = "STOPPED"
     update()
