@@ -46,8 +46,8 @@ export const replay = (
 
 /**
  * Applies records in order, the i-th at `offsetOf(i)`. Each module only reads its own slice, so
- * replication takes the whole batch at once (in time linear in the batch, where a record at a time
- * copies its topic map per record) and the other slices go record by record.
+ * replication and configuration take the whole batch at once (in time linear in the batch, where a
+ * record at a time copies their topic maps per record) and the other slices go record by record.
  */
 const replayBatch = (
   state: ControllerState,
@@ -55,8 +55,22 @@ const replayBatch = (
   offsetOf: (index: number) => bigint
 ): ControllerState => {
   let s = state
-  for (const r of records) s = replaySlices(s, r)
-  return { ...s, replication: ReplicationControl.replayAll(state.replication, records, offsetOf) }
+  const configs: Array<ConfigurationControl.ConfigurationRecord> = []
+  for (const r of records)
+    switch (r.type) {
+      case "ConfigRecord":
+      case "TopicRecord":
+      case "RemoveTopicRecord":
+        configs.push(r)
+        break
+      default:
+        s = replaySlices(s, r)
+    }
+  return {
+    ...s,
+    configs: ConfigurationControl.replayAll(state.configs, configs),
+    replication: ReplicationControl.replayAll(state.replication, records, offsetOf)
+  }
 }
 
 /** The slices other than replication (which a record of a topic concerns too: configs know topic names). */
