@@ -174,6 +174,7 @@ export const VALID_ACTUAL_STATES: Readonly<Record<Operation, ReadonlyArray<State
  * one started.
  */
 export const TARGET_STATES: Readonly<Partial<Record<Operation, State>>> = {
+  start: "MIRRORING",
   stop: "STOPPED",
   pause: "PAUSED",
   resume: "MIRRORING"

@@ -466,10 +466,14 @@ describe("MirrorMetadataManager", () => {
   it("validates operations against desired and actual states and stamps the metadata offset (§5.8)", async () => {
     const { world, update, stateOf, managers } = setup()
     const m = managers.get(2)!
+    world.desired = "PAUSED"
     expect(await m.validate("start", MIRROR, [TOPIC])).toMatchObject({
       _tag: "Invalid",
       errorCode: Errors.ErrorCode.INVALID_CLUSTER_MIRROR_STATES
     })
+    // Starting a topic this mirror already mirrors is the controller's no-op: not refused here either.
+    world.desired = "MIRRORING"
+    expect(await m.validate("start", MIRROR, [TOPIC])).toEqual({ _tag: "Valid", stateValidationOffset: 100 })
     world.desired = "STOPPED"
     expect(await m.validate("start", MIRROR, [TOPIC])).toEqual({ _tag: "Valid", stateValidationOffset: 100 })
     world.desired = "MIRRORING"
@@ -499,11 +503,12 @@ describe("MirrorMetadataManager", () => {
     expect([stateOf(0), stateOf(1)]).toEqual(["STOPPED", "STOPPED"])
   })
 
-  it("given a stop (or pause) under way, when it is sent again (a client retrying after a timeout), then it is valid: the controller answers it as a no-op", async () => {
+  it("given a start, stop or pause under way, when it is sent again (a client retrying after a timeout), then it is valid: the controller answers it as a no-op", async () => {
     const { world, update, stateOf, managers } = setup()
     const m = managers.get(2)!
     update()
     await eventually("mirroring", () => stateOf(0) === "MIRRORING" && stateOf(1) === "MIRRORING")
+    expect(await m.validate("start", MIRROR, [TOPIC])).toEqual({ _tag: "Valid", stateValidationOffset: 100 })
     world.desired = "PAUSED"
     world.offset = 101
     // Before the leader acted on it (actual MIRRORING) and once it did (PAUSING, PAUSED).
