@@ -25,7 +25,9 @@ actions (exactly one):
   --describe --groups --mirror <name> [--json]        per consumer group, what the offset sync did
   --delete   --mirror <name>
 options:
-  --command-config <file>   admin client properties (client.id, request.timeout.ms)`
+  --command-config <file>   admin client properties: client.id, request.timeout.ms (how long each request
+                            waits for the cluster's answer, default 30000; a request that times out is
+                            sent again, at most 3 times in all)`
 
 const ACTIONS = ["create", "start", "stop", "pause", "resume", "recover", "list", "describe", "delete"] as const
 export type Action = (typeof ACTIONS)[number]
@@ -411,25 +413,44 @@ export interface Io {
   readonly err: (line: string) => void
 }
 
-const adminConfig = (file: string | null): Partial<ClusterClient.Config> => {
-  if (file === null) return {}
-  const props = parseProperties(fs.readFileSync(file, "utf8"))
+/**
+ * The admin client settings of a `--command-config` file (`file` names it in errors): `client.id` and
+ * `request.timeout.ms` (a positive number of milliseconds). Other keys and bad values are refused.
+ */
+export const adminConfig = (
+  props: ReadonlyMap<string, string>,
+  file: string
+): { readonly clientId?: string; readonly requestTimeoutMs?: number } => {
   let config: { clientId?: string; requestTimeoutMs?: number } = {}
   for (const [k, v] of props) {
     if (k === "client.id") config = { ...config, clientId: v }
-    else if (k === "request.timeout.ms") config = { ...config, requestTimeoutMs: Number(v) }
-    else throw new UsageError(`unsupported admin client property in ${file}: ${k}`)
+    else if (k === "request.timeout.ms") {
+      const ms = /^\d+$/.test(v.trim()) ? Number(v.trim()) : Number.NaN
+      if (!Number.isSafeInteger(ms) || ms <= 0)
+        throw new UsageError(`invalid request.timeout.ms in ${file}: "${v}" (a positive number of milliseconds)`)
+      config = { ...config, requestTimeoutMs: ms }
+    } else throw new UsageError(`unsupported admin client property in ${file}: ${k}`)
   }
   return config
 }
 
+const commandConfig = (file: string | null): Partial<ClusterClient.Config> =>
+  file === null ? {} : adminConfig(parseProperties(fs.readFileSync(file, "utf8")), file)
+
 /** Runs a parsed command against the destination cluster; resolves with the exit code. */
 export const run = async (command: Command, io: Io): Promise<number> => {
+  let settings: Partial<ClusterClient.Config>
+  try {
+    settings = commandConfig(command.commandConfig)
+  } catch (e) {
+    io.err(e instanceof UsageError ? e.message : `Error: ${describeError(e)}`)
+    return e instanceof UsageError ? 2 : 1
+  }
   const client = new ClusterClient.Client({
     bootstrapServers: csv(command.bootstrapServer),
     clientId: "clustermirror-mirrors",
     retry: { attempts: 3, baseMs: 100, maxMs: 1000, jitter: 0.2 },
-    ...adminConfig(command.commandConfig)
+    ...settings
   })
   const admin = new MirrorAdmin.MirrorAdmin(client)
   const mirror = command.mirror ?? ""

@@ -100,6 +100,16 @@ describe("MirrorsCommand helpers", () => {
     ])
   })
 
+  it("reads the admin client settings of --command-config and refuses what it does not implement", () => {
+    const config = (text: string) =>
+      MirrorsCommand.adminConfig(MirrorsCommand.parseProperties(text), "admin.properties")
+    expect(config("client.id=ops\nrequest.timeout.ms=120000\n")).toEqual({ clientId: "ops", requestTimeoutMs: 120_000 })
+    expect(config("")).toEqual({})
+    for (const bad of ["abc", "0", "-5", "1.5", ""])
+      expect(() => config(`request.timeout.ms=${bad}`)).toThrow(/invalid request.timeout.ms in admin.properties/)
+    expect(() => config("retries=10")).toThrow(/unsupported admin client property in admin.properties: retries/)
+  })
+
   it("tells names from patterns and matches patterns in full", () => {
     expect(["orders", "a.b-c_d", "x.*", "a|b", "[ab]"].map(MirrorsCommand.isLiteralName)).toEqual([
       true,

@@ -44,7 +44,7 @@ import type * as MirrorRefresh from "./MirrorRefresh.js"
 import * as MirrorMetrics from "./MirrorMetrics.js"
 import * as MirrorRuntime from "./MirrorRuntime.js"
 import type * as MirrorSync from "./MirrorSync.js"
-import { ReplicaManager } from "./ReplicaManager.js"
+import { CLOSE_BUDGET_MS, ReplicaManager } from "./ReplicaManager.js"
 import { Handlers } from "./RequestChannel.js"
 import * as SocketServer from "./SocketServer.js"
 import * as AlterPartitionManager from "./internal/AlterPartitionManager.js"
@@ -677,7 +677,11 @@ export const start = async (
       controller.close()
       heartbeats.close()
       metadataChannel.close()
-      replicas.close()
+      const left = replicas.close()
+      if (left > 0)
+        log(
+          `shutdown: ${left} partition log(s) not closed cleanly within ${CLOSE_BUDGET_MS} ms; recovered at the next start`
+        )
       await Effect.runPromise(metadataLog.close)
     }
   }

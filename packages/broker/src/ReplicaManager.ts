@@ -712,10 +712,26 @@ export class ReplicaManager {
       }
   }
 
-  close(): void {
+  /**
+   * Closes the partition logs cleanly (flushed, marked as shut down cleanly) for at most `budgetMs`, so
+   * that a broker hosting thousands of partitions stops in bounded time: the logs left once the budget
+   * is spent stay as they are (their appends are written, only not synced) and are recovered at the
+   * next start like after a crash. Returns how many were left.
+   */
+  close(budgetMs: number = CLOSE_BUDGET_MS): number {
     for (const ws of this.waiters.values()) for (const w of ws) w()
     this.waiters.clear()
-    this.store.closeAll()
+    const deadline = this.now() + budgetMs
+    let left = 0
+    for (const p of this.partitions.values()) {
+      if (this.now() > deadline) left++
+      else p.log.close()
+    }
+    if (left === 0) this.store.closeAll()
     this.partitions.clear()
+    return left
   }
 }
+
+/** How long a broker's shutdown spends closing its partition logs cleanly, at most (`ReplicaManager.close`). */
+export const CLOSE_BUDGET_MS = 15_000

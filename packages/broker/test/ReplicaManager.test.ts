@@ -371,3 +371,42 @@ describe("ReplicaManager high watermark checkpoint", () => {
     }
   })
 })
+
+describe("ReplicaManager.close", () => {
+  it("closes partition logs cleanly within its budget and leaves the rest to recovery: a broker of thousands of partitions stops in bounded time", async () => {
+    let now = 0
+    const rm = new ReplicaManager({ store: PartitionLogStore.makeMemoryStore(), nodeId: 1, now: () => now })
+    const closed = new Set<number>()
+    for (let p = 0; p < 10; p++) {
+      rm.applyRegistration(
+        "t",
+        p,
+        "q83vEjRWeJCrze8SNFZ4kA",
+        { replicas: [1], isr: [1], leader: 1, leaderEpoch: 0, partitionEpoch: 0 },
+        PartitionLog.defaultConfig,
+        false,
+        1
+      )
+      const log = rm.get("t", p)!.log
+      // Each clean close (flush, checkpoints) takes 400 ms of the clock.
+      const close = log.close.bind(log)
+      log.close = () => {
+        now += 400
+        closed.add(p)
+        close()
+      }
+    }
+    for (let p = 0; p < 10; p++) await rm.appendAsLeader("t", p, batch(1), true, 1)
+    // 1 s of budget: closes at 0, 400 and 800 ms, then the budget is spent.
+    expect(rm.close(1000)).toBe(7)
+    expect([...closed]).toEqual([0, 1, 2])
+    expect(rm.get("t", 0)).toBeUndefined()
+  })
+
+  it("closes every log, and the store, when the budget allows", async () => {
+    const { rm, log } = setup()
+    await rm.appendAsLeader("t", 0, batch(3), true, 1)
+    expect(rm.close()).toBe(0)
+    expect(() => log.read(0, 1 << 20)).toThrow(/closed/)
+  })
+})

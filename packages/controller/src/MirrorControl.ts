@@ -217,11 +217,10 @@ const batch = (state: ControllerState.ControllerState, nextOffset: bigint): Batc
 })
 
 const append = (b: Batch, records: ReadonlyArray<MetadataRecords.MetadataRecord>): void => {
-  for (const r of records) {
-    b.state = ControllerState.replay(b.state, r, b.offset)
-    b.offset += 1n
-    b.records.push(r)
-  }
+  if (records.length === 0) return
+  b.state = ControllerState.replayAll(b.state, records, b.offset)
+  b.offset += BigInt(records.length)
+  b.records.push(...records)
 }
 
 /** The response shape Start, Stop, Pause and Resume share. */
@@ -687,14 +686,18 @@ const changeTopics = (
     if (e !== null) return refuseAll(names, e)
   }
   const twice = duplicates(names)
+  // Each topic's record concerns that topic alone (duplicates are refused), so every topic is decided
+  // against the state before them and their records are replayed as one batch.
+  const changes: Array<MetadataRecords.MetadataRecord> = []
   const results = unique(names).map((name): readonly [string, ApiError] => {
     if (twice.has(name)) return [name, DUPLICATE]
     const topic = memberOf(b.state, mirror, name)
     if (Either.isLeft(topic)) return [name, topic.left]
     const [target, outcome] = decide(topic.right)
-    if (target !== null) append(b, [MetadataRecords.mirrorTopicStateChange(topic.right.topicId, mirror, target)])
+    if (target !== null) changes.push(MetadataRecords.mirrorTopicStateChange(topic.right.topicId, mirror, target))
     return [name, outcome]
   })
+  append(b, changes)
   return ControllerResult.of(b.records, topicsResponse(NONE, results))
 }
 

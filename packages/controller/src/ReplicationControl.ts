@@ -81,75 +81,137 @@ const die = (message: string): never => {
   throw new Error(`ReplicationControl.replay: ${message}`)
 }
 
-const withTopic = (state: State, topic: Topic): State => {
-  const topicsById = new Map(state.topicsById)
-  topicsById.set(topic.topicId, topic)
-  return { ...state, topicsById }
+/**
+ * The state a batch of records is being replayed into: each map of the state it started from is copied
+ * at most once (on its first change), and changed in place after that. Replaying a batch then costs
+ * O(records + entries of the maps it changes) instead of a copy of the topic map (and of the topic's
+ * partition map) per record, which made a stop of 10,000 topics or a restart over 10,000 topics take
+ * tens of seconds. The state it started from is never changed.
+ */
+class Draft {
+  private topics: Map<string, Topic> | undefined
+  private names: Map<string, string> | undefined
+  private collisions: Map<string, ReadonlyArray<string>> | undefined
+  /** Partition maps this draft made, by topic id: changed in place by later records of the batch. */
+  private readonly partitionMaps = new Map<string, Map<number, PartitionRegistration>>()
+
+  constructor(private readonly base: State) {}
+
+  topic(topicId: string): Topic | undefined {
+    return (this.topics ?? this.base.topicsById).get(topicId)
+  }
+  hasName(name: string): boolean {
+    return (this.names ?? this.base.topicIdsByName).has(name)
+  }
+  setTopic(topic: Topic): void {
+    this.topics ??= new Map(this.base.topicsById)
+    this.topics.set(topic.topicId, topic)
+  }
+  setPartition(topic: Topic, partitionId: number, p: PartitionRegistration): void {
+    let partitions = this.partitionMaps.get(topic.topicId)
+    if (partitions === undefined || partitions !== topic.partitions) {
+      partitions = new Map(topic.partitions)
+      this.partitionMaps.set(topic.topicId, partitions)
+    }
+    partitions.set(partitionId, p)
+    this.setTopic(topic.partitions === partitions ? topic : { ...topic, partitions })
+  }
+  addName(name: string, topicId: string): void {
+    this.names ??= new Map(this.base.topicIdsByName)
+    this.names.set(name, topicId)
+    const key = Placement.collisionKey(name)
+    if (key === null) return
+    this.collisions ??= new Map(this.base.namesByCollisionKey)
+    this.collisions.set(key, [...(this.collisions.get(key) ?? []), name])
+  }
+  removeTopic(topic: Topic): void {
+    this.topics ??= new Map(this.base.topicsById)
+    this.topics.delete(topic.topicId)
+    this.partitionMaps.delete(topic.topicId)
+    this.names ??= new Map(this.base.topicIdsByName)
+    this.names.delete(topic.name)
+    const key = Placement.collisionKey(topic.name)
+    if (key === null) return
+    this.collisions ??= new Map(this.base.namesByCollisionKey)
+    const rest = (this.collisions.get(key) ?? []).filter((n) => n !== topic.name)
+    if (rest.length === 0) this.collisions.delete(key)
+    else this.collisions.set(key, rest)
+  }
+  result(): State {
+    if (this.topics === undefined && this.names === undefined && this.collisions === undefined) return this.base
+    return {
+      topicsById: this.topics ?? this.base.topicsById,
+      topicIdsByName: this.names ?? this.base.topicIdsByName,
+      namesByCollisionKey: this.collisions ?? this.base.namesByCollisionKey
+    }
+  }
 }
 
-const withPartition = (topic: Topic, partitionId: number, p: PartitionRegistration): Topic => {
-  const partitions = new Map(topic.partitions)
-  partitions.set(partitionId, p)
-  return { ...topic, partitions }
-}
-
-const knownTopic = (state: State, topicId: string, what: string): Topic =>
-  state.topicsById.get(topicId) ?? die(`${what} for unknown topic id ${topicId}`)
+const knownTopic = (draft: Draft, topicId: string, what: string): Topic =>
+  draft.topic(topicId) ?? die(`${what} for unknown topic id ${topicId}`)
 
 /**
  * Applies one record. `offset` is the record's offset in the metadata log; only
  * MirrorTopicStateChangeRecord keeps it. Records of other control modules leave the state unchanged.
  */
 export const replay = (state: State, record: MetadataRecords.MetadataRecord, offset: bigint): State => {
+  const draft = new Draft(state)
+  apply(draft, record, offset)
+  return draft.result()
+}
+
+/**
+ * Applies records in order, the i-th at offset `offsetOf(i)`: the same state as `replay` one record
+ * at a time, in time linear in the batch.
+ */
+export const replayAll = (
+  state: State,
+  records: ReadonlyArray<MetadataRecords.MetadataRecord>,
+  offsetOf: (index: number) => bigint
+): State => {
+  const draft = new Draft(state)
+  for (let i = 0; i < records.length; i++) apply(draft, records[i]!, offsetOf(i))
+  return draft.result()
+}
+
+const apply = (draft: Draft, record: MetadataRecords.MetadataRecord, offset: bigint): void => {
   switch (record.type) {
     case "TopicRecord": {
       const { name, topicId } = record.data
-      if (state.topicsById.has(topicId)) die(`TopicRecord for existing topic id ${topicId}`)
-      if (state.topicIdsByName.has(name)) die(`TopicRecord for existing topic name ${name}`)
-      const topicIdsByName = new Map(state.topicIdsByName)
-      topicIdsByName.set(name, topicId)
-      let namesByCollisionKey = state.namesByCollisionKey
-      const key = Placement.collisionKey(name)
-      if (key !== null) {
-        const m = new Map(namesByCollisionKey)
-        m.set(key, [...(m.get(key) ?? []), name])
-        namesByCollisionKey = m
-      }
-      return withTopic(
-        { ...state, topicIdsByName, namesByCollisionKey },
-        {
-          name,
-          topicId,
-          partitions: new Map(),
-          mirrorName: null,
-          desiredMirrorState: -1,
-          lastMirrorStateChangeOffset: -1n
-        }
-      )
+      if (draft.topic(topicId) !== undefined) die(`TopicRecord for existing topic id ${topicId}`)
+      if (draft.hasName(name)) die(`TopicRecord for existing topic name ${name}`)
+      draft.addName(name, topicId)
+      draft.setTopic({
+        name,
+        topicId,
+        partitions: new Map(),
+        mirrorName: null,
+        desiredMirrorState: -1,
+        lastMirrorStateChangeOffset: -1n
+      })
+      return
     }
     case "PartitionRecord": {
       const d = record.data
-      const topic = knownTopic(state, d.topicId, "PartitionRecord")
+      const topic = knownTopic(draft, d.topicId, "PartitionRecord")
       const previous = topic.partitions.get(d.partitionId)
       if (previous !== undefined && d.leaderEpoch < previous.leaderEpoch)
         die(`PartitionRecord moves the leader epoch of ${topic.name}-${d.partitionId} back`)
-      return withTopic(
-        state,
-        withPartition(topic, d.partitionId, {
-          replicas: d.replicas,
-          isr: d.isr,
-          removingReplicas: d.removingReplicas,
-          addingReplicas: d.addingReplicas,
-          leader: d.leader,
-          leaderRecoveryState: d.leaderRecoveryState,
-          leaderEpoch: d.leaderEpoch,
-          partitionEpoch: d.partitionEpoch
-        })
-      )
+      draft.setPartition(topic, d.partitionId, {
+        replicas: d.replicas,
+        isr: d.isr,
+        removingReplicas: d.removingReplicas,
+        addingReplicas: d.addingReplicas,
+        leader: d.leader,
+        leaderRecoveryState: d.leaderRecoveryState,
+        leaderEpoch: d.leaderEpoch,
+        partitionEpoch: d.partitionEpoch
+      })
+      return
     }
     case "PartitionChangeRecord": {
       const d = record.data
-      const topic = knownTopic(state, d.topicId, "PartitionChangeRecord")
+      const topic = knownTopic(draft, d.topicId, "PartitionChangeRecord")
       const p =
         topic.partitions.get(d.partitionId) ??
         die(`PartitionChangeRecord for unknown partition ${topic.name}-${d.partitionId}`)
@@ -160,46 +222,31 @@ export const replay = (state: State, record: MetadataRecords.MetadataRecord, off
           die(`PartitionChangeRecord moves the leader epoch of ${topic.name}-${d.partitionId} back`)
         leaderEpoch = d.leaderEpoch
       } else if (d.leader !== Change.NO_LEADER_CHANGE) leaderEpoch = p.leaderEpoch + 1
-      return withTopic(
-        state,
-        withPartition(topic, d.partitionId, {
-          replicas: d.replicas ?? p.replicas,
-          isr: d.isr ?? p.isr,
-          removingReplicas: d.removingReplicas ?? p.removingReplicas,
-          addingReplicas: d.addingReplicas ?? p.addingReplicas,
-          leader: d.leader === Change.NO_LEADER_CHANGE ? p.leader : d.leader,
-          leaderRecoveryState:
-            d.leaderRecoveryState === Change.NO_RECOVERY_STATE_CHANGE ? p.leaderRecoveryState : d.leaderRecoveryState,
-          leaderEpoch,
-          partitionEpoch: p.partitionEpoch + 1
-        })
-      )
+      draft.setPartition(topic, d.partitionId, {
+        replicas: d.replicas ?? p.replicas,
+        isr: d.isr ?? p.isr,
+        removingReplicas: d.removingReplicas ?? p.removingReplicas,
+        addingReplicas: d.addingReplicas ?? p.addingReplicas,
+        leader: d.leader === Change.NO_LEADER_CHANGE ? p.leader : d.leader,
+        leaderRecoveryState:
+          d.leaderRecoveryState === Change.NO_RECOVERY_STATE_CHANGE ? p.leaderRecoveryState : d.leaderRecoveryState,
+        leaderEpoch,
+        partitionEpoch: p.partitionEpoch + 1
+      })
+      return
     }
-    case "RemoveTopicRecord": {
-      const topic = knownTopic(state, record.data.topicId, "RemoveTopicRecord")
-      const topicsById = new Map(state.topicsById)
-      topicsById.delete(topic.topicId)
-      const topicIdsByName = new Map(state.topicIdsByName)
-      topicIdsByName.delete(topic.name)
-      let namesByCollisionKey = state.namesByCollisionKey
-      const key = Placement.collisionKey(topic.name)
-      if (key !== null) {
-        const m = new Map(namesByCollisionKey)
-        const rest = (m.get(key) ?? []).filter((n) => n !== topic.name)
-        if (rest.length === 0) m.delete(key)
-        else m.set(key, rest)
-        namesByCollisionKey = m
-      }
-      return { topicsById, topicIdsByName, namesByCollisionKey }
-    }
+    case "RemoveTopicRecord":
+      draft.removeTopic(knownTopic(draft, record.data.topicId, "RemoveTopicRecord"))
+      return
     case "MirrorTopicStateChangeRecord": {
-      const topic = knownTopic(state, record.data.topicId, "MirrorTopicStateChangeRecord")
-      return withTopic(state, {
+      const topic = knownTopic(draft, record.data.topicId, "MirrorTopicStateChangeRecord")
+      draft.setTopic({
         ...topic,
         mirrorName: record.data.mirrorName,
         desiredMirrorState: record.data.desiredState,
         lastMirrorStateChangeOffset: offset
       })
+      return
     }
     case "RegisterBrokerRecord":
     case "UnregisterBrokerRecord":
@@ -215,7 +262,7 @@ export const replay = (state: State, record: MetadataRecords.MetadataRecord, off
     case "BeginTransactionRecord":
     case "EndTransactionRecord":
     case "AbortTransactionRecord":
-      return state
+      return
     default: {
       const unknown: never = record
       return unknown

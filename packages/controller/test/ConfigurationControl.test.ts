@@ -4,7 +4,8 @@ import { Either } from "effect"
 import * as ConfigurationControl from "../src/ConfigurationControl.js"
 import type * as ControllerState from "../src/ControllerState.js"
 import { given } from "../src/ControllerTest.js"
-import { uuid } from "./clusterFixtures.js"
+import * as fc from "fast-check"
+import { copiedEntries, uuid } from "./clusterFixtures.js"
 
 const { TOPIC, BROKER, CLUSTER_MIRROR } = ConfigurationControl.ResourceType
 const { SET, DELETE, APPEND, SUBTRACT } = ConfigurationControl.OpType
@@ -607,6 +608,52 @@ describe("ConfigurationControl.replay", () => {
     const s = start.and([MetadataRecords.make("RemoveTopicRecord", { topicId: uuid(1) })]).state.configs
     expect(ConfigurationControl.configsOf(s, TOPIC, "orders").size).toBe(0)
     expect(s.topicNames.size).toBe(0)
+  })
+
+  it("replays a batch as it replays its records one at a time, without changing the state it starts from", () => {
+    const record: fc.Arbitrary<ConfigurationControl.ConfigurationRecord> = fc.oneof(
+      fc
+        .record({ t: fc.nat(2), name: fc.constantFrom("a", "b", "c") })
+        .map(({ t, name }) => MetadataRecords.make("TopicRecord", { name, topicId: uuid(t) })),
+      fc.nat(2).map((t) => MetadataRecords.make("RemoveTopicRecord", { topicId: uuid(t) })),
+      fc
+        .record({
+          type: fc.constantFrom(TOPIC, BROKER, CLUSTER_MIRROR),
+          name: fc.constantFrom("a", "b", "m"),
+          key: fc.constantFrom("retention.ms", "x"),
+          value: fc.constantFrom("1", "2", null)
+        })
+        .map(({ type, name, key, value }) => config(type, name, key, value))
+    )
+    fc.assert(
+      fc.property(fc.array(record, { maxLength: 40 }), fc.nat(40), (records, cut) => {
+        const valid: Array<ConfigurationControl.ConfigurationRecord> = []
+        let one = ConfigurationControl.empty
+        for (const r of records) {
+          try {
+            one = ConfigurationControl.replay(one, r)
+            valid.push(r)
+          } catch {}
+        }
+        const k = Math.min(cut, valid.length)
+        const base = valid.slice(0, k).reduce(ConfigurationControl.replay, ConfigurationControl.empty)
+        const frozen = structuredClone(base)
+        expect(ConfigurationControl.replayAll(base, valid.slice(k))).toEqual(one)
+        expect(base).toEqual(frozen)
+      })
+    )
+  })
+
+  it("replays a batch of thousands of topics with their configs copying each map once, not once per record", () => {
+    const n = 2000
+    const records = Array.from({ length: n }, (_, i) => [
+      MetadataRecords.make("TopicRecord", { name: `t${i}`, topicId: uuid(1000 + i) }),
+      config(TOPIC, `t${i}`, "retention.ms", "1")
+    ]).flat()
+    const { result, copied } = copiedEntries(() => ConfigurationControl.replayAll(ConfigurationControl.empty, records))
+    expect(result.topicNames.size).toBe(n)
+    expect(ConfigurationControl.configsOf(result, TOPIC, `t${n - 1}`).get("retention.ms")).toBe("1")
+    expect(copied).toBeLessThan(5 * n)
   })
 
   it("dies on a RemoveTopicRecord for an unknown topic", () => {

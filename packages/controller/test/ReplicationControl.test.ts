@@ -17,6 +17,7 @@ import * as ConfigurationControl from "../src/ConfigurationControl.js"
 import type { ControllerResult } from "../src/ControllerResult.js"
 import * as ControllerTest from "../src/ControllerTest.js"
 import * as RC from "../src/ReplicationControl.js"
+import { copiedEntries } from "./clusterFixtures.js"
 
 const E = Errors.ErrorCode
 type Rec = MetadataRecords.MetadataRecord
@@ -218,6 +219,81 @@ describe("ReplicationControl.replay", () => {
       MetadataRecords.make("RemoveTopicRecord", { topicId: T })
     ])
     expect(s).toEqual(RC.empty)
+  })
+
+  it("replays a batch as it replays its records one at a time, without changing the state it starts from", () => {
+    const ids = [T, idOf(1), idOf(2)]
+    const record: fc.Arbitrary<Rec> = fc.oneof(
+      fc
+        .record({ t: fc.nat(2), name: fc.constantFrom("a", "b.c", "b_c", "d") })
+        .map(({ t, name }) => MetadataRecords.make("TopicRecord", { name, topicId: ids[t]! })),
+      fc.record({ t: fc.nat(2), p: fc.nat(3), e: fc.nat(5) }).map(({ t, p, e }) =>
+        MetadataRecords.make("PartitionRecord", {
+          partitionId: p,
+          topicId: ids[t]!,
+          replicas: [1, 2],
+          isr: [1],
+          leader: 1,
+          leaderEpoch: e
+        })
+      ),
+      fc
+        .record({ t: fc.nat(2), p: fc.nat(3), leader: fc.constantFrom(-2, 1, 2) })
+        .map(({ t, p, leader }) =>
+          MetadataRecords.make("PartitionChangeRecord", { partitionId: p, topicId: ids[t]!, leader, isr: [1] }, 0)
+        ),
+      fc.nat(2).map((t) => MetadataRecords.make("RemoveTopicRecord", { topicId: ids[t]! })),
+      fc
+        .record({ t: fc.nat(2), stop: fc.boolean() })
+        .map(({ t, stop }) => MetadataRecords.mirrorTopicStateChange(ids[t]!, "m", stop ? "STOPPED" : "MIRRORING"))
+    )
+    fc.assert(
+      fc.property(fc.array(record, { maxLength: 40 }), fc.nat(40), (records, cut) => {
+        // The records that replay without dying, one at a time; the base is a prefix of them.
+        const valid: Array<Rec> = []
+        let one = RC.empty
+        for (const r of records) {
+          try {
+            one = RC.replay(one, r, BigInt(valid.length))
+            valid.push(r)
+          } catch {}
+        }
+        const k = Math.min(cut, valid.length)
+        const base = given(valid.slice(0, k))
+        const frozen = structuredClone(base)
+        const batch = RC.replayAll(base, valid.slice(k), (i) => BigInt(k + i))
+        expect(batch).toEqual(one)
+        expect(base).toEqual(frozen)
+      })
+    )
+  })
+
+  it("replays a batch copying each map once, not once per record", () => {
+    const topics = 2000
+    const records: Array<Rec> = []
+    for (let t = 0; t < topics; t++) {
+      records.push(MetadataRecords.make("TopicRecord", { name: `t${t}`, topicId: idOf(t) }))
+      for (let p = 0; p < 5; p++)
+        records.push(
+          MetadataRecords.make("PartitionRecord", {
+            partitionId: p,
+            topicId: idOf(t),
+            replicas: [1],
+            isr: [1],
+            leader: 1
+          })
+        )
+    }
+    const created = copiedEntries(() => RC.replayAll(RC.empty, records, (i) => BigInt(i)))
+    // A stop of every topic: one MirrorTopicStateChangeRecord each.
+    const stops = Array.from({ length: topics }, (_, t) =>
+      MetadataRecords.mirrorTopicStateChange(idOf(t), "m", "STOPPED")
+    )
+    const stopped = copiedEntries(() => RC.replayAll(created.result, stops, (i) => BigInt(records.length + i)))
+    expect(RC.topicByName(stopped.result, "t1999")).toMatchObject({ desiredMirrorState: 6 })
+    // One record at a time, each record copied the whole topic map: topics² entries.
+    expect(created.copied).toBeLessThan(5 * topics)
+    expect(stopped.copied).toBeLessThan(5 * topics)
   })
 
   it("leaves the state unchanged for records of other modules", () => {

@@ -25,6 +25,7 @@ import {
 } from "@clustermirror/protocol"
 import { Either, Option } from "effect"
 import type { ClusterMirrorCoordinator } from "./ClusterMirrorCoordinator.js"
+import { Pacer } from "./internal/Pacer.js"
 import * as MirrorStateMachine from "./MirrorStateMachine.js"
 
 type State = MirrorPartitionState.MirrorPartitionState
@@ -164,6 +165,19 @@ export const VALID_ACTUAL_STATES: Readonly<Record<Operation, ReadonlyArray<State
   pause: ["UNKNOWN", "LOG_TRUNCATION", "EPOCH_FENCING", "MIRRORING"],
   resume: ["PAUSING", "PAUSED"],
   delete: ["STOPPED", "UNKNOWN"]
+}
+
+/**
+ * The desired state an operation sets. A topic already desired in it is a no-op for the controller
+ * (success, nothing written), so validation does not check it: an operation retried after a timeout, or
+ * repeated by an operator, is answered as the first one was instead of refused by the states the first
+ * one started.
+ */
+export const TARGET_STATES: Readonly<Partial<Record<Operation, State>>> = {
+  start: "MIRRORING",
+  stop: "STOPPED",
+  pause: "PAUSED",
+  resume: "MIRRORING"
 }
 
 export type Validation =
@@ -306,6 +320,8 @@ export class MirrorMetadataManager {
   private readQueue = new Map<string, Array<ReadEntry>>()
   private flushScheduled = false
   private closed = false
+  /** Log work of many partitions at once (a stop of every topic) runs a few per event-loop turn. */
+  private readonly pacer = new Pacer()
 
   constructor(private readonly options: MirrorMetadataManagerOptions) {
     this.retryConfig = options.retry ?? MirrorStateMachine.defaultRetryConfig
@@ -560,7 +576,8 @@ export class MirrorMetadataManager {
    * Phase 1 of §5.8 on the broker that received a Start/Stop/Pause/Resume/Delete: every partition of the
    * named topics of this mirror (all of the mirror's topics for delete) must be in a valid state, desired
    * (metadata) and actual (coordinators); then the request carries this image's offset to the controller.
-   * Topics unknown here or belonging to another mirror are left to the controller's per-topic errors.
+   * Topics unknown here or belonging to another mirror are left to the controller's per-topic errors;
+   * topics already desired in the operation's target state (`TARGET_STATES`) to its no-op success.
    */
   async validate(op: Operation, mirror: string, topicNames: ReadonlyArray<string> | null): Promise<Validation> {
     // A delete right after a stop finds partitions not STOPPED yet (stopping, or finishing the step they
@@ -583,12 +600,13 @@ export class MirrorMetadataManager {
     const valid = VALID_STATES[op]
     const validActual = VALID_ACTUAL_STATES[op]
     const topics: Array<MirrorTopic> = []
+    const target = TARGET_STATES[op]
     if (topicNames === null) {
       for (const t of md.mirrorTopics()) if (t.mirrorName === mirror) topics.push(t)
     } else
       for (const name of topicNames) {
         const t = md.topicByName(name)
-        if (t === undefined || t.mirrorName !== mirror) continue
+        if (t === undefined || t.mirrorName !== mirror || t.desired === target) continue
         topics.push(t)
       }
     const invalid = (errorMessage: string): Validation => ({
@@ -671,6 +689,7 @@ export class MirrorMetadataManager {
 
   close(): void {
     this.closed = true
+    this.pacer.close()
     for (const part of this.parts.values()) {
       part.gone = true
       if (part.timer !== undefined) clearTimeout(part.timer)
@@ -883,6 +902,7 @@ export class MirrorMetadataManager {
       await this.failPart(part, { message: `Last mirror epoch lookup failed: ${messageOf(e)}`, retryable: true })
       return
     }
+    if (!(await this.paced(part))) return
     try {
       await this.options.partitions.truncateToEpoch(part.topic, part.partition, lme)
     } catch (e) {
@@ -909,6 +929,7 @@ export class MirrorMetadataManager {
         await ports.bumpLeaderEpochs([{ topicId: part.topicId, partition: part.partition, minLeaderEpoch: lme }])
       }
       const sourceClusterId = this.options.metadata.mirrorConfigs(part.mirror)?.get("mirror.source.cluster.id") ?? null
+      if (!(await this.paced(part))) return
       await ports.finishStop(part.topic, part.partition, sourceClusterId)
     } catch (e) {
       // The sequence is idempotent: a retry of STOPPING runs it again.
@@ -919,6 +940,15 @@ export class MirrorMetadataManager {
     const next = MirrorStateMachine.stopDone(part.value!, lme)
     if (Either.isRight(next) && (await this.persist(part, next.right)))
       this.log(`stopped mirroring ${part.topic}-${part.partition} (last mirror epoch ${lme})`)
+  }
+
+  /**
+   * Waits for this partition's turn before log work the broker does synchronously (appends, truncation):
+   * thousands of partitions reaching it at once must leave the event loop to requests in between. False
+   * when the partition is no longer led here or the manager closed meanwhile.
+   */
+  private async paced(part: Part): Promise<boolean> {
+    return (await this.pacer.turn()) && !part.gone && !this.closed
   }
 
   private async failPart(part: Part, failure: MirrorStateMachine.Failure): Promise<void> {

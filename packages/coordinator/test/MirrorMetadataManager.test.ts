@@ -148,12 +148,17 @@ const setup = (options: { retry?: MirrorStateMachineRetry; lme?: number } = {}) 
   ])
   const managers = new Map<number, MirrorMetadataManager.MirrorMetadataManager>()
   const lookups: Array<string> = []
+  /** ReadMirrorStates requests: the broker sending it, the broker asked, how many partitions. */
+  const reads: Array<{ from: number; to: number; partitions: number }> = []
   for (const id of [1, 2]) {
     const m = new MirrorMetadataManager.MirrorMetadataManager({
       metadata: world.metadata(id),
       coordinator: world.coordinator(id),
       channel: {
-        read: async (node, request) => world.coordinator(node).read(request),
+        read: async (node, request) => {
+          reads.push({ from: id, to: node, partitions: request.topics.reduce((n, t) => n + t.partitions.length, 0) })
+          return world.coordinator(node).read(request)
+        },
         // Over the wire: the request loses the local-only failure object, like a real encoding would.
         write: async (node, request) =>
           world.coordinator(node).write({
@@ -197,7 +202,7 @@ const setup = (options: { retry?: MirrorStateMachineRetry; lme?: number } = {}) 
     }
     return undefined
   }
-  return { world, partitions, managers, update, stateOf, stored, lookups, retries }
+  return { world, partitions, managers, update, stateOf, stored, lookups, retries, reads }
 }
 type MirrorStateMachineRetry = { initialBackoffMs: number; maxBackoffMs: number; maxAttempts: number }
 
@@ -461,18 +466,26 @@ describe("MirrorMetadataManager", () => {
   it("validates operations against desired and actual states and stamps the metadata offset (§5.8)", async () => {
     const { world, update, stateOf, managers } = setup()
     const m = managers.get(2)!
+    world.desired = "PAUSED"
     expect(await m.validate("start", MIRROR, [TOPIC])).toMatchObject({
       _tag: "Invalid",
       errorCode: Errors.ErrorCode.INVALID_CLUSTER_MIRROR_STATES
     })
+    // Starting a topic this mirror already mirrors is the controller's no-op: not refused here either.
+    world.desired = "MIRRORING"
+    expect(await m.validate("start", MIRROR, [TOPIC])).toEqual({ _tag: "Valid", stateValidationOffset: 100 })
     world.desired = "STOPPED"
     expect(await m.validate("start", MIRROR, [TOPIC])).toEqual({ _tag: "Valid", stateValidationOffset: 100 })
     world.desired = "MIRRORING"
     update()
     await eventually("mirroring", () => stateOf(0) === "MIRRORING" && stateOf(1) === "MIRRORING")
     expect(await m.validate("pause", MIRROR, [TOPIC])).toEqual({ _tag: "Valid", stateValidationOffset: 100 })
+    // Resuming a MIRRORING topic is the controller's no-op (JR47): not refused here either.
+    expect(await m.validate("resume", MIRROR, [TOPIC])).toEqual({ _tag: "Valid", stateValidationOffset: 100 })
+    world.desired = "STOPPED"
     const refused = await m.validate("resume", MIRROR, [TOPIC])
     expect(refused).toMatchObject({ _tag: "Invalid", errorCode: Errors.ErrorCode.INVALID_CLUSTER_MIRROR_STATES })
+    world.desired = "MIRRORING"
     // Unknown topics are the controller's to refuse, per topic.
     expect(await m.validate("stop", MIRROR, ["unknown"])).toMatchObject({ _tag: "Valid" })
     // Topics still mirroring: the controller's CLUSTER_MIRROR_NOT_EMPTY says it best, so it goes through.
@@ -489,6 +502,78 @@ describe("MirrorMetadataManager", () => {
     expect(await m.validate("delete", MIRROR, null)).toMatchObject({ _tag: "Valid" })
     expect([stateOf(0), stateOf(1)]).toEqual(["STOPPED", "STOPPED"])
   })
+
+  it("given a start, stop or pause under way, when it is sent again (a client retrying after a timeout), then it is valid: the controller answers it as a no-op", async () => {
+    const { world, update, stateOf, managers } = setup()
+    const m = managers.get(2)!
+    update()
+    await eventually("mirroring", () => stateOf(0) === "MIRRORING" && stateOf(1) === "MIRRORING")
+    expect(await m.validate("start", MIRROR, [TOPIC])).toEqual({ _tag: "Valid", stateValidationOffset: 100 })
+    world.desired = "PAUSED"
+    world.offset = 101
+    // Before the leader acted on it (actual MIRRORING) and once it did (PAUSING, PAUSED).
+    expect(await m.validate("pause", MIRROR, [TOPIC])).toEqual({ _tag: "Valid", stateValidationOffset: 101 })
+    update()
+    await eventually("paused", () => stateOf(0) === "PAUSED" && stateOf(1) === "PAUSED")
+    expect(await m.validate("pause", MIRROR, [TOPIC])).toEqual({ _tag: "Valid", stateValidationOffset: 101 })
+    world.desired = "STOPPED"
+    world.offset = 102
+    update()
+    // Right after the stop reached the leader: partitions STOPPING, then STOPPED.
+    expect(stateOf(0)).not.toBe("STOPPED")
+    expect(await m.validate("stop", MIRROR, [TOPIC])).toEqual({ _tag: "Valid", stateValidationOffset: 102 })
+    await eventually("stopped", () => stateOf(0) === "STOPPED" && stateOf(1) === "STOPPED")
+    expect(await m.validate("stop", MIRROR, [TOPIC])).toEqual({ _tag: "Valid", stateValidationOffset: 102 })
+    // What the topic's desired state refuses still is: pausing a stopped topic.
+    expect(await m.validate("pause", MIRROR, [TOPIC])).toMatchObject({
+      _tag: "Invalid",
+      errorCode: Errors.ErrorCode.INVALID_CLUSTER_MIRROR_STATES
+    })
+  })
+
+  it("given thousands of partitions reaching their log work at once (start, stop of everything), then it runs a few per event-loop turn: timers, sockets and signals are served in between", async () => {
+    const n = 2000
+    const { world, update, stateOf, partitions, managers, reads } = setup()
+    world.leaders = new Map(Array.from({ length: n }, (_, p) => [p, { leader: 1, leaderEpoch: 0 }]))
+    const p = partitions.get(1)!
+    // The first call of each kind arms a macrotask; how many calls ran before it tells whether the
+    // event loop got a turn while the work was under way (all n in one go: it did not).
+    const paced = (onCall: () => void) => {
+      let calls = 0
+      let beforeMacrotask: number | undefined
+      return {
+        call: () => {
+          if (calls++ === 0) setImmediate(() => (beforeMacrotask = calls))
+          onCall()
+        },
+        calls: () => calls,
+        beforeMacrotask: () => beforeMacrotask
+      }
+    }
+    const truncations = paced(() => {})
+    p.truncateToEpoch = async () => truncations.call()
+    const stops = paced(() => {})
+    p.finishStop = async () => stops.call()
+    const all = (state: State) => Array.from({ length: n }, (_, i) => i).every((i) => stateOf(i) === state)
+
+    update()
+    await eventually("all mirroring", () => all("MIRRORING"), 60_000)
+    expect(truncations.calls()).toBe(n)
+    expect(truncations.beforeMacrotask()).toBeLessThan(n)
+
+    // Validating a stop of all of them on the other broker: one ReadMirrorStates per coordinator broker
+    // (the states on broker 2 itself are read locally), not one per partition.
+    reads.length = 0
+    expect(await managers.get(2)!.validate("stop", MIRROR, [TOPIC])).toMatchObject({ _tag: "Valid" })
+    expect(reads.map((r) => r.to)).toEqual([1])
+    expect(reads[0]!.partitions).toBeGreaterThan(n / 2)
+
+    world.desired = "STOPPED"
+    update()
+    await eventually("all stopped", () => all("STOPPED"), 60_000)
+    expect(stops.calls()).toBe(n)
+    expect(stops.beforeMacrotask()).toBeLessThan(n)
+  }, 120_000)
 
   it("describes the partitions it leads with state and lag, and answers LME lookups for the keys it coordinates", async () => {
     const { world, update, stateOf, managers, partitions } = setup()
