@@ -174,6 +174,28 @@ export const replayAll = (
   return draft.result()
 }
 
+/**
+ * A state records are replayed into in place, batch after batch, for a decision that reads the state
+ * each of its steps leaves (a start of many topics): the state it starts from is never changed, and
+ * its maps are copied once in all rather than once per batch.
+ */
+export interface Replayer {
+  /** Applies records written one after another from `firstOffset` on. */
+  readonly replayAll: (records: ReadonlyArray<MetadataRecords.MetadataRecord>, firstOffset: bigint) => void
+  /** The state so far. It shares the replayer's maps, so it is only read before the next `replayAll`. */
+  readonly state: () => State
+}
+
+export const replayer = (state: State): Replayer => {
+  const draft = new Draft(state)
+  return {
+    replayAll: (records, firstOffset) => {
+      for (let i = 0; i < records.length; i++) apply(draft, records[i]!, firstOffset + BigInt(i))
+    },
+    state: () => draft.result()
+  }
+}
+
 const apply = (draft: Draft, record: MetadataRecords.MetadataRecord, offset: bigint): void => {
   switch (record.type) {
     case "TopicRecord": {
@@ -485,7 +507,11 @@ export const createTopics = (
   const answered = new Set<string>()
   const results: Array<CreatableTopicResult> = []
   const records: Array<MetadataRecords.MetadataRecord> = []
-  let scratch = state
+  // Later topics are decided against the names and ids of the earlier ones. The TopicRecord of the
+  // last created topic is replayed only when another topic follows, so a request of one topic (how
+  // a mirror start creates each topic) copies nothing.
+  const scratch = new Draft(state)
+  let unreplayed: MetadataRecords.MetadataRecord | undefined
   for (const t of request.topics) {
     if (answered.has(t.name)) continue
     answered.add(t.name)
@@ -493,7 +519,9 @@ export const createTopics = (
       results.push(failedTopic(t.name, apiError(Errors.ErrorCode.INVALID_REQUEST, "Duplicate topic name.")))
       continue
     }
-    const outcome = createTopic(scratch, t, cluster, ctx)
+    if (unreplayed !== undefined) apply(scratch, unreplayed, -1n)
+    unreplayed = undefined
+    const outcome = createTopic(scratch.result(), t, cluster, ctx)
     // Like Kafka, a topic with too many partitions fails the operation as a whole.
     if (outcome._tag === "Failed" && outcome.error === TOO_LARGE) return tooLarge(request.topics)
     if (outcome._tag === "Failed") {
@@ -502,7 +530,7 @@ export const createTopics = (
     }
     records.push(...outcome.records)
     results.push(outcome.result)
-    scratch = replay(scratch, outcome.records[0]!, -1n)
+    unreplayed = outcome.records[0]
   }
   return { records: request.validateOnly ? [] : records, response: results }
 }
