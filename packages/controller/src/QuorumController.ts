@@ -296,6 +296,24 @@ export class QuorumController {
     }
   }
 
+  /**
+   * The records moving a broker's leaderships and ISR memberships away, decided against the state the
+   * request's own records (`records`) leave: for a fenced broker, or a new incarnation of one.
+   */
+  private leadershipMovesOff(
+    state: ControllerState.ControllerState,
+    records: ReadonlyArray<MetadataRecords.MetadataRecord>,
+    brokerId: number
+  ): ReadonlyArray<MetadataRecords.MetadataRecord> {
+    const after = ControllerState.replayAll(state, records, this.nextOffset)
+    return ReplicationControl.handleBrokerFenced(
+      after.replication,
+      brokerId,
+      this.clusterView(after),
+      this.uncleanEnabled(after)
+    ).records
+  }
+
   private clusterView(state: ControllerState.ControllerState): ReplicationControl.ClusterView {
     const live = ClusterControl.liveBrokers(state.cluster)
     const active = new Set(live)
@@ -345,15 +363,7 @@ export class QuorumController {
       // session was fenced yet. Replicas then follow the new leaders and it rejoins as a fresh follower.
       const previous = state.cluster.brokers.get(request.brokerId)
       if (previous !== undefined && previous.incarnationId !== request.incarnationId) {
-        const after = ControllerState.replayAll(state, records, this.nextOffset)
-        records.push(
-          ...ReplicationControl.handleBrokerFenced(
-            after.replication,
-            request.brokerId,
-            this.clusterView(after),
-            this.uncleanEnabled(after)
-          ).records
-        )
+        records.push(...this.leadershipMovesOff(state, records, request.brokerId))
       }
       return {
         records,
@@ -425,15 +435,7 @@ export class QuorumController {
     }
     // A broker going away moves its leaderships first.
     if (!wasFenced && r.right.response.isFenced) {
-      const after = ControllerState.replayAll(state, records, this.nextOffset)
-      records.push(
-        ...ReplicationControl.handleBrokerFenced(
-          after.replication,
-          request.brokerId,
-          this.clusterView(after),
-          this.uncleanEnabled(after)
-        ).records
-      )
+      records.push(...this.leadershipMovesOff(state, records, request.brokerId))
     }
     const { isCaughtUp, isFenced, shouldShutDown } = r.right.response
     return { records, response: { errorCode: 0, isCaughtUp, isFenced, shouldShutDown } }
