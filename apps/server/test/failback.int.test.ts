@@ -60,6 +60,19 @@ interface Cluster {
 }
 
 const startCluster = async (prefix: string): Promise<Cluster> => {
+  // --embedded 3 listens on port..port+2 and more: only the first is known free, so a start whose
+  // other listeners are taken by then is tried again on new ports.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startClusterOnce(prefix)
+    } catch (e) {
+      if (attempt < 3 && e instanceof Error && e.message.includes("EADDRINUSE")) continue
+      throw e
+    }
+  }
+}
+
+const startClusterOnce = async (prefix: string): Promise<Cluster> => {
   const port = await Ports.freePort()
   const server = await ServerProcess.start({
     tempPrefix: prefix,
