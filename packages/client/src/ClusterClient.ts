@@ -8,7 +8,7 @@
  * written once here and used everywhere. Holds no cluster state beyond caches.
  */
 import { Errors, Metadata, type Api, type Spec } from "@clustermirror/protocol"
-import { Context, Duration, Effect, type Either, Layer, type Scope } from "effect"
+import { Context, Effect, type Either, Layer, type Scope } from "effect"
 import {
   type ClientError,
   ClientClosed,
@@ -16,9 +16,10 @@ import {
   isRetriable,
   KafkaError,
   NoBrokerAvailable,
-  RequestTimeout
+  type RequestTimeout
 } from "./ClientError.js"
 import type * as Connection from "./Connection.js"
+import * as FanOut from "./FanOut.js"
 import { fromPromise } from "./internal/effect.js"
 import * as MetadataCache from "./MetadataCache.js"
 import * as NodePool from "./NodePool.js"
@@ -348,33 +349,21 @@ export const fromClient = (client: Client): Service => {
     sendToAnyBroker: (api, body, options) => fromPromise(() => client.sendToAnyBroker(api, body, options)),
     sendToLeader: (topic, partition, api, body, errorCodeOf, options) =>
       fromPromise(() => client.sendToLeader(topic, partition, api, body, errorCodeOf, options)),
-    forEachBroker: (request, merge, options) => {
-      const timeoutMs = options?.timeoutMs ?? config.fanOutTimeoutMs ?? config.requestTimeoutMs ?? 30_000
-      return fromPromise(() => client.metadata([])).pipe(
+    forEachBroker: (request, merge, options) =>
+      fromPromise(() => client.metadata([])).pipe(
         Effect.flatMap((snap) =>
-          Effect.forEach(
-            [...snap.brokers.values()],
-            (broker) =>
-              request(broker).pipe(
-                Effect.timeoutFail({
-                  duration: Duration.millis(timeoutMs),
-                  onTimeout: () =>
-                    new RequestTimeout({
-                      api: `fan-out to broker ${broker.nodeId}`,
-                      version: -1,
-                      correlationId: -1,
-                      timeoutMs
-                    })
-                }),
-                Effect.either,
-                Effect.map((result) => ({ broker, result }))
-              ),
-            { concurrency: options?.concurrency ?? config.fanOutConcurrency ?? 8 }
+          FanOut.forEachBroker(
+            snap.brokers.values(),
+            request,
+            (outcomes) => merge(outcomes.map(({ target, result }) => ({ broker: target, result }))),
+            {
+              concurrency: options?.concurrency ?? config.fanOutConcurrency ?? FanOut.DEFAULT_CONCURRENCY,
+              timeoutMs: options?.timeoutMs ?? config.fanOutTimeoutMs ?? config.requestTimeoutMs ?? 30_000,
+              describe: (broker) => `broker ${broker.nodeId}`
+            }
           )
-        ),
-        Effect.map(merge)
+        )
       )
-    }
   }
 }
 

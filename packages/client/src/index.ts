@@ -5,6 +5,7 @@
 export * as ClientError from "./ClientError.js"
 export * as ClusterClient from "./ClusterClient.js"
 export * as Connection from "./Connection.js"
+export * as FanOut from "./FanOut.js"
 export * as MetadataCache from "./MetadataCache.js"
 export * as MirrorAdmin from "./MirrorAdmin.js"
 export * as NodePool from "./NodePool.js"
