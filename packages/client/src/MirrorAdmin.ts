@@ -27,9 +27,10 @@ import {
   Uuid,
   type Spec
 } from "@clustermirror/protocol"
-import { Either } from "effect"
+import { Effect, Either } from "effect"
 import { ConnectionError, KafkaError, NoBrokerAvailable, RequestTimeout, SourceUnreachable } from "./ClientError.js"
 import { type BrokerResult, Client } from "./ClusterClient.js"
+import * as FanOut from "./FanOut.js"
 import type * as MetadataCache from "./MetadataCache.js"
 import type * as Retry from "./Retry.js"
 
@@ -172,6 +173,33 @@ export type BrokerDescription = BrokerResult<DescribeClusterMirrors.Response, un
 /** Settings of the short-lived client on the source: fail fast, the source may well be unreachable. */
 const SOURCE_RETRY: Retry.Policy = { attempts: 2, baseMs: 100, maxMs: 200, jitter: 0 }
 const SOURCE_TIMEOUT_MS = 10_000
+
+/** The request timeout of a client configured without one (the connection's default). */
+const DEFAULT_REQUEST_TIMEOUT_MS = 30_000
+
+/**
+ * Sends one request to each of `brokers` through `FanOut.forEachBroker`: bounded concurrency (the
+ * client's `fanOutConcurrency`), a per-broker timeout (its `fanOutTimeoutMs`, else its request timeout),
+ * and every broker's answer or failure in the order of `brokers`. A broker that does not answer in time
+ * has a `RequestTimeout` as its result. Never rejects.
+ */
+export const everyBroker = <A>(
+  client: Client,
+  brokers: ReadonlyArray<MetadataCache.BrokerNode>,
+  request: (broker: MetadataCache.BrokerNode) => Promise<A>
+): Promise<ReadonlyArray<BrokerResult<A, unknown>>> =>
+  Effect.runPromise(
+    FanOut.forEachBroker(
+      brokers,
+      (broker) => Effect.tryPromise({ try: () => request(broker), catch: (e) => e }),
+      (outcomes) => outcomes.map(({ target, result }): BrokerResult<A, unknown> => ({ broker: target, result })),
+      {
+        concurrency: client.config.fanOutConcurrency ?? FanOut.DEFAULT_CONCURRENCY,
+        timeoutMs: client.config.fanOutTimeoutMs ?? client.config.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+        describe: (broker) => `broker ${broker.nodeId}`
+      }
+    )
+  )
 
 const kafkaError = (errorCode: number, errorMessage: string | null, context: string) =>
   new KafkaError({ errorCode, errorMessage, context })
@@ -521,20 +549,23 @@ export class MirrorAdmin {
     return withSource(bootstrap, async (source) => {
       // The last mirror epochs the source's brokers hold for mirrors whose source is this cluster.
       const lmes = new Map<string, number>()
-      const brokers = (await source.metadata([])).brokers
-      for (const b of brokers.values()) {
-        const res = await source
-          .sendToNode(b.nodeId, DescribeClusterMirrors.api, {
-            mirrorNames: [],
-            includeAuthorizedOperations: false,
-            clusterId,
-            lastMirrorEpochLookups: wanted.map((t) => ({ topicId: t.topicId, partitions: t.partitions }))
-          })
-          .catch((e: unknown) => {
-            if (e instanceof Error && "_tag" in e && e._tag === "UnsupportedVersion") return undefined
-            throw e
-          })
-        for (const r of res?.lookupResults ?? [])
+      const brokers = [...(await source.metadata([])).brokers.values()].sort((a, b) => a.nodeId - b.nodeId)
+      const answers = await everyBroker(source, brokers, (b) =>
+        source.sendToNode(b.nodeId, DescribeClusterMirrors.api, {
+          mirrorNames: [],
+          includeAuthorizedOperations: false,
+          clusterId,
+          lastMirrorEpochLookups: wanted.map((t) => ({ topicId: t.topicId, partitions: t.partitions }))
+        })
+      )
+      for (const { result } of answers) {
+        if (Either.isLeft(result)) {
+          // A broker too old for the lookup knows no last mirror epoch; any other failure fails the preview.
+          const e = result.left
+          if (e instanceof Error && "_tag" in e && e._tag === "UnsupportedVersion") continue
+          throw e
+        }
+        for (const r of result.right.lookupResults)
           for (const p of r.partitions) {
             const k = `${r.topicId}:${p.partitionIndex}`
             lmes.set(k, Math.max(lmes.get(k) ?? -1, p.lastMirrorEpoch))
@@ -804,16 +835,8 @@ export class MirrorAdmin {
   ): Promise<ReadonlyArray<BrokerDescription>> {
     const snapshot = await this.client.metadata([])
     const brokers = [...snapshot.brokers.values()].sort((a, b) => a.nodeId - b.nodeId)
-    return Promise.all(
-      brokers.map(
-        async (broker): Promise<BrokerDescription> => ({
-          broker,
-          result: await this.client.sendToNode(broker.nodeId, DescribeClusterMirrors.api, body).then(
-            (res) => Either.right(res),
-            (e: unknown) => Either.left(e)
-          )
-        })
-      )
+    return everyBroker(this.client, brokers, (broker) =>
+      this.client.sendToNode(broker.nodeId, DescribeClusterMirrors.api, body)
     )
   }
 }
