@@ -25,10 +25,18 @@ import {
   StartMirrorTopics,
   StopMirrorTopics,
   Uuid,
+  type Api,
   type Spec
 } from "@clustermirror/protocol"
 import { Effect, Either } from "effect"
-import { ConnectionError, KafkaError, NoBrokerAvailable, RequestTimeout, SourceUnreachable } from "./ClientError.js"
+import {
+  ConnectionError,
+  InvalidRequest,
+  KafkaError,
+  NoBrokerAvailable,
+  RequestTimeout,
+  SourceUnreachable
+} from "./ClientError.js"
 import { type BrokerResult, Client } from "./ClusterClient.js"
 import * as FanOut from "./FanOut.js"
 import type * as MetadataCache from "./MetadataCache.js"
@@ -200,6 +208,20 @@ export const everyBroker = <A>(
       }
     )
   )
+
+/**
+ * `body` checked against its request's Schema before anything is encoded or sent; a misfit throws
+ * `InvalidRequest` naming the field. Control-plane requests only: the data path pays no check.
+ */
+export const validRequest = <Req extends Spec.Fields, Res extends Spec.Fields>(
+  api: Api.ApiDef<Req, Res>,
+  body: Spec.StructInput<Req>
+): Spec.StructInput<Req> => {
+  const checked = api.request.validate(body)
+  if (Either.isLeft(checked))
+    throw new InvalidRequest({ api: api.name, field: checked.left.field, reason: checked.left.reason })
+  return body
+}
 
 const kafkaError = (errorCode: number, errorMessage: string | null, context: string) =>
   new KafkaError({ errorCode, errorMessage, context })
@@ -518,7 +540,7 @@ export class MirrorAdmin {
       const clusterId = await withSource(bootstrap, async (s) => (await s.metadata([])).clusterId)
       if (clusterId !== null) all.set("mirror.source.cluster.id", clusterId)
     }
-    const res = await this.client.sendToAnyBroker(CreateClusterMirror.api, {
+    const res = await this.anyBroker(CreateClusterMirror.api, {
       mirrorName: name,
       config: [...all].map(([n, value]) => ({ name: n, value }))
     })
@@ -550,13 +572,14 @@ export class MirrorAdmin {
       // The last mirror epochs the source's brokers hold for mirrors whose source is this cluster.
       const lmes = new Map<string, number>()
       const brokers = [...(await source.metadata([])).brokers.values()].sort((a, b) => a.nodeId - b.nodeId)
+      const lookup = validRequest(DescribeClusterMirrors.api, {
+        mirrorNames: [],
+        includeAuthorizedOperations: false,
+        clusterId,
+        lastMirrorEpochLookups: wanted.map((t) => ({ topicId: t.topicId, partitions: t.partitions }))
+      })
       const answers = await everyBroker(source, brokers, (b) =>
-        source.sendToNode(b.nodeId, DescribeClusterMirrors.api, {
-          mirrorNames: [],
-          includeAuthorizedOperations: false,
-          clusterId,
-          lastMirrorEpochLookups: wanted.map((t) => ({ topicId: t.topicId, partitions: t.partitions }))
-        })
+        source.sendToNode(b.nodeId, DescribeClusterMirrors.api, lookup)
       )
       for (const { result } of answers) {
         if (Either.isLeft(result)) {
@@ -602,7 +625,7 @@ export class MirrorAdmin {
 
   /** A mirror's stored configs; password values come back as null. */
   async describeMirrorConfigs(name: string): Promise<ReadonlyMap<string, string | null>> {
-    const res = await this.client.sendToAnyBroker(DescribeConfigs.api, {
+    const res = await this.anyBroker(DescribeConfigs.api, {
       resources: [{ resourceType: CLUSTER_MIRROR_RESOURCE, resourceName: name, configurationKeys: null }],
       includeSynonyms: false,
       includeDocumentation: false
@@ -618,7 +641,7 @@ export class MirrorAdmin {
     const broker = (await this.client.brokers())[0]
     if (broker === undefined) throw new NoBrokerAvailable({ message: "DescribeConfigs: no broker known" })
     // A broker describes its own configs only: the resource names the broker the request goes to.
-    const res = await this.client.sendToNode(broker.nodeId, DescribeConfigs.api, {
+    const res = await this.toNode(broker.nodeId, DescribeConfigs.api, {
       resources: [{ resourceType: BROKER_RESOURCE, resourceName: String(broker.nodeId), configurationKeys: keys }],
       includeSynonyms: false,
       includeDocumentation: false
@@ -677,7 +700,7 @@ export class MirrorAdmin {
       })
       for (const t of found) known.set(t.name, t)
     }
-    const res = await this.client.sendToAnyBroker(StartMirrorTopics.api, {
+    const res = await this.anyBroker(StartMirrorTopics.api, {
       mirrorName: name,
       topics: topics.map((topicName) => ({
         topicName,
@@ -709,7 +732,7 @@ export class MirrorAdmin {
     patterns: ReadonlyArray<string> = []
   ): Promise<ReadonlyArray<TopicResult>> {
     validatePatterns(patterns)
-    const res = await this.client.sendToAnyBroker(StopMirrorTopics.api, {
+    const res = await this.anyBroker(StopMirrorTopics.api, {
       mirrorName: name,
       topics: topics.map((topicName) => ({ topicName })),
       patterns
@@ -719,7 +742,7 @@ export class MirrorAdmin {
 
   /** Pauses mirroring `topics`; only topics with an error (or already paused) are reported. */
   async pauseMirrorTopics(name: string, topics: ReadonlyArray<string>): Promise<ReadonlyArray<TopicResult>> {
-    const res = await this.client.sendToAnyBroker(PauseMirrorTopics.api, {
+    const res = await this.anyBroker(PauseMirrorTopics.api, {
       mirrorName: name,
       topics: topics.map((topicName) => ({ topicName }))
     })
@@ -728,7 +751,7 @@ export class MirrorAdmin {
 
   /** Resumes mirroring paused `topics`; only topics with an error (or not paused) are reported. */
   async resumeMirrorTopics(name: string, topics: ReadonlyArray<string>): Promise<ReadonlyArray<TopicResult>> {
-    const res = await this.client.sendToAnyBroker(ResumeMirrorTopics.api, {
+    const res = await this.anyBroker(ResumeMirrorTopics.api, {
       mirrorName: name,
       topics: topics.map((topicName) => ({ topicName }))
     })
@@ -745,7 +768,7 @@ export class MirrorAdmin {
     topics: ReadonlyArray<string>,
     options: { readonly acceptDataLoss?: boolean } = {}
   ): Promise<ReadonlyArray<TopicResult>> {
-    const res = await this.client.sendToAnyBroker(RecoverMirrorTopics.api, {
+    const res = await this.anyBroker(RecoverMirrorTopics.api, {
       mirrorName: name,
       topics: topics.map((topicName) => ({ topicName })),
       acceptDataLoss: options.acceptDataLoss === true
@@ -762,13 +785,13 @@ export class MirrorAdmin {
 
   /** Deletes a mirror that has no topics left. */
   async deleteClusterMirror(name: string): Promise<void> {
-    const res = await this.client.sendToAnyBroker(DeleteClusterMirror.api, { mirrorName: name })
+    const res = await this.anyBroker(DeleteClusterMirror.api, { mirrorName: name })
     checked(`DeleteClusterMirror ${name}`, res)
   }
 
   /** Every mirror of the cluster, sorted by name. */
   async listClusterMirrors(includeTopicNames = false): Promise<ReadonlyArray<MirrorListing>> {
-    const res = await this.client.sendToAnyBroker(ListClusterMirrors.api, { includeTopicNames })
+    const res = await this.anyBroker(ListClusterMirrors.api, { includeTopicNames })
     return checked("ListClusterMirrors", res).mirrors.map((m) => ({
       mirrorName: m.mirrorName,
       sourceBootstrap: m.sourceBootstrap,
@@ -829,10 +852,28 @@ export class MirrorAdmin {
     )
   }
 
+  /** A request to the least loaded broker, its body checked first (`validRequest`). */
+  private anyBroker<Req extends Spec.Fields, Res extends Spec.Fields>(
+    api: Api.ApiDef<Req, Res>,
+    body: Spec.StructInput<Req>
+  ): Promise<Spec.StructType<Res>> {
+    return this.client.sendToAnyBroker(api, validRequest(api, body))
+  }
+
+  /** A request to one broker, its body checked first (`validRequest`). */
+  private toNode<Req extends Spec.Fields, Res extends Spec.Fields>(
+    nodeId: number,
+    api: Api.ApiDef<Req, Res>,
+    body: Spec.StructInput<Req>
+  ): Promise<Spec.StructType<Res>> {
+    return this.client.sendToNode(nodeId, api, validRequest(api, body))
+  }
+
   /** DescribeClusterMirrors to every broker of a fresh Metadata at once; each broker's answer or failure. */
   private async describeOnEveryBroker(
     body: Spec.StructInput<typeof DescribeClusterMirrors.Request.fields>
   ): Promise<ReadonlyArray<BrokerDescription>> {
+    validRequest(DescribeClusterMirrors.api, body)
     const snapshot = await this.client.metadata([])
     const brokers = [...snapshot.brokers.values()].sort((a, b) => a.nodeId - b.nodeId)
     return everyBroker(this.client, brokers, (broker) =>
