@@ -31,13 +31,12 @@ import {
 import { Effect, Either } from "effect"
 import {
   ConnectionError,
-  InvalidRequest,
   KafkaError,
   NoBrokerAvailable,
   RequestTimeout,
   SourceUnreachable
 } from "./ClientError.js"
-import { type BrokerResult, Client } from "./ClusterClient.js"
+import { type BrokerResult, Client, validRequest } from "./ClusterClient.js"
 import * as FanOut from "./FanOut.js"
 import type * as MetadataCache from "./MetadataCache.js"
 import type * as Retry from "./Retry.js"
@@ -208,20 +207,6 @@ export const everyBroker = <A>(
       }
     )
   )
-
-/**
- * `body` checked against its request's Schema before anything is encoded or sent; a misfit throws
- * `InvalidRequest` naming the field. Control-plane requests only: the data path pays no check.
- */
-export const validRequest = <Req extends Spec.Fields, Res extends Spec.Fields>(
-  api: Api.ApiDef<Req, Res>,
-  body: Spec.StructInput<Req>
-): Spec.StructInput<Req> => {
-  const checked = api.request.validate(body)
-  if (Either.isLeft(checked))
-    throw new InvalidRequest({ api: api.name, field: checked.left.field, reason: checked.left.reason })
-  return body
-}
 
 const kafkaError = (errorCode: number, errorMessage: string | null, context: string) =>
   new KafkaError({ errorCode, errorMessage, context })
