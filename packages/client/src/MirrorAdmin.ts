@@ -29,13 +29,7 @@ import {
   type Spec
 } from "@clustermirror/protocol"
 import { Effect, Either } from "effect"
-import {
-  ConnectionError,
-  KafkaError,
-  NoBrokerAvailable,
-  RequestTimeout,
-  SourceUnreachable
-} from "./ClientError.js"
+import { ConnectionError, KafkaError, NoBrokerAvailable, RequestTimeout, SourceUnreachable } from "./ClientError.js"
 import { type BrokerResult, Client, validRequest } from "./ClusterClient.js"
 import * as FanOut from "./FanOut.js"
 import type * as MetadataCache from "./MetadataCache.js"
