@@ -8,6 +8,7 @@
  */
 import { ClientError, ClusterClient, MirrorAdmin } from "@clustermirror/client"
 import * as fs from "node:fs"
+import * as JsonOutput from "./JsonOutput.js"
 
 export const usage = `usage: clustermirror-mirrors --bootstrap-server <host:port> <action> [options]
 actions (exactly one):
@@ -281,22 +282,9 @@ export const formatPreview = (mirror: string, rows: ReadonlyArray<MirrorAdmin.Tr
   ].join("\n")
 }
 
-/** The `--describe --json` array (offsets as numbers, -1 kept); `[]` when empty. */
+/** The `--describe --json` array (`JsonOutput.DescribeRow`: offsets as numbers, -1 kept); `[]` when empty. */
 export const formatJson = (rows: ReadonlyArray<MirrorPartition>): string =>
-  JSON.stringify(
-    rows.map((r) => ({
-      mirror: r.mirror,
-      topic: r.topic,
-      partition: r.partition,
-      sourceOffset: Number(r.sourceOffset),
-      destinationOffset: Number(r.destinationOffset),
-      lag: Number(r.lag),
-      lagTimeMs: Number(r.lagTimeMs),
-      state: r.state,
-      retryAttempt: r.retryAttempt,
-      errorMessage: r.errorMessage
-    }))
-  )
+  JsonOutput.encode(JsonOutput.DescribeRow, rows)
 
 const time = (ms: number): string => (ms < 0 ? "-" : new Date(ms).toISOString())
 
@@ -335,24 +323,9 @@ export const formatGroupSync = (statuses: ReadonlyArray<MirrorAdmin.GroupSyncSta
   ].join("\n")
 }
 
-/** The `--describe --groups --json` array (offsets as numbers). */
+/** The `--describe --groups --json` array (`JsonOutput.GroupSyncStatus`: offsets as numbers). */
 export const formatGroupSyncJson = (statuses: ReadonlyArray<MirrorAdmin.GroupSyncStatus>): string =>
-  JSON.stringify(
-    statuses.map((g) => ({
-      group: g.group,
-      state: g.state,
-      detail: g.detail,
-      timeMs: g.timeMs,
-      lastSyncedMs: g.lastSyncedMs,
-      offsets: g.offsets.map((o) => ({
-        topic: o.topic,
-        partition: o.partition,
-        sourceOffset: Number(o.sourceOffset),
-        offset: Number(o.offset),
-        leaderEpoch: o.leaderEpoch
-      }))
-    }))
-  )
+  JsonOutput.encode(JsonOutput.GroupSyncStatus, statuses)
 
 /** What `--start` prints: lines for stdout and stderr, and the exit code. */
 export interface StartReport {

@@ -263,6 +263,19 @@ describe("MirrorsCommand --describe output", () => {
     })
   })
 
+  it("writes the JSON of each row through its Schema: these keys in this order, int64 as numbers, null kept", () => {
+    const row = { ...described(3, { lagTimeMs: 250n }), mirror: "m", extra: "not in the schema" }
+    expect(MirrorsCommand.formatJson([row])).toBe(
+      '[{"mirror":"m","topic":"orders","partition":3,"sourceOffset":120,"destinationOffset":100,"lag":20,' +
+        '"lagTimeMs":250,"state":"MIRRORING","retryAttempt":0,"errorMessage":null}]'
+    )
+  })
+
+  it("refuses an offset without an exact JSON number instead of rounding it", () => {
+    const huge = { ...described(0, { sourceOffset: 2n ** 60n + 1n }), mirror: "m" }
+    expect(() => MirrorsCommand.formatJson([huge])).toThrow(/sourceOffset/)
+  })
+
   it("reads the retry bound from the broker config, else our default", () => {
     const bound = (value: string | null | undefined) =>
       MirrorsCommand.retryMaxAttempts(
@@ -332,6 +345,12 @@ describe("MirrorsCommand --describe --groups", () => {
       ["live", "SKIPPED_ACTIVE", "-", "-", "-", "-", "-", "Stable"]
     ])
     expect(MirrorsCommand.formatGroupSync([])).toBe("No group sync status found")
+  })
+
+  it("writes the groups' JSON through its Schema, keys in order", () => {
+    expect(MirrorsCommand.formatGroupSyncJson(statuses.slice(1))).toBe(
+      '[{"group":"live","state":"SKIPPED_ACTIVE","detail":"Stable","timeMs":0,"lastSyncedMs":-1,"offsets":[]}]'
+    )
   })
 
   it("prints JSON with numbers", () => {

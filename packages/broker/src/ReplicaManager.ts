@@ -10,8 +10,7 @@
  * decode wire requests (handlers translate) nor decide leadership (the controller does).
  */
 import { Errors, TopicPartitionMap } from "@clustermirror/protocol"
-import { MemoryLeaderEndpoint } from "@clustermirror/fetcher"
-import { type PartitionLog, type PartitionLogStore, StorageError } from "@clustermirror/storage"
+import { LeaderEpochChecks, type PartitionLog, type PartitionLogStore, StorageError } from "@clustermirror/storage"
 
 /** A partition's registration in the metadata: who leads, who replicates, with which epochs. */
 export interface Registration {
@@ -528,7 +527,7 @@ export class ReplicaManager {
         logStartOffset: BigInt(log.logStartOffset)
       })
       // The fetcher's last epoch must match ours at its fetch offset, else it holds a divergent suffix.
-      const check = MemoryLeaderEndpoint.checkLastFetchedEpoch(log, p.leaderEpoch, rp.fetchOffset, rp.lastFetchedEpoch)
+      const check = LeaderEpochChecks.checkLastFetchedEpoch(log, p.leaderEpoch, rp.fetchOffset, rp.lastFetchedEpoch)
       if (check._tag === "Diverging") {
         anyError = true
         results.push({
@@ -564,7 +563,7 @@ export class ReplicaManager {
                   .map((a) => ({ producerId: BigInt(a.producerId), firstOffset: BigInt(a.firstOffset) }))
               : []
             : null
-        const mirrorLeaderEpoch = MemoryLeaderEndpoint.mirrorLeaderEpochAnswer(
+        const mirrorLeaderEpoch = LeaderEpochChecks.mirrorLeaderEpochAnswer(
           log,
           params.replicaId,
           rp.mirrorLeaderEpoch ?? -1,

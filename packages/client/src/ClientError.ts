@@ -51,6 +51,21 @@ export class ProtocolFailure extends Data.TaggedError("ProtocolFailure")<{
   readonly message: string
 }> {}
 
+/**
+ * A request body that does not fit its message's schema (an int32 out of range, a null where the field is
+ * not nullable, a malformed UUID), refused before anything is encoded or sent. Not retriable.
+ */
+export class InvalidRequest extends Data.TaggedError("InvalidRequest")<{
+  readonly api: string
+  /** The field's path in the body, e.g. "config[0].name". */
+  readonly field: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `${this.api}: invalid ${this.field === "" ? "request" : `field ${this.field}`}: ${this.reason}`
+  }
+}
+
 /** A Kafka error code the client could not resolve (after any retries it is allowed). */
 export class KafkaError extends Data.TaggedError("KafkaError")<{
   readonly errorCode: number
@@ -98,6 +113,7 @@ export type ClientError =
   | RequestTimeout
   | UnsupportedVersion
   | ProtocolFailure
+  | InvalidRequest
   | KafkaError
   | NoBrokerAvailable
   | SourceUnreachable
@@ -108,6 +124,7 @@ const TAGS: ReadonlySet<string> = new Set([
   "RequestTimeout",
   "UnsupportedVersion",
   "ProtocolFailure",
+  "InvalidRequest",
   "KafkaError",
   "NoBrokerAvailable",
   "SourceUnreachable",

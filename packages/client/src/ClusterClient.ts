@@ -8,10 +8,11 @@
  * written once here and used everywhere. Holds no cluster state beyond caches.
  */
 import { Errors, Metadata, type Api, type Spec } from "@clustermirror/protocol"
-import { Context, Effect, type Either, Layer, type Scope } from "effect"
+import { Context, Effect, Either, Layer, type Scope } from "effect"
 import {
   type ClientError,
   ClientClosed,
+  InvalidRequest,
   isClientError,
   isRetriable,
   KafkaError,
@@ -63,6 +64,21 @@ export interface TopicPartition {
 export interface BrokerResult<A, E> {
   readonly broker: MetadataCache.BrokerNode
   readonly result: Either.Either<A, E>
+}
+
+/**
+ * `body` checked against its request's Schema before anything is encoded or sent; a misfit throws
+ * `InvalidRequest` naming the field. For control-plane requests (the Effect face and the mirror admin run
+ * it on every body); the Promise core's data paths pay no check.
+ */
+export const validRequest = <Req extends Spec.Fields, Res extends Spec.Fields>(
+  api: Api.ApiDef<Req, Res>,
+  body: Spec.StructInput<Req>
+): Spec.StructInput<Req> => {
+  const checked = api.request.validate(body)
+  if (Either.isLeft(checked))
+    throw new InvalidRequest({ api: api.name, field: checked.left.field, reason: checked.left.reason })
+  return body
 }
 
 const send = <Req extends Spec.Fields, Res extends Spec.Fields>(
@@ -289,6 +305,10 @@ export class Client {
 // ---------------------------------------------------------------------------------------------------
 // Effect service
 
+/**
+ * The Effect face. Its sends check each body against its request's Schema first (`validRequest`): a
+ * body that does not fit fails with `InvalidRequest` and nothing is sent.
+ */
 export interface Service {
   /** The Promise core, for data paths that must not pay an Effect per request. */
   readonly client: Client
@@ -343,12 +363,16 @@ export const fromClient = (client: Client): Service => {
     snapshot: Effect.sync(() => client.snapshot),
     metadata: (topics) => fromPromise(() => client.metadata(topics)),
     leaderFor: (topic, partition) => fromPromise(() => client.leaderFor(topic, partition)),
-    sendToNode: (nodeId, api, body, options) => fromPromise(() => client.sendToNode(nodeId, api, body, options)),
+    sendToNode: (nodeId, api, body, options) =>
+      fromPromise(async () => client.sendToNode(nodeId, api, validRequest(api, body), options)),
     sendToAddress: (address, api, body, options) =>
-      fromPromise(() => client.sendToAddress(address, api, body, options)),
-    sendToAnyBroker: (api, body, options) => fromPromise(() => client.sendToAnyBroker(api, body, options)),
+      fromPromise(async () => client.sendToAddress(address, api, validRequest(api, body), options)),
+    sendToAnyBroker: (api, body, options) =>
+      fromPromise(async () => client.sendToAnyBroker(api, validRequest(api, body), options)),
     sendToLeader: (topic, partition, api, body, errorCodeOf, options) =>
-      fromPromise(() => client.sendToLeader(topic, partition, api, body, errorCodeOf, options)),
+      fromPromise(() =>
+        client.sendToLeader(topic, partition, api, (leader) => validRequest(api, body(leader)), errorCodeOf, options)
+      ),
     forEachBroker: (request, merge, options) =>
       fromPromise(() => client.metadata([])).pipe(
         Effect.flatMap((snap) =>

@@ -25,11 +25,13 @@ import {
   StartMirrorTopics,
   StopMirrorTopics,
   Uuid,
+  type Api,
   type Spec
 } from "@clustermirror/protocol"
-import { Either } from "effect"
+import { Effect, Either } from "effect"
 import { ConnectionError, KafkaError, NoBrokerAvailable, RequestTimeout, SourceUnreachable } from "./ClientError.js"
-import { type BrokerResult, Client } from "./ClusterClient.js"
+import { type BrokerResult, Client, validRequest } from "./ClusterClient.js"
+import * as FanOut from "./FanOut.js"
 import type * as MetadataCache from "./MetadataCache.js"
 import type * as Retry from "./Retry.js"
 
@@ -172,6 +174,33 @@ export type BrokerDescription = BrokerResult<DescribeClusterMirrors.Response, un
 /** Settings of the short-lived client on the source: fail fast, the source may well be unreachable. */
 const SOURCE_RETRY: Retry.Policy = { attempts: 2, baseMs: 100, maxMs: 200, jitter: 0 }
 const SOURCE_TIMEOUT_MS = 10_000
+
+/** The request timeout of a client configured without one (the connection's default). */
+const DEFAULT_REQUEST_TIMEOUT_MS = 30_000
+
+/**
+ * Sends one request to each of `brokers` through `FanOut.forEachBroker`: bounded concurrency (the
+ * client's `fanOutConcurrency`), a per-broker timeout (its `fanOutTimeoutMs`, else its request timeout),
+ * and every broker's answer or failure in the order of `brokers`. A broker that does not answer in time
+ * has a `RequestTimeout` as its result. Never rejects.
+ */
+export const everyBroker = <A>(
+  client: Client,
+  brokers: ReadonlyArray<MetadataCache.BrokerNode>,
+  request: (broker: MetadataCache.BrokerNode) => Promise<A>
+): Promise<ReadonlyArray<BrokerResult<A, unknown>>> =>
+  Effect.runPromise(
+    FanOut.forEachBroker(
+      brokers,
+      (broker) => Effect.tryPromise({ try: () => request(broker), catch: (e) => e }),
+      (outcomes) => outcomes.map(({ target, result }): BrokerResult<A, unknown> => ({ broker: target, result })),
+      {
+        concurrency: client.config.fanOutConcurrency ?? FanOut.DEFAULT_CONCURRENCY,
+        timeoutMs: client.config.fanOutTimeoutMs ?? client.config.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+        describe: (broker) => `broker ${broker.nodeId}`
+      }
+    )
+  )
 
 const kafkaError = (errorCode: number, errorMessage: string | null, context: string) =>
   new KafkaError({ errorCode, errorMessage, context })
@@ -490,7 +519,7 @@ export class MirrorAdmin {
       const clusterId = await withSource(bootstrap, async (s) => (await s.metadata([])).clusterId)
       if (clusterId !== null) all.set("mirror.source.cluster.id", clusterId)
     }
-    const res = await this.client.sendToAnyBroker(CreateClusterMirror.api, {
+    const res = await this.anyBroker(CreateClusterMirror.api, {
       mirrorName: name,
       config: [...all].map(([n, value]) => ({ name: n, value }))
     })
@@ -521,20 +550,24 @@ export class MirrorAdmin {
     return withSource(bootstrap, async (source) => {
       // The last mirror epochs the source's brokers hold for mirrors whose source is this cluster.
       const lmes = new Map<string, number>()
-      const brokers = (await source.metadata([])).brokers
-      for (const b of brokers.values()) {
-        const res = await source
-          .sendToNode(b.nodeId, DescribeClusterMirrors.api, {
-            mirrorNames: [],
-            includeAuthorizedOperations: false,
-            clusterId,
-            lastMirrorEpochLookups: wanted.map((t) => ({ topicId: t.topicId, partitions: t.partitions }))
-          })
-          .catch((e: unknown) => {
-            if (e instanceof Error && "_tag" in e && e._tag === "UnsupportedVersion") return undefined
-            throw e
-          })
-        for (const r of res?.lookupResults ?? [])
+      const brokers = [...(await source.metadata([])).brokers.values()].sort((a, b) => a.nodeId - b.nodeId)
+      const lookup = validRequest(DescribeClusterMirrors.api, {
+        mirrorNames: [],
+        includeAuthorizedOperations: false,
+        clusterId,
+        lastMirrorEpochLookups: wanted.map((t) => ({ topicId: t.topicId, partitions: t.partitions }))
+      })
+      const answers = await everyBroker(source, brokers, (b) =>
+        source.sendToNode(b.nodeId, DescribeClusterMirrors.api, lookup)
+      )
+      for (const { result } of answers) {
+        if (Either.isLeft(result)) {
+          // A broker too old for the lookup knows no last mirror epoch; any other failure fails the preview.
+          const e = result.left
+          if (e instanceof Error && "_tag" in e && e._tag === "UnsupportedVersion") continue
+          throw e
+        }
+        for (const r of result.right.lookupResults)
           for (const p of r.partitions) {
             const k = `${r.topicId}:${p.partitionIndex}`
             lmes.set(k, Math.max(lmes.get(k) ?? -1, p.lastMirrorEpoch))
@@ -571,7 +604,7 @@ export class MirrorAdmin {
 
   /** A mirror's stored configs; password values come back as null. */
   async describeMirrorConfigs(name: string): Promise<ReadonlyMap<string, string | null>> {
-    const res = await this.client.sendToAnyBroker(DescribeConfigs.api, {
+    const res = await this.anyBroker(DescribeConfigs.api, {
       resources: [{ resourceType: CLUSTER_MIRROR_RESOURCE, resourceName: name, configurationKeys: null }],
       includeSynonyms: false,
       includeDocumentation: false
@@ -587,7 +620,7 @@ export class MirrorAdmin {
     const broker = (await this.client.brokers())[0]
     if (broker === undefined) throw new NoBrokerAvailable({ message: "DescribeConfigs: no broker known" })
     // A broker describes its own configs only: the resource names the broker the request goes to.
-    const res = await this.client.sendToNode(broker.nodeId, DescribeConfigs.api, {
+    const res = await this.toNode(broker.nodeId, DescribeConfigs.api, {
       resources: [{ resourceType: BROKER_RESOURCE, resourceName: String(broker.nodeId), configurationKeys: keys }],
       includeSynonyms: false,
       includeDocumentation: false
@@ -646,7 +679,7 @@ export class MirrorAdmin {
       })
       for (const t of found) known.set(t.name, t)
     }
-    const res = await this.client.sendToAnyBroker(StartMirrorTopics.api, {
+    const res = await this.anyBroker(StartMirrorTopics.api, {
       mirrorName: name,
       topics: topics.map((topicName) => ({
         topicName,
@@ -678,7 +711,7 @@ export class MirrorAdmin {
     patterns: ReadonlyArray<string> = []
   ): Promise<ReadonlyArray<TopicResult>> {
     validatePatterns(patterns)
-    const res = await this.client.sendToAnyBroker(StopMirrorTopics.api, {
+    const res = await this.anyBroker(StopMirrorTopics.api, {
       mirrorName: name,
       topics: topics.map((topicName) => ({ topicName })),
       patterns
@@ -688,7 +721,7 @@ export class MirrorAdmin {
 
   /** Pauses mirroring `topics`; only topics with an error (or already paused) are reported. */
   async pauseMirrorTopics(name: string, topics: ReadonlyArray<string>): Promise<ReadonlyArray<TopicResult>> {
-    const res = await this.client.sendToAnyBroker(PauseMirrorTopics.api, {
+    const res = await this.anyBroker(PauseMirrorTopics.api, {
       mirrorName: name,
       topics: topics.map((topicName) => ({ topicName }))
     })
@@ -697,7 +730,7 @@ export class MirrorAdmin {
 
   /** Resumes mirroring paused `topics`; only topics with an error (or not paused) are reported. */
   async resumeMirrorTopics(name: string, topics: ReadonlyArray<string>): Promise<ReadonlyArray<TopicResult>> {
-    const res = await this.client.sendToAnyBroker(ResumeMirrorTopics.api, {
+    const res = await this.anyBroker(ResumeMirrorTopics.api, {
       mirrorName: name,
       topics: topics.map((topicName) => ({ topicName }))
     })
@@ -714,7 +747,7 @@ export class MirrorAdmin {
     topics: ReadonlyArray<string>,
     options: { readonly acceptDataLoss?: boolean } = {}
   ): Promise<ReadonlyArray<TopicResult>> {
-    const res = await this.client.sendToAnyBroker(RecoverMirrorTopics.api, {
+    const res = await this.anyBroker(RecoverMirrorTopics.api, {
       mirrorName: name,
       topics: topics.map((topicName) => ({ topicName })),
       acceptDataLoss: options.acceptDataLoss === true
@@ -731,13 +764,13 @@ export class MirrorAdmin {
 
   /** Deletes a mirror that has no topics left. */
   async deleteClusterMirror(name: string): Promise<void> {
-    const res = await this.client.sendToAnyBroker(DeleteClusterMirror.api, { mirrorName: name })
+    const res = await this.anyBroker(DeleteClusterMirror.api, { mirrorName: name })
     checked(`DeleteClusterMirror ${name}`, res)
   }
 
   /** Every mirror of the cluster, sorted by name. */
   async listClusterMirrors(includeTopicNames = false): Promise<ReadonlyArray<MirrorListing>> {
-    const res = await this.client.sendToAnyBroker(ListClusterMirrors.api, { includeTopicNames })
+    const res = await this.anyBroker(ListClusterMirrors.api, { includeTopicNames })
     return checked("ListClusterMirrors", res).mirrors.map((m) => ({
       mirrorName: m.mirrorName,
       sourceBootstrap: m.sourceBootstrap,
@@ -798,22 +831,32 @@ export class MirrorAdmin {
     )
   }
 
+  /** A request to the least loaded broker, its body checked first (`validRequest`). */
+  private anyBroker<Req extends Spec.Fields, Res extends Spec.Fields>(
+    api: Api.ApiDef<Req, Res>,
+    body: Spec.StructInput<Req>
+  ): Promise<Spec.StructType<Res>> {
+    return this.client.sendToAnyBroker(api, validRequest(api, body))
+  }
+
+  /** A request to one broker, its body checked first (`validRequest`). */
+  private toNode<Req extends Spec.Fields, Res extends Spec.Fields>(
+    nodeId: number,
+    api: Api.ApiDef<Req, Res>,
+    body: Spec.StructInput<Req>
+  ): Promise<Spec.StructType<Res>> {
+    return this.client.sendToNode(nodeId, api, validRequest(api, body))
+  }
+
   /** DescribeClusterMirrors to every broker of a fresh Metadata at once; each broker's answer or failure. */
   private async describeOnEveryBroker(
     body: Spec.StructInput<typeof DescribeClusterMirrors.Request.fields>
   ): Promise<ReadonlyArray<BrokerDescription>> {
+    validRequest(DescribeClusterMirrors.api, body)
     const snapshot = await this.client.metadata([])
     const brokers = [...snapshot.brokers.values()].sort((a, b) => a.nodeId - b.nodeId)
-    return Promise.all(
-      brokers.map(
-        async (broker): Promise<BrokerDescription> => ({
-          broker,
-          result: await this.client.sendToNode(broker.nodeId, DescribeClusterMirrors.api, body).then(
-            (res) => Either.right(res),
-            (e: unknown) => Either.left(e)
-          )
-        })
-      )
+    return everyBroker(this.client, brokers, (broker) =>
+      this.client.sendToNode(broker.nodeId, DescribeClusterMirrors.api, body)
     )
   }
 }

@@ -17,7 +17,13 @@ import {
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
 import * as fc from "fast-check"
-import { ConnectionError, KafkaError, NoBrokerAvailable, SourceUnreachable } from "../src/ClientError.js"
+import {
+  ConnectionError,
+  InvalidRequest,
+  KafkaError,
+  NoBrokerAvailable,
+  SourceUnreachable
+} from "../src/ClientError.js"
 import * as ClusterClient from "../src/ClusterClient.js"
 import type * as MetadataCache from "../src/MetadataCache.js"
 import * as MirrorAdmin from "../src/MirrorAdmin.js"
@@ -597,5 +603,48 @@ describe("mergeGroupSync", () => {
     expect(() =>
       MirrorAdmin.mergeGroupSync("nope", [answered(1, response({ mirrors: [mirror("nope", {}, unknown)] }))])
     ).toThrow(KafkaError)
+  })
+})
+
+describe("MirrorAdmin request bodies", () => {
+  const created = () =>
+    new ScriptedClient([1]).answer(CreateClusterMirror.api, () => ({
+      throttleTimeMs: 0,
+      errorCode: 0,
+      errorMessage: null
+    }))
+
+  it("refuses a mirror name or config that does not fit its message with InvalidRequest naming the field, sending nothing", async () => {
+    const client = created()
+    const admin = new MirrorAdmin.MirrorAdmin(client)
+    const nullName = await admin.createClusterMirror(null as unknown as string, new Map()).catch((e: unknown) => e)
+    expect(nullName).toBeInstanceOf(InvalidRequest)
+    expect(nullName).toMatchObject({ api: "CreateClusterMirror", field: "mirrorName" })
+    expect((nullName as InvalidRequest).message).toMatch(/^CreateClusterMirror: invalid field mirrorName: /)
+    const nullConfig = await admin
+      .createClusterMirror("m", new Map([[null as unknown as string, "x"]]))
+      .catch((e: unknown) => e)
+    expect(nullConfig).toMatchObject({ _tag: "InvalidRequest", field: "config[0].name" })
+    expect(client.sent).toEqual([])
+    // A null config value is allowed by the message (it is nullable) and goes out.
+    await admin.createClusterMirror("m", new Map([["mirror.topics.include", null as unknown as string]]))
+    expect(client.sent).toEqual([{ nodeId: 1, api: "CreateClusterMirror" }])
+  })
+
+  it("refuses an int32 out of range in a describe's lookups before any broker is asked", async () => {
+    const client = new ScriptedClient([1, 2])
+    const error = await new MirrorAdmin.MirrorAdmin(client)
+      .describeClusterMirrors([], {
+        clusterId: "src",
+        lastMirrorEpochLookups: [{ topicId: "AAAAAAAAAAAAAAAAAAAAAQ", partitions: [2 ** 31] }]
+      })
+      .catch((e: unknown) => e)
+    expect(error).toMatchObject({
+      _tag: "InvalidRequest",
+      api: "DescribeClusterMirrors",
+      field: "lastMirrorEpochLookups[0].partitions[0]"
+    })
+    expect(client.metadataRequests).toBe(0)
+    expect(client.sent).toEqual([])
   })
 })

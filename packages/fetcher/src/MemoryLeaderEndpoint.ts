@@ -5,12 +5,11 @@
  * of fetchers; requests and responses pass through the wire codecs at the chosen version. It must not
  * advance the leader's high watermark or ISR: tests (or the broker) own that.
  *
- * The leader-side helpers (`leaderEndOffsetForEpoch`, `checkLastFetchedEpoch`, `mirrorLeaderEpochAnswer`)
- * are exported so the
- * broker's leader answers exactly like this one.
+ * Its epoch checks are `LeaderEpochChecks` of @clustermirror/storage, the ones the broker's leader uses, so
+ * both answer alike.
  */
 import { Errors, Fetch, type OffsetForLeaderEpoch } from "@clustermirror/protocol"
-import type { PartitionLog } from "@clustermirror/storage"
+import { LeaderEpochChecks, type PartitionLog } from "@clustermirror/storage"
 import { Either } from "effect"
 import { LeaderRequestError, UnsupportedFetchVersionError } from "./FetcherError.js"
 import type { TopicPartition } from "./FetcherEvents.js"
@@ -24,64 +23,6 @@ import {
 import * as FetchAnswers from "./internal/FetchAnswers.js"
 
 const { ErrorCode } = Errors
-
-const UNDEFINED: PartitionLog.EpochEndOffset = { epoch: -1, endOffset: -1 }
-
-/**
- * OffsetForLeaderEpoch on a leader. A Kafka leader records its new epoch at its log end when it is elected,
- * before any batch carries it; a log only learns epochs from batches, so an epoch above the log's latest
- * is taken to start at the log end here.
- */
-export const leaderEndOffsetForEpoch = (
-  log: PartitionLog.PartitionLog,
-  leaderEpoch: number,
-  requested: number
-): PartitionLog.EpochEndOffset => {
-  const latest = log.latestEpoch()
-  if (requested < 0 || leaderEpoch <= latest) return log.endOffsetForEpoch(requested)
-  if (requested > leaderEpoch) return UNDEFINED
-  if (requested === leaderEpoch) return { epoch: leaderEpoch, endOffset: log.logEndOffset }
-  if (requested < latest) return log.endOffsetForEpoch(requested)
-  return { epoch: latest >= 0 ? latest : requested, endOffset: log.logEndOffset }
-}
-
-export type LastFetchedEpochCheck =
-  | { readonly _tag: "Valid" }
-  | { readonly _tag: "Diverging"; readonly epoch: number; readonly endOffset: number }
-  | { readonly _tag: "OffsetOutOfRange" }
-
-/**
- * Kafka's check of a fetch carrying `lastFetchedEpoch` (>= 0): the fetcher's log diverges when the leader's
- * end of that epoch is below the fetch offset, or the leader does not know the epoch; then the answer is
- * the leader's (epoch, end offset) and no records.
- */
-export const checkLastFetchedEpoch = (
-  log: PartitionLog.PartitionLog,
-  leaderEpoch: number,
-  fetchOffset: number,
-  lastFetchedEpoch: number
-): LastFetchedEpochCheck => {
-  if (lastFetchedEpoch < 0) return { _tag: "Valid" }
-  const end = leaderEndOffsetForEpoch(log, leaderEpoch, lastFetchedEpoch)
-  if (end.endOffset < 0 || end.epoch < 0) return { _tag: "OffsetOutOfRange" }
-  // Below the log start the fetch is out of range whether or not the epochs diverge.
-  if (fetchOffset < log.logStartOffset) return { _tag: "OffsetOutOfRange" }
-  if (end.epoch < lastFetchedEpoch || end.endOffset < fetchOffset)
-    return { _tag: "Diverging", epoch: end.epoch, endOffset: end.endOffset }
-  return { _tag: "Valid" }
-}
-
-/**
- * KIP-1279 §6.4 on a mirror leader: a follower's fetch that carries a `MirrorLeaderEpoch` (>= 0) for a
- * partition of a topic with a mirror name is answered with the latest epoch in the leader's log (its epoch
- * cache); every other fetch with -1.
- */
-export const mirrorLeaderEpochAnswer = (
-  log: PartitionLog.PartitionLog,
-  replicaId: number,
-  requested: number,
-  isMirrorTopic: boolean
-): number => (replicaId >= 0 && requested >= 0 && isMirrorTopic ? log.latestEpoch() : -1)
 
 /** A partition hosted by the in-memory leader. */
 export interface LeaderPartition {
@@ -263,7 +204,7 @@ export class MemoryLeader {
           lastStableOffset: BigInt(log.lastStableOffset),
           logStartOffset: BigInt(log.logStartOffset)
         }
-        const check = checkLastFetchedEpoch(log, p.leaderEpoch, fetchOffset, rp.lastFetchedEpoch)
+        const check = LeaderEpochChecks.checkLastFetchedEpoch(log, p.leaderEpoch, fetchOffset, rp.lastFetchedEpoch)
         if (check._tag === "OffsetOutOfRange") {
           anyError = true
           partitions.push({ ...base, errorCode: ErrorCode.OFFSET_OUT_OF_RANGE })
@@ -292,7 +233,7 @@ export class MemoryLeader {
             ...base,
             ...positions,
             records: info.records,
-            mirrorLeaderEpoch: mirrorLeaderEpochAnswer(log, replicaId, rp.mirrorLeaderEpoch, p.mirror)
+            mirrorLeaderEpoch: LeaderEpochChecks.mirrorLeaderEpochAnswer(log, replicaId, rp.mirrorLeaderEpoch, p.mirror)
           })
         } catch (e) {
           anyError = true
@@ -322,7 +263,7 @@ export class MemoryLeader {
           const error = this.validate(p, rp.currentLeaderEpoch)
           if (p === undefined || error !== 0)
             return { errorCode: error, partition: rp.partition, leaderEpoch: -1, endOffset: -1n }
-          const end = leaderEndOffsetForEpoch(p.log, p.leaderEpoch, rp.leaderEpoch)
+          const end = LeaderEpochChecks.leaderEndOffsetForEpoch(p.log, p.leaderEpoch, rp.leaderEpoch)
           return { errorCode: 0, partition: rp.partition, leaderEpoch: end.epoch, endOffset: BigInt(end.endOffset) }
         })
       }))

@@ -18,9 +18,9 @@ import {
   OffsetForLeaderEpoch,
   type Spec
 } from "@clustermirror/protocol"
-import { type PartitionLog, PartitionLogStore } from "@clustermirror/storage"
+import { LeaderEpochChecks, type PartitionLog, PartitionLogStore } from "@clustermirror/storage"
 import { Either } from "effect"
-import { checkLastFetchedEpoch, leaderEndOffsetForEpoch } from "./MemoryLeaderEndpoint.js"
+
 import type { SourceAddress, SourceConnection, SourceConnector } from "./SourceCluster.js"
 import * as FetchAnswers from "./internal/FetchAnswers.js"
 
@@ -399,7 +399,7 @@ export class MemorySourceCluster implements SourceConnector {
           const error = this.validate(nodeId, p, rp.currentLeaderEpoch)
           if (p === undefined || error !== ErrorCode.NONE)
             return { errorCode: error, partition: rp.partition, leaderEpoch: -1, endOffset: -1n }
-          const end = leaderEndOffsetForEpoch(p.log, p.leaderEpoch, rp.leaderEpoch)
+          const end = LeaderEpochChecks.leaderEndOffsetForEpoch(p.log, p.leaderEpoch, rp.leaderEpoch)
           return { errorCode: 0, partition: rp.partition, leaderEpoch: end.epoch, endOffset: BigInt(end.endOffset) }
         })
       }))
@@ -493,7 +493,7 @@ export class MemorySourceCluster implements SourceConnector {
           lastStableOffset: BigInt(log.lastStableOffset),
           logStartOffset: BigInt(log.logStartOffset)
         }
-        const check = checkLastFetchedEpoch(log, p.leaderEpoch, fetchOffset, rp.lastFetchedEpoch)
+        const check = LeaderEpochChecks.checkLastFetchedEpoch(log, p.leaderEpoch, fetchOffset, rp.lastFetchedEpoch)
         // Like Kafka, the divergence check comes before the read (and its range check).
         if (
           check._tag === "OffsetOutOfRange" ||

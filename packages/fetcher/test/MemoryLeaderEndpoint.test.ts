@@ -1,7 +1,7 @@
 import { Buffer } from "node:buffer"
 import { Errors, Fetch, ZERO_UUID } from "@clustermirror/protocol"
 import { describe, expect, it } from "@effect/vitest"
-import { checkLastFetchedEpoch, leaderEndOffsetForEpoch, MemoryLeader } from "../src/MemoryLeaderEndpoint.js"
+import { MemoryLeader } from "../src/MemoryLeaderEndpoint.js"
 import { batches, pair, TOPIC, TOPIC_ID, write } from "./Fixtures.js"
 
 const { ErrorCode } = Errors
@@ -39,36 +39,6 @@ const fetchRequest = (
 })
 
 describe("MemoryLeaderEndpoint", () => {
-  it("answers OffsetForLeaderEpoch from the epoch cache, with the current epoch starting at the log end", () => {
-    const { leaderLog } = pair()
-    write(leaderLog, 1, 2, "a") // epoch 1: 0..3
-    write(leaderLog, 3, 1, "b") // epoch 3: 4..5
-    expect(leaderEndOffsetForEpoch(leaderLog, 3, 1)).toEqual({ epoch: 1, endOffset: 4 })
-    expect(leaderEndOffsetForEpoch(leaderLog, 3, 2)).toEqual({ epoch: 1, endOffset: 4 })
-    expect(leaderEndOffsetForEpoch(leaderLog, 3, 3)).toEqual({ epoch: 3, endOffset: 6 })
-    expect(leaderEndOffsetForEpoch(leaderLog, 3, 0)).toEqual({ epoch: 0, endOffset: 0 })
-    expect(leaderEndOffsetForEpoch(leaderLog, 3, 4)).toEqual({ epoch: -1, endOffset: -1 })
-    // Elected at epoch 6 with nothing written yet: epochs 3..5 end where epoch 6 starts, at the log end.
-    expect(leaderEndOffsetForEpoch(leaderLog, 6, 1)).toEqual({ epoch: 1, endOffset: 4 })
-    expect(leaderEndOffsetForEpoch(leaderLog, 6, 3)).toEqual({ epoch: 3, endOffset: 6 })
-    expect(leaderEndOffsetForEpoch(leaderLog, 6, 5)).toEqual({ epoch: 3, endOffset: 6 })
-    expect(leaderEndOffsetForEpoch(leaderLog, 6, 6)).toEqual({ epoch: 6, endOffset: 6 })
-    expect(leaderEndOffsetForEpoch(leaderLog, 6, 7)).toEqual({ epoch: -1, endOffset: -1 })
-  })
-
-  it("checks LastFetchedEpoch like a Kafka leader", () => {
-    const { leaderLog } = pair()
-    write(leaderLog, 1, 2, "a")
-    write(leaderLog, 3, 1, "b")
-    expect(checkLastFetchedEpoch(leaderLog, 3, 6, 3)).toEqual({ _tag: "Valid" })
-    expect(checkLastFetchedEpoch(leaderLog, 3, 4, 1)).toEqual({ _tag: "Valid" })
-    expect(checkLastFetchedEpoch(leaderLog, 3, 5, 1)).toEqual({ _tag: "Diverging", epoch: 1, endOffset: 4 })
-    expect(checkLastFetchedEpoch(leaderLog, 3, 4, 2)).toEqual({ _tag: "Diverging", epoch: 1, endOffset: 4 })
-    expect(checkLastFetchedEpoch(leaderLog, 3, 7, 3)).toEqual({ _tag: "Diverging", epoch: 3, endOffset: 6 })
-    expect(checkLastFetchedEpoch(leaderLog, 3, 2, 4)).toEqual({ _tag: "OffsetOutOfRange" })
-    expect(checkLastFetchedEpoch(leaderLog, 3, 9, -1)).toEqual({ _tag: "Valid" })
-  })
-
   it("serves replicas up to the log end and consumers up to the high watermark", async () => {
     const p = pair()
     write(p.leaderLog, 0, 3, "a")

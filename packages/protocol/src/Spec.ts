@@ -8,10 +8,10 @@
  *
  * Names follow Kafka's JSON specs (PascalCase); values use the camelCase form of each name.
  */
-import { Either, Schema } from "effect"
+import { Either, ParseResult, Schema } from "effect"
 import type { Buffer } from "node:buffer"
 import { DecodeFailure, EncodeFailure, Reader, Writer } from "./internal/Bytes.js"
-import { DecodeError, EncodeError } from "./ProtocolError.js"
+import { DecodeError, EncodeError, InvalidValue } from "./ProtocolError.js"
 
 // ---------------------------------------------------------------------------------------------------
 // Version ranges
@@ -282,6 +282,18 @@ export interface Message<Fs extends Fields> {
   readonly empty: StructType<Fs>
   /** The Effect Schema of the decoded value. */
   readonly schema: Schema.Schema<StructType<Fs>>
+  /** The Effect Schema of what an encoder accepts: every field optional (the default fills it). */
+  readonly inputSchema: Schema.Schema<StructInput<Fs>>
+  /**
+   * The JSON form of the decoded value (`Schema.encode` gives plain JSON): int64 as a number (a value
+   * beyond ±2^53 fails), bytes and records as base64, null kept, the rest as they are (`jsonScalar`).
+   */
+  readonly jsonSchema: Schema.Schema<StructType<Fs>, unknown>
+  /**
+   * Checks a value an encoder would accept against `inputSchema` (in any version: per-version rules such
+   * as nullability in some versions only stay with the codec); the first misfit as `InvalidValue`.
+   */
+  readonly validate: (value: StructInput<Fs>) => Either.Either<StructInput<Fs>, InvalidValue>
 }
 
 export type TypeOf<M> = M extends Message<infer Fs> ? StructType<Fs> : never
@@ -305,6 +317,13 @@ export const message = <const Fs extends Fields>(opts: MessageOptions<Fs>): Mess
   }
   const what = (v: number) => `${opts.name} v${v}`
   let schema: Schema.Schema<StructType<Fs>> | undefined
+  let inputSchema: Schema.Schema<StructInput<Fs>> | undefined
+  let jsonSchema: Schema.Schema<StructType<Fs>, unknown> | undefined
+  let validator: ((u: unknown) => Either.Either<unknown, ParseResult.ParseError>) | undefined
+  const getInputSchema = () => {
+    inputSchema ??= structSchema(opts.fields, inputScalarSchema, true) as unknown as Schema.Schema<StructInput<Fs>>
+    return inputSchema
+  }
   let empty: StructType<Fs> | undefined
   return {
     name: opts.name,
@@ -347,11 +366,38 @@ export const message = <const Fs extends Fields>(opts: MessageOptions<Fs>): Mess
       return empty
     },
     get schema() {
-      schema ??= structSchema(opts.fields) as unknown as Schema.Schema<StructType<Fs>>
+      schema ??= structSchema(opts.fields, scalarSchema, false) as unknown as Schema.Schema<StructType<Fs>>
       return schema
+    },
+    get inputSchema() {
+      return getInputSchema()
+    },
+    get jsonSchema() {
+      jsonSchema ??= structSchema(opts.fields, jsonScalarSchema, false) as unknown as Schema.Schema<
+        StructType<Fs>,
+        unknown
+      >
+      return jsonSchema
+    },
+    validate: (value) => {
+      validator ??= Schema.decodeUnknownEither(getInputSchema() as Schema.Schema<unknown>, { errors: "first" })
+      const result = validator(value)
+      if (Either.isRight(result)) return Either.right(value)
+      const issue = ParseResult.ArrayFormatter.formatErrorSync(result.left)[0]
+      return Either.left(
+        new InvalidValue({
+          what: opts.name,
+          field: issue === undefined ? "" : fieldPath(issue.path),
+          reason: issue?.message ?? "does not fit the schema"
+        })
+      )
     }
   }
 }
+
+/** A parse issue's path as a field path: "config[0].name". */
+const fieldPath = (path: ReadonlyArray<PropertyKey>): string =>
+  path.map((k, i) => (typeof k === "number" ? `[${k}]` : i === 0 ? String(k) : `.${String(k)}`)).join("")
 
 /** Maps anything thrown while decoding to a typed error (RangeError from Buffer reads included). */
 export const toDecodeError = (e: unknown, what: string): DecodeError =>
@@ -614,17 +660,68 @@ const scalarSchema = (kind: ScalarKind): Schema.Schema.Any => {
   }
 }
 
-const typeSchema = (t: TypeDef): Schema.Schema.Any => {
-  if (t.kind === "struct") return structSchema(t.fields)
-  if (t.kind === "array") return Schema.Array(typeSchema(t.element))
-  return scalarSchema(t.kind)
+/** What an encoder accepts of a scalar: as decoded, except int64 also as a safe integer and records as chunks. */
+const inputScalarSchema = (kind: ScalarKind): Schema.Schema.Any => {
+  switch (kind) {
+    case "int64":
+      return Schema.Union(scalarSchema("int64"), Int(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER))
+    case "records":
+      return Schema.Union(Schema.Uint8ArrayFromSelf, Schema.Array(Schema.Uint8ArrayFromSelf))
+    default:
+      return scalarSchema(kind)
+  }
 }
 
-const structSchema = (fields: Fields): Schema.Schema.Any => {
-  const props: Record<string, Schema.Schema.Any> = {}
+/** The JSON form of each scalar kind. */
+interface JsonScalars {
+  int8: Schema.Schema<number>
+  int16: Schema.Schema<number>
+  uint16: Schema.Schema<number>
+  int32: Schema.Schema<number>
+  uint32: Schema.Schema<number>
+  int64: Schema.Schema<bigint, number>
+  float64: Schema.Schema<number>
+  bool: Schema.Schema<boolean>
+  uuid: Schema.Schema<string>
+  string: Schema.Schema<string>
+  bytes: Schema.Schema<Uint8Array, string>
+  records: Schema.Schema<Uint8Array, string>
+}
+
+const jsonScalarSchema = (kind: ScalarKind): Schema.Schema.Any => {
+  switch (kind) {
+    case "int64":
+      return Schema.BigIntFromNumber.pipe(Schema.betweenBigInt(-(2n ** 63n), 2n ** 63n - 1n))
+    case "bytes":
+    case "records":
+      return Schema.Uint8ArrayFromBase64
+    default:
+      return scalarSchema(kind)
+  }
+}
+
+/**
+ * The JSON form of a scalar kind, as `jsonSchema` writes it: int64 as a number (±2^53 at most), bytes as
+ * base64. For views that rename fields of a message (e.g. a command-line tool's JSON output) yet keep the
+ * protocol's JSON form of each value.
+ */
+export const jsonScalar = <K extends ScalarKind>(kind: K): JsonScalars[K] =>
+  jsonScalarSchema(kind) as unknown as JsonScalars[K]
+
+type ScalarSchemas = (kind: ScalarKind) => Schema.Schema.Any
+
+const typeSchema = (t: TypeDef, scalars: ScalarSchemas, input: boolean): Schema.Schema.Any => {
+  if (t.kind === "struct") return structSchema(t.fields, scalars, input)
+  if (t.kind === "array") return Schema.Array(typeSchema(t.element, scalars, input))
+  return scalars(t.kind)
+}
+
+const structSchema = (fields: Fields, scalars: ScalarSchemas, input: boolean): Schema.Schema.Any => {
+  const props: Record<string, Schema.Schema.All | Schema.PropertySignature.All> = {}
   for (const f of fields) {
-    const s = typeSchema(f.type)
-    props[f.key] = f.nullableVersions !== null ? Schema.NullOr(s) : s
+    const s = typeSchema(f.type, scalars, input)
+    const value = f.nullableVersions !== null ? Schema.NullOr(s) : s
+    props[f.key] = input ? Schema.optional(value) : value
   }
   return Schema.Struct(props)
 }
