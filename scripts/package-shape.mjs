@@ -42,13 +42,11 @@ for (const { dir, manifest: m } of publishable) {
   if (!existsSync(join(dir, "tsconfig.build.json"))) fail("no tsconfig.build.json (the build emitting dist)")
   if (!Array.isArray(m.files) || !m.files.includes("dist")) fail('"files" does not list "dist"')
   if (m.exports === undefined && m.bin === undefined) fail('neither "exports" nor "bin": nothing to publish')
-  if (typeof pub !== "object" || pub === null) {
-    fail('no "publishConfig" (it points exports, main, types and bin at dist in the published form)')
-    continue
-  }
-  if (pub.access !== "public") fail('publishConfig.access is not "public"')
-  if (m.exports !== undefined) {
-    if (typeof m.types !== "string") fail('no "types"')
+  const hasPub = typeof pub === "object" && pub !== null
+  if (!hasPub) fail('no "publishConfig" (it points exports, main, types and bin at dist in the published form)')
+  else if (pub.access !== "public") fail('publishConfig.access is not "public"')
+  if (m.exports !== undefined && typeof m.types !== "string") fail('no "types"')
+  if (hasPub && m.exports !== undefined) {
     if (typeof pub.types !== "string" || !/^\.\/dist\/.*\.d\.ts$/.test(pub.types))
       fail("publishConfig.types is not a ./dist/*.d.ts file")
     if (typeof pub.main !== "string" || !/^\.\/dist\/.*\.js$/.test(pub.main))
@@ -64,7 +62,7 @@ for (const { dir, manifest: m } of publishable) {
             fail(`publishConfig.exports["${key}"] points at ${t}, not into ./dist`)
     }
   }
-  if (m.bin !== undefined) {
+  if (hasPub && m.bin !== undefined) {
     const bins = typeof m.bin === "string" ? { [m.name]: m.bin } : m.bin
     const pubBins = typeof pub.bin === "string" ? { [m.name]: pub.bin } : (pub.bin ?? {})
     for (const name of Object.keys(bins))
@@ -83,7 +81,7 @@ for (const { dir, manifest: m } of publishable) {
       if (!String(spec).startsWith("workspace:")) fail(`${field}: ${dep} is not a workspace: dependency`)
     }
 
-  if (mode !== "--built") continue
+  if (mode !== "--built" || !hasPub) continue
   const need = (file, why) => {
     if (!existsSync(join(dir, file))) fail(`${file} is missing after the build (${why})`)
   }
