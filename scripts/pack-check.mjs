@@ -1,10 +1,10 @@
 // Run by scripts/pack-check.sh from the folder where the packed tarballs were installed with npm (so bare
 // specifiers resolve to the installed packages, never to the workspace). Imports every published
-// package and its public modules with plain Node, checks that internal modules are not exported, runs
-// both bins, starts `clustermirror server --embedded 3` and asks it for ApiVersions and Metadata.
+// package and its public modules with plain Node, checks that internal modules are not exported,
+// type-checks a consumer against the installed declarations, runs both bins, starts `clustermirror server --embedded 3` and asks it for ApiVersions and Metadata.
 //   node pack-check.mjs REPO_ROOT PACKAGE_DIR...
 import { spawn, spawnSync } from "node:child_process"
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { connect } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -32,9 +32,19 @@ const exportedNames = (file) => {
   return [...names]
 }
 
+/** The source modules under src a `./*` export stands for, as paths relative to src (internal/ left out). */
+const publicModules = (src, sub = "") =>
+  readdirSync(join(src, sub), { withFileTypes: true }).flatMap((e) => {
+    const rel = sub === "" ? e.name : `${sub}/${e.name}`
+    if (e.isDirectory()) return rel === "internal" ? [] : publicModules(src, rel)
+    return e.name.endsWith(".ts") && !e.name.endsWith(".d.ts") ? [rel] : []
+  })
+
 if (existsSync(join(here, "node_modules", "tsx"))) fail("tsx is installed with the published packages")
 
 const bins = new Map()
+/** What a TypeScript consumer imports: each package and each of its public modules. */
+const typeSpecs = []
 for (const dir of dirs) {
   const m = JSON.parse(readFileSync(join(root, dir, "package.json"), "utf8"))
   for (const name of Object.keys(m.bin ?? {})) bins.set(name, m.name)
@@ -50,13 +60,15 @@ for (const dir of dirs) {
   const missing = expected.filter((n) => !(n in mod))
   if (expected.length === 0) fail(`${m.name}: no runtime export found in ${m.main} to check`)
   if (missing.length > 0) fail(`import("${m.name}") lacks ${missing.join(", ")}`)
+  typeSpecs.push(m.name)
   let modules = 0
   if (m.exports["./*"] !== undefined) {
-    for (const f of readdirSync(join(root, dir, "src"))) {
-      if (!f.endsWith(".ts") || f.endsWith(".d.ts") || f === "index.ts") continue
+    for (const f of publicModules(join(root, dir, "src"))) {
+      if (f === "index.ts") continue
       const spec = `${m.name}/${f.slice(0, -3)}`
       try {
         await import(spec)
+        typeSpecs.push(spec)
         modules++
       } catch (e) {
         fail(`import("${spec}"): ${e instanceof Error ? e.message : String(e)}`)
@@ -78,6 +90,37 @@ for (const dir of dirs) {
   }
   const hidden = existsSync(internal) ? ", internal modules not exported" : ""
   console.log(`ok ${m.name}: ${expected.length} exports, ${modules} public modules${hidden}`)
+}
+
+// A consumer in TypeScript: every package and public module imported from the installed declarations,
+// type-checked with the declarations themselves (skipLibCheck off), as a user's project would see them.
+{
+  const lines = []
+  const used = []
+  for (const [i, spec] of typeSpecs.entries()) {
+    lines.push(`import * as M${i} from "${spec}"`)
+    used.push(`M${i}`)
+  }
+  lines.push(`export const modules = [${used.join(", ")}] as const`)
+  writeFileSync(join(here, "consumer.ts"), `${lines.join("\n")}\n`)
+  const tsconfig = {
+    compilerOptions: {
+      target: "ES2022",
+      module: "NodeNext",
+      moduleResolution: "NodeNext",
+      strict: true,
+      noEmit: true,
+      skipLibCheck: false,
+      types: ["node"],
+      typeRoots: [join(root, "node_modules", "@types")]
+    },
+    files: ["consumer.ts"]
+  }
+  writeFileSync(join(here, "tsconfig.json"), JSON.stringify(tsconfig, null, 2))
+  const tsc = join(root, "node_modules", "typescript", "bin", "tsc")
+  const r = spawnSync(process.execPath, [tsc, "-p", here], { encoding: "utf8", timeout: 300_000 })
+  if (r.status !== 0) fail(`the installed declarations do not type-check:\n${r.stdout}${r.stderr}${r.error ?? ""}`)
+  else console.log(`ok the installed declarations of ${typeSpecs.length} modules type-check (tsc, skipLibCheck off)`)
 }
 
 const bin = (name) => join(here, "node_modules", ".bin", name)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The packaging check: every publishable package has the published shape, builds, packs (`pnpm pack`)
 # and installs from its tarball with plain npm into an empty folder; each one imports with plain Node
-# (its exports present, its internal modules not exported), both bins run compiled code, and
+# (its exports present, its internal modules not exported), a TypeScript consumer type-checks against the
+# installed declarations, both bins run compiled code, and
 # `clustermirror server --embedded 3` started from the installed tarballs answers ApiVersions and
 # Metadata, then stops cleanly on SIGTERM. Exits non-zero on any failure, saying what failed.
 set -euo pipefail
