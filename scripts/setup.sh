@@ -13,8 +13,12 @@ fi
 export TURBO_TELEMETRY_DISABLED=1
 pnpm install --frozen-lockfile --reporter=silent
 
-bash scripts/install-packages.sh .cache/install >/dev/null
 installed="$PWD/.cache/install/node_modules/.bin"
+if ! bash scripts/install-packages.sh .cache/install >/dev/null; then
+  # The workspace is set up; only the installed bins are missing (scripts/pack-check.sh fails on the same).
+  echo "setup: the packages did not build, pack or install (above): clustermirror is not on the PATH" >&2
+  exit 0
+fi
 bindir=${CLUSTERMIRROR_BIN_DIR:-$(npm prefix -g)/bin}
 linked=true
 for bin in clustermirror clustermirror-mirrors; do
