@@ -10,6 +10,9 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 pnpm lint
 pnpm check
+# The published form: every package packed, installed with npm into an empty folder, imported with node,
+# and `clustermirror server --embedded 3` started from the tarballs
+bash scripts/pack-check.sh
 pnpm test 2>&1 | tee -a "$log"
 pnpm test:int 2>&1 | tee -a "$log"
 # The short fault campaign: real clusters, seeded faults, then loss, replica, ISR, mirror and failover checks

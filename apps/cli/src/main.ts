@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * `clustermirror-mirrors --bootstrap-server <host:port>
  *   --create|--start|--stop|--pause|--resume|--recover|--list|--describe|--delete ...`

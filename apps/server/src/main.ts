@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * `clustermirror server --port <port> --data-dir <dir> [--config <file>] [--host <host>] [--metrics-port <port>]`
  * `clustermirror mirrors --bootstrap-server <host:port> <action> ...`
