@@ -197,6 +197,7 @@ type PartEvent =
   | { readonly _tag: "SourceFailed"; readonly message: string; readonly retryable: boolean }
   | { readonly _tag: "EpochAhead"; readonly sourceEpoch: number }
   | { readonly _tag: "Recover"; readonly acceptDataLoss: boolean }
+  | { readonly _tag: "FetchSucceeded" }
 
 const RUNNING = 1
 const AGAIN = 2
@@ -424,11 +425,15 @@ export class MirrorMetadataManager {
       .catch((e) => this.log(`proactive epoch bump of ${topic}-${partition} failed: ${messageOf(e)}`))
   }
 
-  /** The fetcher appended: a partition that works again starts its failure count over (§4.4). */
+  /**
+   * The fetcher appended: a partition that works again starts its failure count over (§4.4). The reset
+   * is written to the partition's coordinator like any other change of its state, so a restart or a
+   * coordinator move counts the next failure as the cache does.
+   */
   fetched(topic: string, partition: number): void {
     const part = this.parts.get(topic, partition)
     if (part?.value !== undefined && part.value.retryAttempt > 0 && part.value.state !== "FAILED")
-      part.value = MirrorStateMachine.fetchSucceeded(part.value)
+      this.send(topic, partition, { _tag: "FetchSucceeded" })
   }
 
   private send(topic: string, partition: number, event: PartEvent): void {
@@ -436,6 +441,8 @@ export class MirrorMetadataManager {
     if (part === undefined || part.gone) return
     // A failure outranks an epoch report: the fetcher stopped either way.
     const failure = (e: PartEvent | undefined) => e?._tag === "FetchFailed" || e?._tag === "SourceFailed"
+    // A working fetch is the least news: every other event keeps its place.
+    if (event._tag === "FetchSucceeded" && part.event !== undefined) return
     if (failure(part.event) && !failure(event)) return
     // A lost source outranks a fetch error: retrying cannot help.
     if (part.event?._tag === "SourceFailed" && !part.event.retryable && event._tag === "FetchFailed") return
@@ -836,6 +843,11 @@ export class MirrorMetadataManager {
           this.log(`${part.topic}-${part.partition}: data loss accepted, mirroring restarts at the source log start`)
         }
         await this.persist(part, next.right)
+        return
+      }
+      case "FetchSucceeded": {
+        if (v.state === "FAILED" || v.retryAttempt <= 0) return
+        await this.persist(part, MirrorStateMachine.fetchSucceeded(v))
         return
       }
     }

@@ -287,8 +287,39 @@ describe("MirrorMetadataManager", () => {
     expect(Date.now() - t0).toBeGreaterThanOrEqual(55)
     // A fetch that works again starts the count over.
     m.fetched(TOPIC, 0)
-    expect(m.stateOf(TOPIC, 0)?.retryAttempt).toBe(0)
+    await eventually("count reset", () => m.stateOf(TOPIC, 0)?.retryAttempt === 0)
+    expect(stored(0)).toMatchObject({ state: "MIRRORING", retryAttempt: 0, errorMessage: null })
   })
+
+  for (const coordinators of ["local", "remote"] as const)
+    it(`given a partition mirroring again after a retry, when its fetch works, then the fresh failure count is in __mirror_state: a reload holds the state the leader holds (${coordinators} coordinator)`, async () => {
+      const { world, update, stateOf, stored, managers } = setup({
+        retry: { initialBackoffMs: 10, maxBackoffMs: 100, maxAttempts: 100 }
+      })
+      if (coordinators === "remote") {
+        world.stateLeaders = [2, 2, 2]
+        world.loadCoordinators(managers)
+      }
+      update()
+      await eventually("mirroring", () => stateOf(0) === "MIRRORING")
+      const m = managers.get(1)!
+      m.fetchFailed(TOPIC, 0, { message: "Fetch IO error: connection refused", retryable: true })
+      await eventually("failed", () => stateOf(0) === "FAILED")
+      await eventually("retried", () => stateOf(0) === "MIRRORING")
+      expect(stored(0)).toMatchObject({ state: "MIRRORING", retryAttempt: 1 })
+      m.fetched(TOPIC, 0)
+      m.fetched(TOPIC, 0)
+      await eventually("reset persisted", () => stored(0)?.retryAttempt === 0)
+      await eventually("cache agrees", () => m.stateOf(TOPIC, 0)?.stateEpoch === stored(0)?.stateEpoch)
+      // Every `__mirror_state` partition moves to the other broker, which replays the log from scratch.
+      world.stateLeaders = world.stateLeaders.map((l) => (l === 1 ? 2 : 1))
+      world.loadCoordinators(managers)
+      expect(stored(0)).toEqual(m.stateOf(TOPIC, 0))
+      // The next failure is attempt 1 again, in the cache and in the log.
+      m.fetchFailed(TOPIC, 0, { message: "Fetch IO error: again", retryable: true })
+      await eventually("failed again", () => stored(0)?.state === "FAILED")
+      expect(stored(0)).toMatchObject({ retryAttempt: 1, previousState: "MIRRORING" })
+    })
 
   it("given a remote coordinator, when a partition fails, then the reason, attempt and previous state reach it over WriteMirrorStates", async () => {
     const { world, update, stateOf, stored, managers } = setup({
