@@ -41,6 +41,7 @@ import {
   FiberMap,
   Option,
   Runtime,
+  RuntimeFlags,
   Schedule,
   Scope
 } from "effect"
@@ -416,7 +417,8 @@ export class MirrorMetadataManager {
     this.random = options.random ?? Math.random
     this.log = options.log ?? (() => {})
     this.callTimeoutMs = options.callTimeoutMs ?? CALL_TIMEOUT_MS
-    this.runtime = runtime
+    // A runtime captured where interruption is off (an acquire) would make every timeout wait for its call.
+    this.runtime = Runtime.enableRuntimeFlag(runtime, RuntimeFlags.Interruption)
     const setUp = Effect.gen(function* () {
       const scope = yield* Scope.make()
       const work = yield* FiberMap.make<string>().pipe(Scope.extend(scope))
@@ -430,7 +432,7 @@ export class MirrorMetadataManager {
         runTimer: yield* FiberMap.runtime(timers)<never>()
       }
     })
-    const r = Runtime.runSync(runtime)(setUp)
+    const r = Runtime.runSync(this.runtime)(setUp)
     this.clock = r.clock
     this.scope = r.scope
     this.work = r.work
@@ -445,9 +447,11 @@ export class MirrorMetadataManager {
    * the scope.
    */
   static make(options: MirrorMetadataManagerOptions): Effect.Effect<MirrorMetadataManager, never, Scope.Scope> {
-    return Effect.acquireRelease(
-      Effect.map(Effect.runtime<never>(), (rt) => new MirrorMetadataManager(options, rt)),
-      (m) => Effect.sync(() => m.close())
+    return Effect.flatMap(Effect.runtime<never>(), (rt) =>
+      Effect.acquireRelease(
+        Effect.sync(() => new MirrorMetadataManager(options, rt)),
+        (m) => Effect.sync(() => m.close())
+      )
     )
   }
 

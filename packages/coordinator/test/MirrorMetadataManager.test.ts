@@ -4,6 +4,8 @@
  * the transitions are persisted in order, before their actions, and the actions run.
  */
 import { Errors, type MirrorPartitionState, MirrorStateRecords, Uuid } from "@clustermirror/protocol"
+import { it as effectIt } from "@effect/vitest"
+import { Effect, type Runtime, TestClock } from "effect"
 import { describe, expect, it } from "vitest"
 import { ClusterMirrorCoordinator } from "../src/ClusterMirrorCoordinator.js"
 import * as MirrorMetadataManager from "../src/MirrorMetadataManager.js"
@@ -42,6 +44,10 @@ class World {
   failWrites = 0
   /** What the source says against starting (a mirror loop, an unstopped mirror there). */
   sourceRefusal: string | null = null
+  /** The next this many truncation checks of the source never answer. */
+  hangTruncations = 0
+  /** The next this many ReadMirrorStates to another broker never answer. */
+  hangReads = 0
 
   coordinator(nodeId: number): ClusterMirrorCoordinator {
     let c = this.coordinators.get(nodeId)
@@ -139,7 +145,17 @@ class Partitions implements MirrorMetadataManager.PartitionPort {
   }
 }
 
-const setup = (options: { retry?: MirrorStateMachineRetry; lme?: number } = {}) => {
+const never = new Promise<never>(() => {})
+
+const setup = (
+  options: {
+    retry?: MirrorStateMachineRetry
+    lme?: number
+    /** Where the managers' fibers run (a test's runtime: its TestClock). */
+    runtime?: Runtime.Runtime<never>
+    callTimeoutMs?: number
+  } = {}
+) => {
   const world = new World()
   const retries: Array<string> = []
   const partitions = new Map<number, Partitions>([
@@ -151,42 +167,54 @@ const setup = (options: { retry?: MirrorStateMachineRetry; lme?: number } = {}) 
   /** ReadMirrorStates requests: the broker sending it, the broker asked, how many partitions. */
   const reads: Array<{ from: number; to: number; partitions: number }> = []
   for (const id of [1, 2]) {
-    const m = new MirrorMetadataManager.MirrorMetadataManager({
-      metadata: world.metadata(id),
-      coordinator: world.coordinator(id),
-      channel: {
-        read: async (node, request) => {
-          reads.push({ from: id, to: node, partitions: request.topics.reduce((n, t) => n + t.partitions.length, 0) })
-          return world.coordinator(node).read(request)
+    const m = new MirrorMetadataManager.MirrorMetadataManager(
+      {
+        metadata: world.metadata(id),
+        coordinator: world.coordinator(id),
+        channel: {
+          read: async (node, request) => {
+            reads.push({ from: id, to: node, partitions: request.topics.reduce((n, t) => n + t.partitions.length, 0) })
+            if (world.hangReads > 0) {
+              world.hangReads--
+              return never
+            }
+            return world.coordinator(node).read(request)
+          },
+          // Over the wire: the request loses the local-only failure object, like a real encoding would.
+          write: async (node, request) =>
+            world.coordinator(node).write({
+              ...request,
+              topics: request.topics.map((t) => ({
+                name: t.name,
+                partitions: t.partitions.map((p) => {
+                  const { failure: _f, ...wire } = p as typeof p & { failure?: unknown }
+                  return wire
+                })
+              }))
+            })
         },
-        // Over the wire: the request loses the local-only failure object, like a real encoding would.
-        write: async (node, request) =>
-          world.coordinator(node).write({
-            ...request,
-            topics: request.topics.map((t) => ({
-              name: t.name,
-              partitions: t.partitions.map((p) => {
-                const { failure: _f, ...wire } = p as typeof p & { failure?: unknown }
-                return wire
-              })
-            }))
-          })
-      },
-      partitions: partitions.get(id)!,
-      source: {
-        prepareTruncation: async (mirror, topic, topicId, ps) => {
-          lookups.push(`${mirror} ${topic} ${topicId === TOPIC_ID} ${ps.join(",")}`)
-          return {
-            lastMirrorEpochs: new Map(ps.map((p) => [p, options.lme ?? -1])),
-            refusal: world.sourceRefusal
+        partitions: partitions.get(id)!,
+        source: {
+          prepareTruncation: async (mirror, topic, topicId, ps) => {
+            lookups.push(`${mirror} ${topic} ${topicId === TOPIC_ID} ${ps.join(",")}`)
+            if (world.hangTruncations > 0) {
+              world.hangTruncations--
+              return never
+            }
+            return {
+              lastMirrorEpochs: new Map(ps.map((p) => [p, options.lme ?? -1])),
+              refusal: world.sourceRefusal
+            }
           }
-        }
+        },
+        retry: options.retry ?? { initialBackoffMs: 20, maxBackoffMs: 200, maxAttempts: 100 },
+        random: () => 0.5,
+        stoppingWaitMs: 300,
+        onRetry: (mirror) => retries.push(mirror),
+        ...(options.callTimeoutMs === undefined ? {} : { callTimeoutMs: options.callTimeoutMs })
       },
-      retry: options.retry ?? { initialBackoffMs: 20, maxBackoffMs: 200, maxAttempts: 100 },
-      random: () => 0.5,
-      stoppingWaitMs: 300,
-      onRetry: (mirror) => retries.push(mirror)
-    })
+      options.runtime
+    )
     managers.set(id, m)
   }
   world.loadCoordinators(managers)
@@ -202,8 +230,39 @@ const setup = (options: { retry?: MirrorStateMachineRetry; lme?: number } = {}) 
     }
     return undefined
   }
-  return { world, partitions, managers, update, stateOf, stored, lookups, retries, reads }
+  const close = () => {
+    for (const m of managers.values()) m.close()
+  }
+  return { world, partitions, managers, update, stateOf, stored, lookups, retries, reads, close }
 }
+
+/**
+ * The managers of `setup` on the test's runtime (TestClock: time moves only by `TestClock.adjust`),
+ * closed when the test ends.
+ */
+const setupOnTestClock = (options: Omit<Parameters<typeof setup>[0] & {}, "runtime"> = {}) =>
+  Effect.acquireRelease(
+    Effect.map(Effect.runtime<never>(), (runtime) => setup({ ...options, runtime })),
+    (s) => Effect.sync(s.close)
+  )
+
+/**
+ * Lets the managers' promise and fiber work run (macrotask turns, no clock time passes) until `f`
+ * holds; fails after many turns. Nothing here waits for time: retries only happen by `TestClock.adjust`.
+ */
+const until = (what: string, f: () => boolean) =>
+  Effect.gen(function* () {
+    for (let i = 0; i < 500; i++) {
+      if (f()) return
+      yield* Effect.promise(() => new Promise<void>((r) => setImmediate(r)))
+    }
+    throw new Error(`never reached: ${what}`)
+  })
+
+/** A few turns of the event loop with no clock time passing: what is not due stays undone. */
+const settle = Effect.gen(function* () {
+  for (let i = 0; i < 50; i++) yield* Effect.promise(() => new Promise<void>((r) => setImmediate(r)))
+})
 type MirrorStateMachineRetry = { initialBackoffMs: number; maxBackoffMs: number; maxAttempts: number }
 
 describe("MirrorMetadataManager", () => {
@@ -660,4 +719,105 @@ describe("MirrorMetadataManager", () => {
     const tombstones = [...world.stateLogs.values()].flat().filter((r) => r.value === null)
     expect(tombstones.length).toBe(4)
   })
+})
+
+describe("MirrorMetadataManager on the TestClock", () => {
+  effectIt.scoped(
+    "given a fetch failure, then the retry waits the schedule's delay at each attempt (initial, then doubled) and not a millisecond less",
+    () =>
+      Effect.gen(function* () {
+        const { update, stateOf, stored, managers } = yield* setupOnTestClock({
+          retry: { initialBackoffMs: 1000, maxBackoffMs: 10_000, maxAttempts: 100 }
+        })
+        update()
+        yield* until("mirroring", () => stateOf(0) === "MIRRORING")
+        const m = managers.get(1)!
+        m.fetchFailed(TOPIC, 0, { message: "Fetch IO error: connection refused", retryable: true })
+        yield* until("failed", () => stateOf(0) === "FAILED" && m.pendingTimers === 1)
+        expect(stored(0)).toMatchObject({ state: "FAILED", retryAttempt: 1 })
+        // Jitter fixed at the middle (random 0.5): the first delay is exactly 1000 ms.
+        yield* TestClock.adjust("999 millis")
+        yield* settle
+        expect(stateOf(0)).toBe("FAILED")
+        yield* TestClock.adjust("1 millis")
+        yield* until("retried", () => stateOf(0) === "MIRRORING")
+        m.fetchFailed(TOPIC, 0, { message: "Fetch IO error: again", retryable: true })
+        yield* until("failed again", () => stateOf(0) === "FAILED" && m.pendingTimers === 1)
+        expect(stored(0)).toMatchObject({ state: "FAILED", retryAttempt: 2 })
+        yield* TestClock.adjust("1999 millis")
+        yield* settle
+        expect(stateOf(0)).toBe("FAILED")
+        yield* TestClock.adjust("1 millis")
+        yield* until("retried again", () => stateOf(0) === "MIRRORING")
+      })
+  )
+
+  effectIt.scoped(
+    "given a source that never answers the truncation check, then the call times out, the partition FAILS with the timeout and its retry goes on",
+    () =>
+      Effect.gen(function* () {
+        const { world, update, stateOf, stored, managers, partitions } = yield* setupOnTestClock({
+          retry: { initialBackoffMs: 1000, maxBackoffMs: 10_000, maxAttempts: 100 },
+          callTimeoutMs: 5000
+        })
+        world.hangTruncations = 1
+        world.leaders.delete(1)
+        update()
+        yield* until("truncating", () => stateOf(0) === "LOG_TRUNCATION")
+        yield* settle
+        expect(stateOf(0)).toBe("LOG_TRUNCATION")
+        yield* TestClock.adjust("5 seconds")
+        yield* until("failed", () => stateOf(0) === "FAILED")
+        expect(stored(0)?.errorMessage).toContain("timed out after 5000 ms")
+        expect(stored(0)).toMatchObject({ retryAttempt: 1, previousState: "LOG_TRUNCATION" })
+        yield* TestClock.adjust("1 second")
+        yield* until("mirroring", () => stateOf(0) === "MIRRORING" && partitions.get(1)!.fetching.has(0))
+        expect(managers.get(1)!.stateOf(TOPIC, 0)?.state).toBe("MIRRORING")
+      })
+  )
+
+  effectIt.scoped(
+    "given a remote coordinator that never answers a ReadMirrorStates, then the read times out and the partition reads again",
+    () =>
+      Effect.gen(function* () {
+        const { world, update, stateOf, managers, reads } = yield* setupOnTestClock({ callTimeoutMs: 5000 })
+        world.stateLeaders = [2, 2, 2]
+        world.loadCoordinators(managers)
+        world.leaders.delete(1)
+        world.hangReads = 1
+        update()
+        yield* until("read sent", () => reads.length === 1)
+        yield* settle
+        expect(stateOf(0)).toBeUndefined()
+        yield* TestClock.adjust("5 seconds")
+        // The timed-out read answers the partition's step, which reads again 300 ms later.
+        yield* settle
+        yield* TestClock.adjust("300 millis")
+        yield* until("mirroring", () => stateOf(0) === "MIRRORING")
+        expect(reads.length).toBeGreaterThanOrEqual(2)
+      })
+  )
+
+  effectIt.scoped(
+    "given partitions that reached their state, then none holds a fiber; a FAILED one holds only its retry timer",
+    () =>
+      Effect.gen(function* () {
+        const { update, stateOf, managers } = yield* setupOnTestClock({
+          retry: { initialBackoffMs: 1000, maxBackoffMs: 10_000, maxAttempts: 100 }
+        })
+        const m = managers.get(1)!
+        update()
+        expect(m.runningPartitions).toBe(2)
+        yield* until("mirroring", () => stateOf(0) === "MIRRORING" && stateOf(1) === "MIRRORING")
+        yield* until("idle", () => m.runningPartitions === 0)
+        expect(m.partitionCount).toBe(2)
+        expect(m.pendingTimers).toBe(0)
+        m.fetchFailed(TOPIC, 0, { message: "Fetch IO error: connection refused", retryable: true })
+        yield* until("failed", () => stateOf(0) === "FAILED" && m.pendingTimers === 1)
+        yield* until("idle while waiting", () => m.runningPartitions === 0)
+        yield* TestClock.adjust("1 second")
+        yield* until("retried and idle", () => stateOf(0) === "MIRRORING" && m.runningPartitions === 0)
+        expect(m.pendingTimers).toBe(0)
+      })
+  )
 })
