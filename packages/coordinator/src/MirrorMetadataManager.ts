@@ -1223,39 +1223,37 @@ export class MirrorMetadataManager {
   /** One write of `persist`: true once written, false when it must not go on, undefined to retry. */
   private async persistOnce(part: Part, next: Value, lastMirrorEpoch: number): Promise<boolean | undefined> {
     const writeState = next !== part.value || lastMirrorEpoch < 0
-    for (;;) {
-      const r = await this.writeState(
-        part,
-        writeState ? next.state : "UNKNOWN",
-        lastMirrorEpoch,
-        writeState ? next : undefined
-      )
-      if (r.errorCode === E.NONE) {
-        const stateEpoch = writeState ? (r.stateEpoch >= 0 ? r.stateEpoch : next.stateEpoch) : part.value!.stateEpoch
-        const written: Value = {
-          ...(writeState ? next : part.value!),
-          lastMirrorEpoch: lastMirrorEpoch >= 0 ? lastMirrorEpoch : next.lastMirrorEpoch,
-          stateEpoch
-        }
-        part.value = this.sharedWithCoordinator(part, written)
-        return true
+    const r = await this.writeState(
+      part,
+      writeState ? next.state : "UNKNOWN",
+      lastMirrorEpoch,
+      writeState ? next : undefined
+    )
+    if (r.errorCode === E.NONE) {
+      const stateEpoch = writeState ? (r.stateEpoch >= 0 ? r.stateEpoch : next.stateEpoch) : part.value!.stateEpoch
+      const written: Value = {
+        ...(writeState ? next : part.value!),
+        lastMirrorEpoch: lastMirrorEpoch >= 0 ? lastMirrorEpoch : next.lastMirrorEpoch,
+        stateEpoch
       }
-      if (r.errorCode === E.FENCED_STATE_EPOCH) {
-        this.log(`${part.topic}-${part.partition}: ${r.errorMessage ?? "stale state epoch"}; re-reading`)
-        part.value = undefined
-        part.again = true
-        return false
-      }
-      if (r.errorCode === E.FENCED_LEADER_EPOCH) return false
-      if (r.errorCode === E.INVALID_CLUSTER_MIRROR_STATES) {
-        // The coordinator holds a state this transition does not start from: re-read and re-plan.
-        this.log(`${part.topic}-${part.partition}: ${r.errorMessage ?? "invalid transition"}; re-reading`)
-        part.value = undefined
-        part.again = true
-        return false
-      }
-      return undefined
+      part.value = this.sharedWithCoordinator(part, written)
+      return true
     }
+    if (r.errorCode === E.FENCED_STATE_EPOCH) {
+      this.log(`${part.topic}-${part.partition}: ${r.errorMessage ?? "stale state epoch"}; re-reading`)
+      part.value = undefined
+      part.again = true
+      return false
+    }
+    if (r.errorCode === E.FENCED_LEADER_EPOCH) return false
+    if (r.errorCode === E.INVALID_CLUSTER_MIRROR_STATES) {
+      // The coordinator holds a state this transition does not start from: re-read and re-plan.
+      this.log(`${part.topic}-${part.partition}: ${r.errorMessage ?? "invalid transition"}; re-reading`)
+      part.value = undefined
+      part.again = true
+      return false
+    }
+    return undefined
   }
 
   /**
