@@ -976,4 +976,25 @@ describe("MirrorMetadataManager on the TestClock", () => {
         expect(m.pendingTimers).toBe(0)
       })
   )
+
+  effectIt.scoped(
+    "when closed, then every partition's work and timer is interrupted and no trigger starts new work",
+    () =>
+      Effect.gen(function* () {
+        const { update, stateOf, managers } = yield* setupOnTestClock({
+          retry: { initialBackoffMs: 1000, maxBackoffMs: 10_000, maxAttempts: 100 }
+        })
+        const m = managers.get(1)!
+        update()
+        yield* until("mirroring", () => stateOf(0) === "MIRRORING" && stateOf(1) === "MIRRORING")
+        m.fetchFailed(TOPIC, 0, { message: "Fetch IO error: connection refused", retryable: true })
+        yield* until("failed", () => stateOf(0) === "FAILED" && m.pendingTimers === 1)
+        m.close()
+        yield* until("interrupted", () => m.pendingTimers === 0 && m.runningPartitions === 0)
+        m.onMetadataUpdate()
+        m.fetchFailed(TOPIC, 1, { message: "Fetch IO error: again", retryable: true })
+        expect(m.runningPartitions).toBe(0)
+        expect(m.partitionCount).toBe(0)
+      })
+  )
 })
