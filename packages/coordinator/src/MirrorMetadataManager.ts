@@ -10,8 +10,14 @@
  * partitions (RecoverMirrorTopics, 106).
  *
  * Work for one partition is serialized: at most one step runs, and a trigger arriving meanwhile (metadata,
- * fetcher event, retry timer) runs another step after it. Decisions come from `MirrorStateMachine`; the
- * manager must not touch logs, sockets or the metadata log itself — only the ports.
+ * fetcher event, retry timer) runs another step after it. The steps run as fibers of a runtime the
+ * manager owns (or the one `make` runs in): a `FiberMap` keyed by partition holds a partition's fiber only
+ * while its work runs, so an idle partition costs none. Time comes only from Effect's `Clock` (retry
+ * timers, write backoff, the stopping wait, the pacer), and every call that leaves the manager (the
+ * coordinators on other brokers, the ports that do I/O) runs under `Effect.timeout`; the Read/Write-
+ * MirrorStates to other brokers' coordinators go through `FanOut.forEachBroker`. Decisions come from
+ * `MirrorStateMachine`; the manager must not touch logs, sockets or the metadata log itself — only the
+ * ports.
  */
 import {
   type DescribeClusterMirrors,
@@ -23,8 +29,24 @@ import {
   TopicPartitionMap,
   type WriteMirrorStates
 } from "@clustermirror/protocol"
-import { Either, Option } from "effect"
+import * as FanOut from "@clustermirror/client/FanOut"
+import {
+  Cause,
+  type Clock,
+  Duration,
+  Effect,
+  Either,
+  Exit,
+  Fiber,
+  FiberMap,
+  Option,
+  Runtime,
+  RuntimeFlags,
+  Schedule,
+  Scope
+} from "effect"
 import type { ClusterMirrorCoordinator } from "./ClusterMirrorCoordinator.js"
+import * as CoordinatorError from "./CoordinatorError.js"
 import { Pacer } from "./internal/Pacer.js"
 import * as MirrorStateMachine from "./MirrorStateMachine.js"
 
@@ -137,6 +159,11 @@ export interface MirrorMetadataManagerOptions {
   readonly stoppingWaitMs?: number
   /** Called for every automatic retry of a FAILED partition (metrics). */
   readonly onRetry?: (mirror: string) => void
+  /**
+   * How long a call that leaves the manager may take (Read/WriteMirrorStates, the source's truncation
+   * check, truncation, epoch bumps, the stop sequence) before it counts as failed (default 30 s).
+   */
+  readonly callTimeoutMs?: number
 }
 
 /** The user operations of §4.5 and the states they accept (desired and actual). */
@@ -187,6 +214,15 @@ export type Validation =
 /** How long a delete waits for partitions of stopped topics to reach STOPPED before it is refused. */
 export const STOPPING_WAIT_MS = 15_000
 
+/** How long a call that leaves the manager may take by default. */
+export const CALL_TIMEOUT_MS = 30_000
+
+/** The backoff of a `__mirror_state` write the coordinator could not commit: 100 ms doubling to 2 s, jittered. */
+export const writeRetrySchedule: Schedule.Schedule<unknown> = Schedule.exponential(Duration.millis(100)).pipe(
+  Schedule.either(Schedule.spaced(Duration.seconds(2))),
+  Schedule.jittered
+)
+
 /** §6.5: a bump sets the destination epoch this far above the source epoch. */
 export const LEADER_EPOCH_BUMP_INCREMENT = 10
 /** §6.4: a batch epoch within this distance of the destination epoch bumps proactively. */
@@ -197,6 +233,7 @@ type PartEvent =
   | { readonly _tag: "SourceFailed"; readonly message: string; readonly retryable: boolean }
   | { readonly _tag: "EpochAhead"; readonly sourceEpoch: number }
   | { readonly _tag: "Recover"; readonly acceptDataLoss: boolean }
+  | { readonly _tag: "FetchSucceeded" }
 
 const RUNNING = 1
 const AGAIN = 2
@@ -211,7 +248,8 @@ class Part {
   /** The persisted actual state; undefined until read from the coordinator. */
   value: Value | undefined = undefined
   event: PartEvent | undefined = undefined
-  timer: ReturnType<typeof setTimeout> | undefined = undefined
+  /** The pending retry or re-read timer (a sleeping fiber); undefined when none. */
+  timer: Fiber.RuntimeFiber<void> | undefined = undefined
   private flags = 0
 
   constructor(
@@ -280,7 +318,41 @@ type ReadEntry = {
   readonly resolve: (r: Either.Either<Value, { readonly errorCode: number; readonly errorMessage: string }>) => void
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref())
+/** A partition's key in the manager's FiberMaps. */
+const keyOf = (part: Part): string => `${part.topic}\u0000${part.partition}`
+
+/** A write the coordinator could not commit (not enough replicas, not available): tried again. */
+class WriteNotCommitted {
+  readonly _tag = "WriteNotCommitted"
+}
+
+type WriteBatch = {
+  readonly _tag: "Write"
+  readonly node: number
+  readonly mirror: string
+  readonly entries: ReadonlyArray<WriteEntry>
+}
+type ReadBatch = {
+  readonly _tag: "Read"
+  readonly node: number
+  readonly mirror: string
+  readonly entries: ReadonlyArray<ReadEntry>
+}
+type Batch = WriteBatch | ReadBatch
+
+const splitKey = (k: string): { readonly node: number; readonly mirror: string } => {
+  const i = k.indexOf("\u0000")
+  return { node: Number(k.slice(0, i)), mirror: k.slice(i + 1) }
+}
+
+const failWrites = (b: WriteBatch, errorCode: number, errorMessage: string): void => {
+  for (const e of b.entries) e.resolve({ errorCode, errorMessage, stateEpoch: -1 })
+}
+
+const failReads = (b: ReadBatch, errorCode: number, errorMessage: string): void => {
+  for (const e of b.entries) e.resolve(Either.left({ errorCode, errorMessage }))
+}
+
 const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e))
 
 const stateValueOf = (p: ReadMirrorStates.Response["topics"][number]["partitions"][number]): Value => ({
@@ -321,12 +393,115 @@ export class MirrorMetadataManager {
   private flushScheduled = false
   private closed = false
   /** Log work of many partitions at once (a stop of every topic) runs a few per event-loop turn. */
-  private readonly pacer = new Pacer()
+  private readonly pacer: Pacer
+  private readonly runtime: Runtime.Runtime<never>
+  private readonly clock: Clock.Clock
+  private readonly scope: Scope.CloseableScope
+  /** The fiber of each partition whose work runs now; a partition leaves it when its work ends. */
+  private readonly work: FiberMap.FiberMap<string>
+  private readonly runWork: (key: string, effect: Effect.Effect<void>) => Fiber.RuntimeFiber<void>
+  /** The pending timer of each partition that has one. */
+  private readonly timers: FiberMap.FiberMap<string>
+  private readonly runTimer: (key: string, effect: Effect.Effect<void>) => Fiber.RuntimeFiber<void>
+  private readonly callTimeoutMs: number
 
-  constructor(private readonly options: MirrorMetadataManagerOptions) {
+  /**
+   * A manager whose fibers run in `runtime` (default: Effect's default runtime, with the live clock).
+   * `close()` interrupts them.
+   */
+  constructor(
+    private readonly options: MirrorMetadataManagerOptions,
+    runtime: Runtime.Runtime<never> = Runtime.defaultRuntime
+  ) {
     this.retryConfig = options.retry ?? MirrorStateMachine.defaultRetryConfig
     this.random = options.random ?? Math.random
     this.log = options.log ?? (() => {})
+    this.callTimeoutMs = options.callTimeoutMs ?? CALL_TIMEOUT_MS
+    // A runtime captured where interruption is off (an acquire) would make every timeout wait for its call.
+    this.runtime = Runtime.enableRuntimeFlag(runtime, RuntimeFlags.Interruption)
+    const setUp = Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const work = yield* FiberMap.make<string>().pipe(Scope.extend(scope))
+      const timers = yield* FiberMap.make<string>().pipe(Scope.extend(scope))
+      return {
+        clock: yield* Effect.clock,
+        scope,
+        work,
+        runWork: yield* FiberMap.runtime(work)<never>(),
+        timers,
+        runTimer: yield* FiberMap.runtime(timers)<never>()
+      }
+    })
+    const r = Runtime.runSync(this.runtime)(setUp)
+    this.clock = r.clock
+    this.scope = r.scope
+    this.work = r.work
+    this.runWork = r.runWork
+    this.timers = r.timers
+    this.runTimer = r.runTimer
+    this.pacer = new Pacer({ now: () => this.clock.unsafeCurrentTimeMillis() })
+  }
+
+  /**
+   * A manager whose fibers run in the caller's runtime (its `Clock`: a test's `TestClock`), closed with
+   * the scope.
+   */
+  static make(options: MirrorMetadataManagerOptions): Effect.Effect<MirrorMetadataManager, never, Scope.Scope> {
+    return Effect.flatMap(Effect.runtime<never>(), (rt) =>
+      Effect.acquireRelease(
+        Effect.sync(() => new MirrorMetadataManager(options, rt)),
+        (m) => Effect.sync(() => m.close())
+      )
+    )
+  }
+
+  /** Partitions whose work runs now (each holds one fiber); an idle partition holds none. */
+  get runningPartitions(): number {
+    return Runtime.runSync(this.runtime)(FiberMap.size(this.work))
+  }
+
+  /** Partitions waiting for a retry or re-read timer. */
+  get pendingTimers(): number {
+    return Runtime.runSync(this.runtime)(FiberMap.size(this.timers))
+  }
+
+  private now(): number {
+    return this.clock.unsafeCurrentTimeMillis()
+  }
+
+  private runPromise<A, E>(effect: Effect.Effect<A, E>): Promise<A> {
+    return Runtime.runPromiseExit(this.runtime)(effect).then((exit) => {
+      if (Exit.isSuccess(exit)) return exit.value
+      throw Option.getOrElse(
+        Cause.failureOption(exit.cause),
+        () => new CoordinatorError.ManagerClosed({ call: "a call of the mirror reconciler" })
+      )
+    })
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return this.runPromise(Effect.sleep(Duration.millis(ms)))
+  }
+
+  /**
+   * A call that leaves the manager, as an Effect: a rejection is a `RemoteCallFailed`, no answer within
+   * the call timeout a `RemoteCallTimeout`.
+   */
+  private callEffect<A>(call: string, f: () => Promise<A>): Effect.Effect<A, CoordinatorError.CallError> {
+    return Effect.tryPromise({
+      try: f,
+      catch: (cause) => new CoordinatorError.RemoteCallFailed({ call, cause })
+    }).pipe(
+      Effect.timeoutFail({
+        duration: Duration.millis(this.callTimeoutMs),
+        onTimeout: () => new CoordinatorError.RemoteCallTimeout({ call, timeoutMs: this.callTimeoutMs })
+      })
+    )
+  }
+
+  /** `callEffect` for the Promise code of the steps: rejects with the typed error. */
+  private call<A>(call: string, f: () => Promise<A>): Promise<A> {
+    return this.runPromise(this.callEffect(call, f))
   }
 
   // ------------------------------------------------------------------------------------------ triggers
@@ -417,18 +592,22 @@ export class MirrorMetadataManager {
   epochNearlyAhead(topic: string, partition: number, sourceEpoch: number): void {
     const part = this.parts.get(topic, partition)
     if (part === undefined || part.gone) return
-    this.options.partitions
-      .bumpLeaderEpochs([
+    this.call("BumpLeaderEpochs", () =>
+      this.options.partitions.bumpLeaderEpochs([
         { topicId: part.topicId, partition, minLeaderEpoch: sourceEpoch + LEADER_EPOCH_BUMP_INCREMENT }
       ])
-      .catch((e) => this.log(`proactive epoch bump of ${topic}-${partition} failed: ${messageOf(e)}`))
+    ).catch((e) => this.log(`proactive epoch bump of ${topic}-${partition} failed: ${messageOf(e)}`))
   }
 
-  /** The fetcher appended: a partition that works again starts its failure count over (§4.4). */
+  /**
+   * The fetcher appended: a partition that works again starts its failure count over (§4.4). The reset
+   * is written to the partition's coordinator like any other change of its state, so a restart or a
+   * coordinator move counts the next failure as the cache does.
+   */
   fetched(topic: string, partition: number): void {
     const part = this.parts.get(topic, partition)
     if (part?.value !== undefined && part.value.retryAttempt > 0 && part.value.state !== "FAILED")
-      part.value = MirrorStateMachine.fetchSucceeded(part.value)
+      this.send(topic, partition, { _tag: "FetchSucceeded" })
   }
 
   private send(topic: string, partition: number, event: PartEvent): void {
@@ -436,6 +615,8 @@ export class MirrorMetadataManager {
     if (part === undefined || part.gone) return
     // A failure outranks an epoch report: the fetcher stopped either way.
     const failure = (e: PartEvent | undefined) => e?._tag === "FetchFailed" || e?._tag === "SourceFailed"
+    // A working fetch is the least news: every other event keeps its place.
+    if (event._tag === "FetchSucceeded" && part.event !== undefined) return
     if (failure(part.event) && !failure(event)) return
     // A lost source outranks a fetch error: retrying cannot help.
     if (part.event?._tag === "SourceFailed" && !part.event.retryable && event._tag === "FetchFailed") return
@@ -582,11 +763,11 @@ export class MirrorMetadataManager {
   async validate(op: Operation, mirror: string, topicNames: ReadonlyArray<string> | null): Promise<Validation> {
     // A delete right after a stop finds partitions not STOPPED yet (stopping, or finishing the step they
     // were in): wait for them (briefly) rather than fail a scripted "stop, then delete".
-    const deadline = Date.now() + (this.options.stoppingWaitMs ?? STOPPING_WAIT_MS)
+    const deadline = this.now() + (this.options.stoppingWaitMs ?? STOPPING_WAIT_MS)
     for (;;) {
       const v = await this.validateOnce(op, mirror, topicNames)
-      if (v._tag === "Valid" || op !== "delete" || !v.stopping || Date.now() > deadline) return v
-      await sleep(100)
+      if (v._tag === "Valid" || op !== "delete" || !v.stopping || this.now() > deadline) return v
+      await this.sleep(100)
     }
   }
 
@@ -626,9 +807,10 @@ export class MirrorMetadataManager {
     const reads = topics.flatMap((t) =>
       [...t.partitions.keys()].map((partition) => ({ topic: t.name, topicId: t.topicId, partition, mirror }))
     )
-    const results = await Promise.all(reads.map((r) => this.readState(r)))
+    // Every read is queued before the first is awaited: one ReadMirrorStates per coordinator carries them.
+    const pending = reads.map((r) => this.readState(r))
     for (let i = 0; i < reads.length; i++) {
-      const r = results[i]!
+      const r = await pending[i]!
       const what = `${reads[i]!.topic}-${reads[i]!.partition}`
       if (Either.isLeft(r))
         return { _tag: "Invalid", errorCode: r.left.errorCode, errorMessage: `${what}: ${r.left.errorMessage}` }
@@ -688,60 +870,97 @@ export class MirrorMetadataManager {
   }
 
   close(): void {
+    if (this.closed) return
     this.closed = true
     this.pacer.close()
     for (const part of this.parts.values()) {
       part.gone = true
-      if (part.timer !== undefined) clearTimeout(part.timer)
+      part.timer = undefined
     }
     this.parts.clear()
+    // Interrupts every partition's work and timer.
+    Runtime.runFork(this.runtime)(Scope.close(this.scope, Exit.void))
   }
 
   // ------------------------------------------------------------------------------------------ the loop
 
   private drop(part: Part): void {
     part.gone = true
-    if (part.timer !== undefined) clearTimeout(part.timer)
-    part.timer = undefined
+    this.clearTimer(part)
     this.parts.delete(part.topic, part.partition)
     this.options.partitions.removeFetcher(part.mirror, part.topic, part.partition)
   }
 
   private kick(part: Part): void {
-    if (part.gone) return
+    if (part.gone || this.closed) return
     if (part.running) {
       part.again = true
       return
     }
     part.running = true
-    void this.run(part)
+    this.runWork(keyOf(part), this.loop(part))
   }
 
-  private async run(part: Part): Promise<void> {
-    try {
-      do {
-        part.again = false
-        try {
-          await this.step(part)
-        } catch (e) {
-          this.log(`mirror partition ${part.topic}-${part.partition}: ${messageOf(e)}`)
-          await sleep(500)
-          part.again = true
-        }
-      } while (part.again && !part.gone && !this.closed)
-    } finally {
-      part.running = false
-    }
+  /**
+   * A partition's work: steps until no trigger arrived during the last one. The fiber ends with it (and
+   * leaves the FiberMap): an idle partition holds no fiber.
+   */
+  private loop(part: Part): Effect.Effect<void> {
+    const once = Effect.suspend(() => {
+      part.again = false
+      return Effect.tryPromise(() => this.step(part))
+    }).pipe(
+      Effect.catchAll((e) =>
+        Effect.sync(() => this.log(`mirror partition ${part.topic}-${part.partition}: ${messageOf(e.error)}`)).pipe(
+          Effect.zipRight(Effect.sleep(Duration.millis(500))),
+          Effect.zipRight(
+            Effect.sync(() => {
+              part.again = true
+            })
+          )
+        )
+      )
+    )
+    return once.pipe(
+      Effect.repeat({ while: () => part.again && !part.gone && !this.closed }),
+      Effect.ensuring(
+        Effect.sync(() => {
+          part.running = false
+        })
+      )
+    )
+  }
+
+  /** Runs `fire` then `kick` after `ms` on the Clock, replacing the partition's pending timer. */
+  private setTimer(part: Part, ms: number, fire: () => void = () => {}): void {
+    if (part.gone || this.closed) return
+    const timer: Fiber.RuntimeFiber<void> = this.runTimer(
+      keyOf(part),
+      Effect.sleep(Duration.millis(ms)).pipe(
+        Effect.zipRight(
+          Effect.sync(() => {
+            if (part.timer !== timer) return
+            part.timer = undefined
+            fire()
+            this.kick(part)
+          })
+        )
+      )
+    )
+    part.timer = timer
+  }
+
+  private clearTimer(part: Part): void {
+    const timer = part.timer
+    if (timer === undefined) return
+    part.timer = undefined
+    Runtime.runFork(this.runtime)(Fiber.interrupt(timer))
   }
 
   /** Runs `kick` after `ms`, unless a timer is already set. */
   private later(part: Part, ms: number): void {
-    if (part.timer !== undefined || part.gone) return
-    part.timer = setTimeout(() => {
-      part.timer = undefined
-      this.kick(part)
-    }, ms)
-    part.timer.unref?.()
+    if (part.timer !== undefined) return
+    this.setTimer(part, ms)
   }
 
   private async step(part: Part): Promise<void> {
@@ -765,8 +984,7 @@ export class MirrorMetadataManager {
     const v = part.value
     if (v.state === "FAILED" && part.desired === "STOPPED" && part.timer !== undefined) {
       // Stopped by the operator: no retry any more, the stop sequence runs now.
-      clearTimeout(part.timer)
-      part.timer = undefined
+      this.clearTimer(part)
     }
     if (v.state === "FAILED" && part.desired !== "STOPPED") {
       if (!part.retryDue) return
@@ -812,10 +1030,7 @@ export class MirrorMetadataManager {
         // than the fetcher's (the refresh tells a recreated topic from a deleted one).
         if (v.state === "FAILED" && event.retryable) return
         if (v.retryAttempt === MirrorStateMachine.NON_RETRYABLE && v.errorMessage === event.message) return
-        if (!event.retryable && part.timer !== undefined) {
-          clearTimeout(part.timer)
-          part.timer = undefined
-        }
+        if (!event.retryable) this.clearTimer(part)
         await this.failPart(part, { message: event.message, retryable: event.retryable })
         return
       }
@@ -829,13 +1044,17 @@ export class MirrorMetadataManager {
       case "Recover": {
         const next = MirrorStateMachine.recover(v, this.retryConfig)
         if (Either.isLeft(next)) return
-        if (part.timer !== undefined) clearTimeout(part.timer)
-        part.timer = undefined
+        this.clearTimer(part)
         if (event.acceptDataLoss && MirrorStateMachine.isDataLoss(v)) {
           this.options.partitions.acceptDataLoss?.(part.mirror, part.topic, part.partition)
           this.log(`${part.topic}-${part.partition}: data loss accepted, mirroring restarts at the source log start`)
         }
         await this.persist(part, next.right)
+        return
+      }
+      case "FetchSucceeded": {
+        if (v.state === "FAILED" || v.retryAttempt <= 0) return
+        await this.persist(part, MirrorStateMachine.fetchSucceeded(v))
         return
       }
     }
@@ -844,9 +1063,15 @@ export class MirrorMetadataManager {
   /** EPOCH_FENCING's work: destination epoch above the source's, then → MIRRORING (§6.5 reactive bump). */
   private async bumpEpoch(part: Part, sourceEpoch: number): Promise<void> {
     try {
-      await this.options.partitions.bumpLeaderEpochs([
-        { topicId: part.topicId, partition: part.partition, minLeaderEpoch: sourceEpoch + LEADER_EPOCH_BUMP_INCREMENT }
-      ])
+      await this.call("BumpLeaderEpochs", () =>
+        this.options.partitions.bumpLeaderEpochs([
+          {
+            topicId: part.topicId,
+            partition: part.partition,
+            minLeaderEpoch: sourceEpoch + LEADER_EPOCH_BUMP_INCREMENT
+          }
+        ])
+      )
     } catch (e) {
       await this.failPart(part, { message: `Leader epoch bump failed: ${messageOf(e)}`, retryable: true })
       return
@@ -891,7 +1116,9 @@ export class MirrorMetadataManager {
   private async truncate(part: Part): Promise<void> {
     let lme: number
     try {
-      const found = await this.options.source.prepareTruncation(part.mirror, part.topic, part.topicId, [part.partition])
+      const found = await this.call("the source's truncation check", () =>
+        this.options.source.prepareTruncation(part.mirror, part.topic, part.topicId, [part.partition])
+      )
       if (found.refusal !== null) {
         // Retried with backoff: the operator stops the other direction, and the next attempt goes on.
         await this.failPart(part, { message: found.refusal, retryable: true })
@@ -904,7 +1131,7 @@ export class MirrorMetadataManager {
     }
     if (!(await this.paced(part))) return
     try {
-      await this.options.partitions.truncateToEpoch(part.topic, part.partition, lme)
+      await this.call("truncation", () => this.options.partitions.truncateToEpoch(part.topic, part.partition, lme))
     } catch (e) {
       await this.failPart(part, { message: `Truncation failed: ${messageOf(e)}`, retryable: true })
       return
@@ -926,11 +1153,13 @@ export class MirrorMetadataManager {
     try {
       if (lme >= 0) {
         if (!(await this.persist(part, part.value!, lme))) return
-        await ports.bumpLeaderEpochs([{ topicId: part.topicId, partition: part.partition, minLeaderEpoch: lme }])
+        await this.call("BumpLeaderEpochs", () =>
+          ports.bumpLeaderEpochs([{ topicId: part.topicId, partition: part.partition, minLeaderEpoch: lme }])
+        )
       }
       const sourceClusterId = this.options.metadata.mirrorConfigs(part.mirror)?.get("mirror.source.cluster.id") ?? null
       if (!(await this.paced(part))) return
-      await ports.finishStop(part.topic, part.partition, sourceClusterId)
+      await this.call("the stop sequence", () => ports.finishStop(part.topic, part.partition, sourceClusterId))
     } catch (e) {
       // The sequence is idempotent: a retry of STOPPING runs it again.
       await this.failPart(part, { message: `Stopping failed: ${messageOf(e)}`, retryable: true })
@@ -961,17 +1190,18 @@ export class MirrorMetadataManager {
     this.scheduleRetry(part)
   }
 
+  /**
+   * The FAILED retry timer, on the Clock. The delay is the retry schedule's (`retryDelay`: exponential
+   * from the initial backoff, jittered, capped) at the persisted attempt, so a new leader or a restarted
+   * broker waits as this one would have.
+   */
   private scheduleRetry(part: Part): void {
     const v = part.value
     if (v === undefined || !MirrorStateMachine.shouldRetry(v, this.retryConfig)) return
-    if (part.timer !== undefined) clearTimeout(part.timer)
     const delay = MirrorStateMachine.retryDelay(v.retryAttempt, this.retryConfig, this.random)
-    part.timer = setTimeout(() => {
-      part.timer = undefined
+    this.setTimer(part, delay, () => {
       part.retryDue = true
-      this.kick(part)
-    }, delay)
-    part.timer.unref?.()
+    })
   }
 
   /**
@@ -979,45 +1209,51 @@ export class MirrorMetadataManager {
    * anything acts on it. Transient errors retry with backoff for as long as this broker leads the
    * partition; a stale state epoch re-reads the state; a newer leader stops this one. True once written.
    */
-  private async persist(part: Part, next: Value, lastMirrorEpoch = -1): Promise<boolean> {
+  private persist(part: Part, next: Value, lastMirrorEpoch = -1): Promise<boolean> {
     const epoch = part.leaderEpoch
-    const writeState = next !== part.value || lastMirrorEpoch < 0
-    let backoff = 100
-    for (;;) {
-      if (part.gone || this.closed || part.leaderEpoch !== epoch) return false
-      const r = await this.writeState(
-        part,
-        writeState ? next.state : "UNKNOWN",
-        lastMirrorEpoch,
-        writeState ? next : undefined
+    const once = Effect.suspend(() => {
+      if (part.gone || this.closed || part.leaderEpoch !== epoch) return Effect.succeed(false)
+      return Effect.promise(() => this.persistOnce(part, next, lastMirrorEpoch)).pipe(
+        Effect.flatMap((done) => (done === undefined ? Effect.fail(new WriteNotCommitted()) : Effect.succeed(done)))
       )
-      if (r.errorCode === E.NONE) {
-        const stateEpoch = writeState ? (r.stateEpoch >= 0 ? r.stateEpoch : next.stateEpoch) : part.value!.stateEpoch
-        const written: Value = {
-          ...(writeState ? next : part.value!),
-          lastMirrorEpoch: lastMirrorEpoch >= 0 ? lastMirrorEpoch : next.lastMirrorEpoch,
-          stateEpoch
-        }
-        part.value = this.sharedWithCoordinator(part, written)
-        return true
+    })
+    return this.runPromise(once.pipe(Effect.retry(writeRetrySchedule)))
+  }
+
+  /** One write of `persist`: true once written, false when it must not go on, undefined to retry. */
+  private async persistOnce(part: Part, next: Value, lastMirrorEpoch: number): Promise<boolean | undefined> {
+    const writeState = next !== part.value || lastMirrorEpoch < 0
+    const r = await this.writeState(
+      part,
+      writeState ? next.state : "UNKNOWN",
+      lastMirrorEpoch,
+      writeState ? next : undefined
+    )
+    if (r.errorCode === E.NONE) {
+      const stateEpoch = writeState ? (r.stateEpoch >= 0 ? r.stateEpoch : next.stateEpoch) : part.value!.stateEpoch
+      const written: Value = {
+        ...(writeState ? next : part.value!),
+        lastMirrorEpoch: lastMirrorEpoch >= 0 ? lastMirrorEpoch : next.lastMirrorEpoch,
+        stateEpoch
       }
-      if (r.errorCode === E.FENCED_STATE_EPOCH) {
-        this.log(`${part.topic}-${part.partition}: ${r.errorMessage ?? "stale state epoch"}; re-reading`)
-        part.value = undefined
-        part.again = true
-        return false
-      }
-      if (r.errorCode === E.FENCED_LEADER_EPOCH) return false
-      if (r.errorCode === E.INVALID_CLUSTER_MIRROR_STATES) {
-        // The coordinator holds a state this transition does not start from: re-read and re-plan.
-        this.log(`${part.topic}-${part.partition}: ${r.errorMessage ?? "invalid transition"}; re-reading`)
-        part.value = undefined
-        part.again = true
-        return false
-      }
-      await sleep(backoff)
-      backoff = Math.min(backoff * 2, 2000)
+      part.value = this.sharedWithCoordinator(part, written)
+      return true
     }
+    if (r.errorCode === E.FENCED_STATE_EPOCH) {
+      this.log(`${part.topic}-${part.partition}: ${r.errorMessage ?? "stale state epoch"}; re-reading`)
+      part.value = undefined
+      part.again = true
+      return false
+    }
+    if (r.errorCode === E.FENCED_LEADER_EPOCH) return false
+    if (r.errorCode === E.INVALID_CLUSTER_MIRROR_STATES) {
+      // The coordinator holds a state this transition does not start from: re-read and re-plan.
+      this.log(`${part.topic}-${part.partition}: ${r.errorMessage ?? "invalid transition"}; re-reading`)
+      part.value = undefined
+      part.again = true
+      return false
+    }
+    return undefined
   }
 
   /**
@@ -1112,26 +1348,47 @@ export class MirrorMetadataManager {
     })
   }
 
+  /**
+   * Sends what was queued in this turn of the event loop: one Read/WriteMirrorStates per coordinator and
+   * mirror, fanned out with `FanOut.forEachBroker` (each under the call timeout); one broker's failure or
+   * silence answers its own entries only.
+   */
   private scheduleFlush(): void {
     if (this.flushScheduled) return
     this.flushScheduled = true
     setImmediate(() => {
       this.flushScheduled = false
-      const writes = this.writeQueue
-      const reads = this.readQueue
+      const batches: Array<Batch> = []
+      for (const [k, entries] of this.writeQueue) batches.push({ _tag: "Write", ...splitKey(k), entries })
+      for (const [k, entries] of this.readQueue) batches.push({ _tag: "Read", ...splitKey(k), entries })
       this.writeQueue = new Map()
       this.readQueue = new Map()
-      for (const [k, entries] of writes) void this.flushWrites(k, entries)
-      for (const [k, entries] of reads) void this.flushReads(k, entries)
+      Runtime.runFork(this.runtime)(
+        FanOut.forEachBroker(
+          batches,
+          (b) => (b._tag === "Write" ? this.sendWrites(b) : this.sendReads(b)),
+          (outcomes) => {
+            for (const { target, result } of outcomes) {
+              if (target._tag === "Write") {
+                if (Either.isRight(result)) this.answerWrites(target, result.right as WriteMirrorStates.Response)
+                else failWrites(target, E.COORDINATOR_NOT_AVAILABLE, result.left.message)
+              } else if (Either.isRight(result)) this.answerReads(target, result.right as ReadMirrorStates.Response)
+              else failReads(target, E.COORDINATOR_NOT_AVAILABLE, result.left.message)
+            }
+          },
+          {
+            concurrency: Math.max(1, batches.length),
+            timeoutMs: this.callTimeoutMs,
+            describe: (b) => `${b._tag === "Write" ? "WriteMirrorStates" : "ReadMirrorStates"} to broker ${b.node}`
+          }
+        )
+      )
     })
   }
 
-  private async flushWrites(k: string, entries: ReadonlyArray<WriteEntry>): Promise<void> {
-    const [nodeText, mirror] = k.split("\u0000") as [string, string]
-    const node = Number(nodeText)
-    const byTopic = groupByTopic(entries)
-    const local = node === this.options.metadata.nodeId
-    const topics = [...byTopic].map(([name, list]) => ({
+  private writeTopics(b: WriteBatch): WriteMirrorStates.Request["topics"] {
+    const local = b.node === this.options.metadata.nodeId
+    return [...groupByTopic(b.entries)].map(([name, list]) => ({
       name,
       partitions: list.map((e) => ({
         partitionIndex: e.part.partition,
@@ -1153,25 +1410,26 @@ export class MirrorMetadataManager {
           : {})
       }))
     }))
-    const fail = (errorCode: number, errorMessage: string) => {
-      for (const e of entries) e.resolve({ errorCode, errorMessage, stateEpoch: -1 })
-    }
-    let res: WriteMirrorStates.Response
-    try {
-      res = local
-        ? await this.options.coordinator.write({ mirrorName: mirror, topics, stoppedTopics: [] })
-        : await this.options.channel.write(node, { mirrorName: mirror, topics, stoppedTopics: [] })
-    } catch (e) {
-      fail(E.COORDINATOR_NOT_AVAILABLE, messageOf(e))
-      return
-    }
+  }
+
+  /** WriteMirrorStates to the batch's coordinator: this broker's own, or another broker's. */
+  private sendWrites(b: WriteBatch): Effect.Effect<WriteMirrorStates.Response, CoordinatorError.CallError> {
+    return Effect.suspend(() => {
+      const request = { mirrorName: b.mirror, topics: this.writeTopics(b), stoppedTopics: [] }
+      return b.node === this.options.metadata.nodeId
+        ? this.callEffect("WriteMirrorStates", () => this.options.coordinator.write(request))
+        : this.callEffect("WriteMirrorStates", () => this.options.channel.write(b.node, request))
+    })
+  }
+
+  private answerWrites(b: WriteBatch, res: WriteMirrorStates.Response): void {
     if (res.errorCode !== E.NONE) {
-      fail(res.errorCode, res.errorMessage ?? Errors.message(res.errorCode))
+      failWrites(b, res.errorCode, res.errorMessage ?? Errors.message(res.errorCode))
       return
     }
     const answers = new TopicPartitionMap<(typeof res.topics)[number]["partitions"][number]>()
     for (const t of res.topics) for (const p of t.partitions) answers.set(t.name, p.partitionIndex, p)
-    for (const e of entries) {
+    for (const e of b.entries) {
       const a = answers.get(e.part.topic, e.part.partition)
       e.resolve(
         a === undefined
@@ -1181,33 +1439,26 @@ export class MirrorMetadataManager {
     }
   }
 
-  private async flushReads(k: string, entries: ReadonlyArray<ReadEntry>): Promise<void> {
-    const [nodeText, mirror] = k.split("\u0000") as [string, string]
-    const byTopic = groupByTopic(entries)
+  /** ReadMirrorStates to another broker's coordinator. */
+  private sendReads(b: ReadBatch): Effect.Effect<ReadMirrorStates.Response, CoordinatorError.CallError> {
     const request: ReadMirrorStates.Request = {
-      mirrorName: mirror,
-      topics: [...byTopic].map(([name, list]) => ({
+      mirrorName: b.mirror,
+      topics: [...groupByTopic(b.entries)].map(([name, list]) => ({
         name,
         partitions: list.map((e) => ({ partitionIndex: e.part.partition, leaderEpoch: -1, stateEpoch: -1 }))
       }))
     }
-    const fail = (errorCode: number, errorMessage: string) => {
-      for (const e of entries) e.resolve(Either.left({ errorCode, errorMessage }))
-    }
-    let res: ReadMirrorStates.Response
-    try {
-      res = await this.options.channel.read(Number(nodeText), request)
-    } catch (e) {
-      fail(E.COORDINATOR_NOT_AVAILABLE, messageOf(e))
-      return
-    }
+    return this.callEffect("ReadMirrorStates", () => this.options.channel.read(b.node, request))
+  }
+
+  private answerReads(b: ReadBatch, res: ReadMirrorStates.Response): void {
     if (res.errorCode !== E.NONE) {
-      fail(res.errorCode, res.errorMessage ?? Errors.message(res.errorCode))
+      failReads(b, res.errorCode, res.errorMessage ?? Errors.message(res.errorCode))
       return
     }
     const answers = new TopicPartitionMap<(typeof res.topics)[number]["partitions"][number]>()
     for (const t of res.topics) for (const p of t.partitions) answers.set(t.name, p.partitionIndex, p)
-    for (const e of entries) {
+    for (const e of b.entries) {
       const a = answers.get(e.part.topic, e.part.partition)
       if (a === undefined) e.resolve(Either.left({ errorCode: E.UNKNOWN_SERVER_ERROR, errorMessage: "no answer" }))
       else if (a.errorCode !== E.NONE)
@@ -1222,7 +1473,7 @@ export class MirrorMetadataManager {
         this.pendingDeletes.delete(name)
         continue
       }
-      this.options.coordinator.deleteMirror(name).then(
+      this.call("the deletion of a mirror's state", () => this.options.coordinator.deleteMirror(name)).then(
         (n) => {
           this.pendingDeletes.delete(name)
           if (n > 0) this.log(`deleted the mirror state of ${n} partition(s) of mirror ${name}`)

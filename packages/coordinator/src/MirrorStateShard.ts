@@ -256,6 +256,16 @@ const stateWrite = (
       `Invalid mirror partition state transition from ${current.state} to ${target}`
     )
   if (failure !== undefined) return { ...current, ...failure, state: target, stateEpoch: current.stateEpoch + 1 }
+  // A write of the current (non-FAILED) state without failure info over the wire: the partition works
+  // again and its failure count starts over (the reset a local writer sends as cleared failure info).
+  if (target === current.state && target !== "FAILED")
+    return {
+      ...current,
+      previousState: "UNKNOWN",
+      retryAttempt: 0,
+      errorMessage: null,
+      stateEpoch: current.stateEpoch + 1
+    }
   if (target === "FAILED") {
     if (current.state === "FAILED") return { ...current, stateEpoch: current.stateEpoch + 1 }
     const retryAttempt =

@@ -122,6 +122,26 @@ describe("MirrorStateShard.writeMirrorStates", () => {
     ])
   })
 
+  it("a wire write of the current non-FAILED state without failure fields starts the failure count over", () => {
+    // LOG_TRUNCATION, FAILED (attempt 1), the retry back to LOG_TRUNCATION and on to MIRRORING (both keep
+    // the info), then the reset.
+    const g = given(loaded).when(write([part(P, 0), part(P, 7), part(P, 0), part(P, 2)]))
+    const retried = Shard.replayAll(loaded, g.result.records)
+    expect(Shard.get(retried, key(P))).toMatchObject({ state: "MIRRORING", retryAttempt: 1 })
+    given(retried)
+      .when(write([part(P, 2, { stateEpoch: 4 })]))
+      .then(
+        [
+          MirrorStateRecords.mirrorPartitionState(key(P), "MIRRORING", {
+            previousState: "UNKNOWN",
+            retryAttempt: 0,
+            errorMessage: null
+          })
+        ],
+        [ok(P, 5)]
+      )
+  })
+
   it("a local writer's failure info is stored as given", () => {
     const failure = {
       previousState: "MIRRORING" as const,

@@ -47,7 +47,7 @@ describe("Pacer", () => {
   })
 
   it("when closed, then every waiter and every later turn resolves false", async () => {
-    const pacer = new Pacer()
+    const pacer = new Pacer({ now: () => 0 })
     const waiting = Array.from({ length: 100 }, () => pacer.turn())
     pacer.close()
     expect(await Promise.all(waiting)).toEqual(Array.from({ length: 100 }, () => false))

@@ -7,7 +7,8 @@
  *
  * Turns are handed out in arrival order. How many per event-loop turn adapts to how long the previous
  * turn took: halved when it ran over `sliceMs`, doubled (up to `maxPerTurn`) when it did not. It owns
- * no partition state and decides nothing about them.
+ * no partition state and decides nothing about them, and reads time only through `now` (the owner's
+ * Clock).
  */
 
 export interface PacerOptions {
@@ -15,7 +16,8 @@ export interface PacerOptions {
   readonly sliceMs?: number
   /** Most waiters released in one event-loop turn (default 64). */
   readonly maxPerTurn?: number
-  readonly now?: () => number
+  /** The owner's clock, in ms (the mirror reconciler passes Effect's `Clock`). */
+  readonly now: () => number
 }
 
 export class Pacer {
@@ -29,10 +31,10 @@ export class Pacer {
   private readonly maxPerTurn: number
   private readonly now: () => number
 
-  constructor(options: PacerOptions = {}) {
+  constructor(options: PacerOptions) {
     this.sliceMs = options.sliceMs ?? 20
     this.maxPerTurn = Math.max(1, options.maxPerTurn ?? 64)
-    this.now = options.now ?? (() => performance.now())
+    this.now = options.now
   }
 
   /** Resolves with true once it is the caller's turn, with false when the pacer closed meanwhile. */
