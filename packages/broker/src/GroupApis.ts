@@ -1,13 +1,12 @@
 /**
- * The consumer-group side of the broker: the `__consumer_offsets` topic as the group coordinator's
- * log, and the handlers of FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+ * The consumer-group side of the broker: the `__consumer_offsets` topic as the log of the group
+ * coordinators (`@clustermirror/group-coordinator`), and the handlers of FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
  * OffsetCommit, OffsetFetch, ListGroups and DescribeGroups, translating wire ↔ coordinator.
  */
 import {
   DescribeGroups,
   Errors,
   FindCoordinator,
-  Hashing,
   Heartbeat,
   JoinGroup,
   LeaveGroup,
@@ -18,7 +17,7 @@ import {
   SyncGroup,
   Uuid
 } from "@clustermirror/protocol"
-import * as GroupCoordinator from "./GroupCoordinator.js"
+import { type GroupCoordinator, GroupShards } from "@clustermirror/group-coordinator"
 import type { BrokerContext } from "./KafkaApis.js"
 import type { Handlers } from "./RequestChannel.js"
 import { keyedRecords } from "./internal/CoordinatorLog.js"
@@ -42,54 +41,19 @@ const partitionLog = (ctx: BrokerContext, p: number): GroupCoordinator.GroupLog 
 })
 
 /**
- * The group coordinators of this broker: one per `__consumer_offsets` partition it leads, loaded by
- * replaying that partition when leadership arrives and closed when it leaves.
+ * The group coordinators of this broker, one per `__consumer_offsets` partition it leads (reloaded per
+ * leader epoch), on this broker's partition logs.
  */
-export class GroupShards {
-  private readonly shards = new Map<number, Promise<GroupCoordinator.GroupCoordinator>>()
-  constructor(private readonly ctx: BrokerContext) {}
-
-  /** Called with every partition of `__consumer_offsets` and whether this broker now leads it. */
-  onLeadership(partition: number, leader: boolean): void {
-    const current = this.shards.get(partition)
-    if (leader && current === undefined) {
-      const c = this.ctx.config
-      this.shards.set(
-        partition,
-        GroupCoordinator.make({
-          log: partitionLog(this.ctx, partition),
-          config: {
-            groupInitialRebalanceDelayMs: c.groupInitialRebalanceDelayMs,
-            groupMinSessionTimeoutMs: c.groupMinSessionTimeoutMs,
-            groupMaxSessionTimeoutMs: c.groupMaxSessionTimeoutMs
-          }
-        })
-      )
-    } else if (!leader && current !== undefined) {
-      this.shards.delete(partition)
-      void current.then((g) => g.close())
-    }
-  }
-
-  partitionFor(groupId: string): number {
-    const n = this.ctx.view.topicByName(OFFSETS_TOPIC)?.partitions.length ?? 1
-    return Hashing.groupCoordinatorPartition(groupId, n)
-  }
-
-  forGroup(groupId: string): Promise<GroupCoordinator.GroupCoordinator> | undefined {
-    return this.shards.get(this.partitionFor(groupId))
-  }
-
-  all(): Promise<GroupCoordinator.GroupCoordinator[]> {
-    return Promise.all(this.shards.values())
-  }
-
-  async close(): Promise<void> {
-    const all = await this.all()
-    this.shards.clear()
-    await Promise.all(all.map((g) => g.close()))
-  }
-}
+export const shards = (ctx: BrokerContext): GroupShards.GroupShards =>
+  new GroupShards.GroupShards({
+    logFor: (p) => partitionLog(ctx, p),
+    partitionCount: () => ctx.view.topicByName(OFFSETS_TOPIC)?.partitions.length ?? 1,
+    config: () => ({
+      groupInitialRebalanceDelayMs: ctx.config.groupInitialRebalanceDelayMs,
+      groupMinSessionTimeoutMs: ctx.config.groupMinSessionTimeoutMs,
+      groupMaxSessionTimeoutMs: ctx.config.groupMaxSessionTimeoutMs
+    })
+  })
 
 /** Creates `__consumer_offsets` through the topic admin when it does not exist yet. */
 export const ensureOffsetsTopic = async (ctx: BrokerContext, replicationFactor: number): Promise<void> => {
@@ -164,7 +128,7 @@ const notCoordinator: GroupHandlers = {
 export const register = (
   handlers: Handlers,
   ctx: BrokerContext,
-  shards: GroupShards,
+  shards: GroupShards.GroupShards,
   ensureOffsetsTopic?: () => Promise<void>
 ): Handlers => {
   let creating: Promise<void> | undefined

@@ -1,11 +1,30 @@
-import { Either } from "effect"
-import fc from "fast-check"
-import { describe, expect, it } from "vitest"
-import * as GC from "../src/GroupCoordinator.js"
 import { GroupRecords } from "@clustermirror/protocol"
+import { describe, expect, it as effectIt } from "@effect/vitest"
+import { Effect, Either, Runtime, TestClock } from "effect"
+import fc from "fast-check"
+import * as GC from "../src/GroupCoordinator.js"
 
 // ---------------------------------------------------------------------------------------------------
-// Harness: a coordinator on a manual clock and an in-memory log; nothing sleeps.
+// Harness: a coordinator on Effect's TestClock and an in-memory log; nothing sleeps.
+
+/** The runtime (with its TestClock) of the scenario running now; scenarios run one at a time. */
+let runtime: Runtime.Runtime<never> = Runtime.defaultRuntime
+
+/** A scenario as an `it.effect`: its runtime's TestClock is the coordinators' clock. */
+const it = (name: string, body: () => void | Promise<void>) =>
+  effectIt.effect(name, () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(1_000_000)
+      runtime = yield* Effect.runtime<never>()
+      yield* Effect.promise(async () => body())
+    })
+  )
+
+/** Moves the TestClock forward, firing the coordinators' timers that fall due, then lets callbacks run. */
+const advanceClock = async (ms: number): Promise<void> => {
+  await Runtime.runPromise(runtime)(TestClock.adjust(ms))
+  await settle()
+}
 
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s)
 const text = (b: Uint8Array): string => new TextDecoder().decode(b)
@@ -37,19 +56,14 @@ const track = <A>(p: Promise<A>): { readonly done: boolean; readonly value: A } 
 /** `memory` is the log used when the scenario does not bring its own. */
 const given = async (config: Partial<GC.GroupCoordinatorConfig> = {}, log?: GC.GroupLog) => {
   const memory = GC.memoryGroupLog()
-  const clock = GC.manualClock(1_000_000)
   let n = 0
   const gc = await GC.make({
     log: log ?? memory,
-    clock,
+    runtime,
     config: { groupInitialRebalanceDelayMs: 0, groupMinSessionTimeoutMs: 1000, ...config },
     randomUuid: () => `uuid-${++n}`
   })
-  const advance = async (ms: number) => {
-    clock.advance(ms)
-    await settle()
-  }
-  return { gc, clock, memory, advance }
+  return { gc, memory, advance: advanceClock }
 }
 
 const join = (over: Partial<GC.JoinGroupRequest> = {}): GC.JoinGroupRequest => ({
@@ -238,7 +252,7 @@ describe("GroupCoordinator membership", () => {
   it("generates member ids as the client id and a random uuid", async () => {
     const gc = await GC.make({
       log: GC.memoryGroupLog(),
-      clock: GC.manualClock(),
+      runtime,
       config: { groupMinSessionTimeoutMs: 0 }
     })
     const first = await gc.joinGroup(join({ clientId: "rdkafka", requireKnownMemberId: true }))
@@ -523,7 +537,7 @@ describe("GroupCoordinator offsets", () => {
 })
 
 describe("GroupCoordinator restart and lifecycle", () => {
-  it("given offsets and a generation in the log, when a coordinator starts on it, then it serves the same offsets and the group continues its generations", async () => {
+  it("given offsets and a Stable group in the log, when a coordinator starts on it, then it serves the same offsets and the group keeps its member, generation and assignment", async () => {
     const first = await givenStableSingle()
     await first.gc.commitOffsets(commit({ memberId: first.memberId, generationId: 1 }, [["t", 0, 100n]]))
     await first.gc.commitOffsets(commit({ groupId: "simple" }, [["t", 1, 5n]]))
@@ -546,11 +560,64 @@ describe("GroupCoordinator restart and lifecycle", () => {
     expect((await gc.fetchOffsets({ groupId: "simple", topics: null })).topics[0]!.partitions[0]!.committedOffset).toBe(
       5n
     )
-    expect(await stateOf(gc)).toMatchObject({ groupState: "Empty", protocolType: "consumer", members: [] })
-    expect((await gc.listGroups()).map((g) => g.groupId).sort()).toEqual(["g", "simple"])
-    // the old member id is gone: it must rejoin, and the generation continues from the log
-    expect((await gc.heartbeat(hb(first.memberId, 1))).errorCode).toBe(25)
-    expect((await gc.joinGroup(join())).generationId).toBe(2)
+    const described = await stateOf(gc)
+    expect(described).toMatchObject({ groupState: "Stable", protocolType: "consumer", protocolData: "range" })
+    expect(described.members.map((m) => [m.memberId, m.clientId, m.clientHost])).toEqual([
+      [first.memberId, "c", "/127.0.0.1"]
+    ])
+    expect(text(described.members[0]!.memberAssignment)).toBe("all")
+    expect(text(described.members[0]!.memberMetadata)).toBe("sub")
+    expect((await gc.listGroups()).map((g) => [g.groupId, g.groupState]).sort()).toEqual([
+      ["g", "Stable"],
+      ["simple", "Empty"]
+    ])
+    // no rebalance: the member goes on with its generation and assignment
+    expect((await gc.heartbeat(hb(first.memberId, 1))).errorCode).toBe(0)
+    expect(await gc.syncGroup(sync(first.memberId, 1))).toMatchObject({ errorCode: 0, protocolName: "range" })
+    expect(text((await gc.syncGroup(sync(first.memberId, 1))).assignment)).toBe("all")
+    expect(codes(await gc.commitOffsets(commit({ memberId: first.memberId, generationId: 1 })))).toEqual([0])
+  })
+
+  it("given a Stable pair in the log, when a coordinator loads it, then each member gets a fresh session timeout from the load", async () => {
+    const first = await givenStablePair()
+    await first.advance(5_000)
+    await first.gc.close()
+    const { gc, advance } = await given({}, GC.memoryGroupLog(first.memory.records))
+    // the session timeout is 10 s: a member heartbeating just before it would have expired live stays
+    await advance(9_000)
+    expect((await gc.heartbeat(hb(first.a, 1))).errorCode).toBe(0)
+    await advance(1_000)
+    // b never heartbeats after the load: it expires 10 s after it, and a is told to rebalance
+    expect((await gc.heartbeat(hb(first.b, 1))).errorCode).toBe(25)
+    expect((await gc.heartbeat(hb(first.a, 1))).errorCode).toBe(27)
+    const rejoined = await gc.joinGroup(join({ memberId: first.a, clientId: "a" }))
+    expect(rejoined).toMatchObject({ errorCode: 0, generationId: 2, leader: first.a })
+    expect(rejoined.members.map((m) => m.memberId)).toEqual([first.a])
+  })
+
+  it("given a group persisted Empty, when a coordinator loads it, then it is Empty with its generation and the next join starts the following one", async () => {
+    const { gc, memberId, memory } = await givenStableSingle()
+    await gc.leaveGroup({ groupId: "g", members: [{ memberId, groupInstanceId: null }] })
+    await gc.close()
+    const restarted = await given({}, GC.memoryGroupLog(memory.records))
+    expect(await stateOf(restarted.gc)).toMatchObject({ groupState: "Empty", protocolType: "consumer", members: [] })
+    expect((await restarted.gc.heartbeat(hb(memberId, 2))).errorCode).toBe(25)
+    expect((await restarted.gc.joinGroup(join())).generationId).toBe(3)
+  })
+
+  it("given a Stable static member in the log, when it rejoins a loaded coordinator by instance id, then it takes over without a rebalance", async () => {
+    const staticFirst = await given()
+    const joined = await staticFirst.gc.joinGroup(join({ groupInstanceId: "i-1" }))
+    await staticFirst.gc.syncGroup(sync(joined.memberId, 1, [[joined.memberId, "mine"]], { groupInstanceId: "i-1" }))
+    await staticFirst.gc.close()
+    const loaded = await given({}, GC.memoryGroupLog(staticFirst.memory.records))
+    expect((await loaded.gc.heartbeat(hb(joined.memberId, 1, "i-1"))).errorCode).toBe(0)
+    const takeover = await loaded.gc.joinGroup(join({ clientId: "c2", groupInstanceId: "i-1" }))
+    expect(takeover).toMatchObject({ errorCode: 0, generationId: 1 })
+    expect(takeover.memberId).not.toBe(joined.memberId)
+    expect((await loaded.gc.heartbeat(hb(joined.memberId, 1, "i-1"))).errorCode).toBe(82)
+    const synced = await loaded.gc.syncGroup(sync(takeover.memberId, 1, [], { groupInstanceId: "i-1" }))
+    expect(text(synced.assignment)).toBe("mine")
   })
 
   it("lists groups by state and type, and describes unknown groups as not found", async () => {
@@ -577,14 +644,14 @@ describe("GroupCoordinator restart and lifecycle", () => {
   })
 
   it("close answers parked requests and clears every timer", async () => {
-    const { gc, clock } = await given({ groupInitialRebalanceDelayMs: 3_000 })
+    const { gc } = await given({ groupInitialRebalanceDelayMs: 3_000 })
     const parked = track(gc.joinGroup(join()))
     await gc.joinGroup(join({ requireKnownMemberId: true }))
-    expect(clock.pendingTimers()).toBeGreaterThan(0)
+    expect(gc.pendingTimers()).toBeGreaterThan(0)
     await gc.close()
     await settle()
     expect(parked.value.errorCode).toBe(16)
-    expect(clock.pendingTimers()).toBe(0)
+    expect(gc.pendingTimers()).toBe(0)
     expect((await gc.heartbeat(hb("x", 1))).errorCode).toBe(16)
   })
 })
@@ -617,6 +684,6 @@ describe("offset replay", () => {
 
   it("refuses to start on a log with records it cannot decode", async () => {
     const log = GC.memoryGroupLog([{ key: Buffer.from([0, 9, 0, 0]), value: null }])
-    await expect(GC.make({ log, clock: GC.manualClock() })).rejects.toMatchObject({ _tag: "DecodeError" })
+    await expect(GC.make({ log, runtime })).rejects.toMatchObject({ _tag: "DecodeError" })
   })
 })
