@@ -1,8 +1,9 @@
 import { GroupRecords } from "@clustermirror/protocol"
 import { describe, expect, it as effectIt } from "@effect/vitest"
-import { Effect, Either, Runtime, TestClock } from "effect"
+import { Effect, Either, HashMap, Runtime, TestClock } from "effect"
 import fc from "fast-check"
 import * as GC from "../src/GroupCoordinator.js"
+import type * as GroupState from "../src/internal/groupState.js"
 
 // ---------------------------------------------------------------------------------------------------
 // Harness: a coordinator on Effect's TestClock and an in-memory log; nothing sleeps.
@@ -685,5 +686,121 @@ describe("offset replay", () => {
   it("refuses to start on a log with records it cannot decode", async () => {
     const log = GC.memoryGroupLog([{ key: Buffer.from([0, 9, 0, 0]), value: null }])
     await expect(GC.make({ log, runtime })).rejects.toMatchObject({ _tag: "DecodeError" })
+  })
+})
+
+// ---------------------------------------------------------------------------------------------------
+// Live writes against a replay from scratch
+
+type Op =
+  | { readonly op: "join"; readonly client: number; readonly group: string; readonly rejoin: boolean }
+  | { readonly op: "sync" | "heartbeat" | "leave"; readonly client: number; readonly group: string }
+  | { readonly op: "commit"; readonly client: number; readonly group: string; readonly asMember: boolean }
+  | { readonly op: "delete"; readonly group: string }
+  | { readonly op: "advance"; readonly ms: number }
+
+const opArb: fc.Arbitrary<Op> = (() => {
+  const client = fc.nat(2)
+  const group = fc.constantFrom("g", "h")
+  return fc.oneof(
+    fc.record({ op: fc.constant("join" as const), client, group, rejoin: fc.boolean() }),
+    fc.record({ op: fc.constantFrom("sync" as const, "heartbeat" as const, "leave" as const), client, group }),
+    fc.record({ op: fc.constant("commit" as const), client, group, asMember: fc.boolean() }),
+    fc.record({ op: fc.constant("delete" as const), group }),
+    fc.record({ op: fc.constant("advance" as const), ms: fc.constantFrom(0, 100, 3_000, 11_000, 31_000) })
+  )
+})()
+
+const plainState = (state: GroupState.State) => {
+  const byKey = (a: readonly [string, unknown], b: readonly [string, unknown]) =>
+    a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0
+  return {
+    groups: [...HashMap.entries(state.groups)].sort(byKey),
+    offsets: [...HashMap.entries(state.offsets)]
+      .map(([g, m]) => [g, [...HashMap.entries(m)].sort(byKey)] as const)
+      .sort(byKey)
+  }
+}
+
+describe("live state and replay", () => {
+  it("given random joins, syncs, heartbeats, commits, leaves, deletes and time, then the live state equals a replay of the log from scratch", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(opArb, { maxLength: 40 }), async (ops) => {
+        const live = await given({ groupMinSessionTimeoutMs: 1000 })
+        const clients = new Map<string, { memberId: string; generationId: number }>()
+        const key = (client: number, group: string) => `${group}/${client}`
+        const joinedAs = (k: string) => (r: GC.JoinGroupResult) => {
+          if (r.errorCode === 0) clients.set(k, { memberId: r.memberId, generationId: r.generationId })
+        }
+        for (const o of ops) {
+          if (o.op === "advance") {
+            await live.advance(o.ms)
+            continue
+          }
+          if (o.op === "delete") {
+            await live.gc.deleteGroups([o.group])
+            continue
+          }
+          const k = key(o.client, o.group)
+          const known = clients.get(k)
+          switch (o.op) {
+            case "join":
+              void live.gc
+                .joinGroup(
+                  join({
+                    groupId: o.group,
+                    clientId: `c${o.client}`,
+                    memberId: o.rejoin ? (known?.memberId ?? "") : "",
+                    sessionTimeoutMs: 10_000,
+                    rebalanceTimeoutMs: 10_000
+                  })
+                )
+                .then(joinedAs(k))
+              break
+            case "sync": {
+              if (known === undefined) break
+              const members = [...clients.entries()].filter(([c]) => c.startsWith(`${o.group}/`))
+              void live.gc.syncGroup(
+                sync(
+                  known.memberId,
+                  known.generationId,
+                  members.map(([c, m]) => [m.memberId, c] as const),
+                  { groupId: o.group }
+                )
+              )
+              break
+            }
+            case "heartbeat":
+              if (known !== undefined)
+                await live.gc.heartbeat({ ...hb(known.memberId, known.generationId), groupId: o.group })
+              break
+            case "leave":
+              if (known !== undefined)
+                await live.gc.leaveGroup({
+                  groupId: o.group,
+                  members: [{ memberId: known.memberId, groupInstanceId: null }]
+                })
+              break
+            case "commit":
+              await live.gc.commitOffsets(
+                o.asMember && known !== undefined
+                  ? commit({ groupId: o.group, memberId: known.memberId, generationId: known.generationId })
+                  : commit({ groupId: o.group })
+              )
+              break
+          }
+          await settle()
+        }
+        await settle()
+        const replayed = await given({}, GC.memoryGroupLog(live.memory.records))
+        expect(plainState(replayed.gc.committedState())).toEqual(plainState(live.gc.committedState()))
+        // a group that is Stable live is exactly what a load restores
+        for (const g of await live.gc.listGroups({ statesFilter: ["Stable"] }))
+          expect(await stateOf(replayed.gc, g.groupId)).toEqual(await stateOf(live.gc, g.groupId))
+        await live.gc.close()
+        await replayed.gc.close()
+      }),
+      { numRuns: 60 }
+    )
   })
 })

@@ -1,0 +1,107 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, type Runtime } from "effect"
+import * as GroupCoordinator from "../src/GroupCoordinator.js"
+import * as GroupShards from "../src/GroupShards.js"
+
+// Two brokers' shards over the same in-memory `__consumer_offsets` partitions, as replicas of one log.
+
+const commit = (groupId: string, offset: bigint): GroupCoordinator.OffsetCommitRequest => ({
+  groupId,
+  generationId: -1,
+  memberId: "",
+  groupInstanceId: null,
+  topics: [
+    {
+      name: "t",
+      partitions: [{ partitionIndex: 0, committedOffset: offset, committedLeaderEpoch: 0, committedMetadata: null }]
+    }
+  ]
+})
+
+const committed = async (shards: GroupShards.GroupShards, groupId: string): Promise<bigint | undefined> => {
+  const c = shards.forGroup(groupId)
+  if (c === undefined) return undefined
+  const fetched = await (await c).fetchOffsets({ groupId, topics: [{ name: "t", partitionIndexes: [0] }] })
+  return fetched.topics[0]?.partitions[0]?.committedOffset
+}
+
+const cluster = (runtime: Runtime.Runtime<never>) => {
+  const logs = new Map<number, GroupCoordinator.MemoryGroupLog>()
+  const logFor = (p: number) => {
+    const existing = logs.get(p)
+    if (existing !== undefined) return existing
+    const log = GroupCoordinator.memoryGroupLog()
+    logs.set(p, log)
+    // every load reads the records appended so far, whoever appended them
+    return { records: log.records, append: log.append, readAll: () => [...log.records] }
+  }
+  const broker = () => new GroupShards.GroupShards({ logFor, partitionCount: () => 1, runtime })
+  return { a: broker(), b: broker() }
+}
+
+describe("GroupShards", () => {
+  it.effect(
+    "given leadership bouncing A→B→A seen by A in one delta, when B committed meanwhile, then A reloads and serves B's commits",
+    () =>
+      Effect.gen(function* () {
+        const runtime = yield* Effect.runtime<never>()
+        yield* Effect.promise(async () => {
+          const { a, b } = cluster(runtime)
+          a.onLeadership(0, true, 1)
+          await (await a.forGroup("g")!).commitOffsets(commit("g", 10n))
+
+          b.onLeadership(0, true, 2)
+          await (await b.forGroup("g")!).commitOffsets(commit("g", 20n))
+          b.onLeadership(0, false, 3)
+
+          // A only sees the end state: leader again, in epoch 3
+          a.onLeadership(0, true, 3)
+          expect(await committed(a, "g")).toBe(20n)
+          expect(a.leaderEpochOf(0)).toBe(3)
+        })
+      })
+  )
+
+  it.effect("given the same leader epoch again, then the shard is kept with its live state", () =>
+    Effect.gen(function* () {
+      const runtime = yield* Effect.runtime<never>()
+      yield* Effect.promise(async () => {
+        const { a } = cluster(runtime)
+        a.onLeadership(0, true, 1)
+        const first = await a.forGroup("g")!
+        const joined = first.joinGroup({
+          groupId: "g",
+          memberId: "",
+          groupInstanceId: null,
+          protocolType: "consumer",
+          protocols: [{ name: "range", metadata: new Uint8Array([1]) }],
+          sessionTimeoutMs: 10_000,
+          rebalanceTimeoutMs: 10_000,
+          clientId: "c",
+          clientHost: "/h",
+          requireKnownMemberId: true
+        })
+        expect((await joined).errorCode).toBe(79)
+        a.onLeadership(0, true, 1)
+        expect(await a.forGroup("g")!).toBe(first)
+      })
+    })
+  )
+
+  it.effect("given leadership lost, then the shard is closed and the partition has no coordinator", () =>
+    Effect.gen(function* () {
+      const runtime = yield* Effect.runtime<never>()
+      yield* Effect.promise(async () => {
+        const { a } = cluster(runtime)
+        a.onLeadership(0, true, 1)
+        const first = await a.forGroup("g")!
+        a.onLeadership(0, false, -1)
+        expect(a.forGroup("g")).toBeUndefined()
+        await new Promise<void>((resolve) => setImmediate(resolve))
+        expect(
+          (await first.heartbeat({ groupId: "g", generationId: 1, memberId: "m", groupInstanceId: null })).errorCode
+        ).toBe(16)
+      })
+    })
+  )
+})
