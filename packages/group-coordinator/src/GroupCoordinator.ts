@@ -392,25 +392,65 @@ export interface GroupCoordinatorOptions {
 // ---------------------------------------------------------------------------------------------------
 // The coordinator
 
+/**
+ * What a coordinator needs from the runtime it runs on (the seam to a coordinator runtime): the
+ * committed (replayed) hard state, writes that replay a candidate before they append and resolve once
+ * committed, in the order they were decided, and the time and timers of the shard.
+ */
+export interface Host {
+  readonly committed: () => GroupState.State
+  /** Rejects (nothing applied) when the records do not replay or the append fails. */
+  readonly write: (records: ReadonlyArray<GroupRecords.GroupRecord>) => Promise<void>
+  /** Resolves once every write issued so far has settled. */
+  readonly flush: () => Promise<void>
+  readonly clock: Clock.Timers
+}
+
+/**
+ * A host on a `GroupLog`: replays each write into a candidate state (a replay defect throws before
+ * anything is written), appends it, and only then makes the candidate the committed state. Appends are
+ * serialized, and each candidate is built on the state committed by the appends before it.
+ */
+export const logHost = (log: GroupLog, state: GroupState.State, clock: Clock.Timers): Host => {
+  let committed = state
+  let tail: Promise<void> = Promise.resolve()
+  return {
+    committed: () => committed,
+    write: (records) => {
+      const run = async () => {
+        const candidate = records.reduce(GroupState.replay, committed)
+        await log.append(records.map(GroupRecords.encode))
+        committed = candidate
+      }
+      const done = tail.then(run)
+      tail = done.then(
+        () => undefined,
+        () => undefined
+      )
+      return done
+    },
+    flush: () => tail,
+    clock
+  }
+}
+
 export class GroupCoordinator {
-  private readonly log: GroupLog
   private readonly clock: Clock.Timers
   private readonly randomUuid: () => string
   readonly config: GroupCoordinatorConfig
   private readonly groups = new Map<string, Group>()
   private readonly timers = new Set<Timer>()
-  private committed: GroupState.State
-  /** Appends run one at a time, in the order they were decided. */
-  private tail: Promise<void> = Promise.resolve()
   private closed = false
 
   /** Use `make`, which replays the log first. */
-  constructor(options: GroupCoordinatorOptions, state: GroupState.State) {
-    this.log = options.log
-    this.clock = Clock.fromRuntime(options.runtime ?? Runtime.defaultRuntime)
+  constructor(
+    options: Omit<GroupCoordinatorOptions, "log" | "runtime">,
+    private readonly host: Host
+  ) {
+    this.clock = host.clock
     this.randomUuid = options.randomUuid ?? (() => globalThis.crypto.randomUUID())
     this.config = { ...defaultConfig, ...options.config }
-    this.committed = state
+    const state = host.committed()
     for (const groupId of GroupState.groupIds(state)) {
       const metadata = Option.getOrUndefined(HashMap.get(state.groups, groupId))
       const group = metadata === undefined ? this.newGroup(groupId) : this.restoreGroup(groupId, metadata)
@@ -968,7 +1008,7 @@ export class GroupCoordinator {
       groupInstanceId: m.groupInstanceId,
       errorCode: this.leaveOne(group, m.memberId, m.groupInstanceId)
     }))
-    await this.tail
+    await this.host.flush()
     return { errorCode: E.NONE, members }
   }
 
@@ -1172,7 +1212,7 @@ export class GroupCoordinator {
     }
     for (const t of this.timers) t.cancel()
     this.timers.clear()
-    await this.tail
+    await this.host.flush()
   }
 
   /** Timers scheduled and not yet fired or cancelled, for diagnostics and tests. */
@@ -1274,23 +1314,13 @@ export class GroupCoordinator {
     })
   }
 
-  /**
-   * Replays the records into a candidate state (a replay defect throws before anything is written),
-   * appends them, and only then makes the candidate the committed state. Appends are serialized, and
-   * each candidate is built on the state committed by the appends before it.
-   */
+  /** Through the host: candidate replay, append, commit, in decision order. */
   private persist(records: ReadonlyArray<GroupRecords.GroupRecord>): Promise<void> {
-    const run = async () => {
-      const candidate = records.reduce(GroupState.replay, this.committed)
-      await this.log.append(records.map(GroupRecords.encode))
-      this.committed = candidate
-    }
-    const done = this.tail.then(run)
-    this.tail = done.then(
-      () => undefined,
-      () => undefined
-    )
-    return done
+    return this.host.write(records)
+  }
+
+  private get committed(): GroupState.State {
+    return this.host.committed()
   }
 }
 
@@ -1309,5 +1339,8 @@ export const make = async (options: GroupCoordinatorOptions): Promise<GroupCoord
     if (decoded._tag === "Left") throw decoded.left
     state = GroupState.replay(state, decoded.right)
   }
-  return new GroupCoordinator(options, state)
+  return new GroupCoordinator(
+    options,
+    logHost(options.log, state, Clock.fromRuntime(options.runtime ?? Runtime.defaultRuntime))
+  )
 }
