@@ -1331,6 +1331,10 @@ const failCommit = (req: OffsetCommitRequest, errorCode: number): OffsetCommitRe
   }))
 })
 
+/** A coordinator on a host that already holds its committed state (a shard of a coordinator runtime). */
+export const onHost = (options: Omit<GroupCoordinatorOptions, "log" | "runtime">, host: Host): GroupCoordinator =>
+  new GroupCoordinator(options, host)
+
 /** Replays the log into committed state, then serves. A record that does not decode or replay is a defect. */
 export const make = async (options: GroupCoordinatorOptions): Promise<GroupCoordinator> => {
   let state = GroupState.empty

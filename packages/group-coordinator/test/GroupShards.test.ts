@@ -1,6 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
+import { CoordinatorLog } from "@clustermirror/coordinator-runtime"
+import type { GroupRecords } from "@clustermirror/protocol"
 import { Effect, type Runtime } from "effect"
-import * as GroupCoordinator from "../src/GroupCoordinator.js"
+import type * as GroupCoordinator from "../src/GroupCoordinator.js"
 import * as GroupShards from "../src/GroupShards.js"
 
 // Two brokers' shards over the same in-memory `__consumer_offsets` partitions, as replicas of one log.
@@ -26,17 +28,10 @@ const committed = async (shards: GroupShards.GroupShards, groupId: string): Prom
 }
 
 const cluster = (runtime: Runtime.Runtime<never>) => {
-  const logs = new Map<number, GroupCoordinator.MemoryGroupLog>()
-  const logFor = (p: number) => {
-    const existing = logs.get(p)
-    if (existing !== undefined) return existing
-    const log = GroupCoordinator.memoryGroupLog()
-    logs.set(p, log)
-    // every load reads the records appended so far, whoever appended them
-    return { records: log.records, append: log.append, readAll: () => [...log.records] }
-  }
-  const broker = () => new GroupShards.GroupShards({ logFor, partitionCount: () => 1, runtime })
-  return { a: broker(), b: broker() }
+  // every load reads the records committed so far, whoever appended them
+  const log = CoordinatorLog.memory<GroupRecords.GroupRecord>()
+  const broker = () => new GroupShards.GroupShards({ log, partitionCount: () => 1, runtime })
+  return { a: broker(), b: broker(), log }
 }
 
 describe("GroupShards", () => {
