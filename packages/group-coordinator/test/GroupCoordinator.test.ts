@@ -1,8 +1,10 @@
+import { CoordinatorLog } from "@clustermirror/coordinator-runtime"
 import { GroupRecords } from "@clustermirror/protocol"
 import { describe, expect, it as effectIt } from "@effect/vitest"
 import { Effect, Either, HashMap, Runtime, TestClock } from "effect"
 import fc from "fast-check"
 import * as GC from "../src/GroupCoordinator.js"
+import * as GroupShards from "../src/GroupShards.js"
 import type * as GroupState from "../src/internal/groupState.js"
 
 // ---------------------------------------------------------------------------------------------------
@@ -732,85 +734,118 @@ const plainState = (state: GroupState.State) => {
   })
 }
 
+/** Runs the operations against a live coordinator, letting each settle. */
+const runOps = async (gc: GC.GroupCoordinator, ops: ReadonlyArray<Op>): Promise<void> => {
+  const clients = new Map<string, { memberId: string; generationId: number }>()
+  const key = (client: number, group: string) => `${group}/${client}`
+  const joinedAs = (k: string) => (r: GC.JoinGroupResult) => {
+    if (r.errorCode === 0) clients.set(k, { memberId: r.memberId, generationId: r.generationId })
+  }
+  for (const o of ops) {
+    if (o.op === "advance") {
+      await advanceClock(o.ms)
+      continue
+    }
+    if (o.op === "delete") {
+      await gc.deleteGroups([o.group])
+      continue
+    }
+    const k = key(o.client, o.group)
+    const known = clients.get(k)
+    switch (o.op) {
+      case "join":
+        void gc
+          .joinGroup(
+            join({
+              groupId: o.group,
+              clientId: `c${o.client}`,
+              memberId: o.rejoin ? (known?.memberId ?? "") : "",
+              sessionTimeoutMs: 10_000,
+              rebalanceTimeoutMs: 10_000
+            })
+          )
+          .then(joinedAs(k))
+        break
+      case "sync": {
+        if (known === undefined) break
+        const members = [...clients.entries()].filter(([c]) => c.startsWith(`${o.group}/`))
+        void gc.syncGroup(
+          sync(
+            known.memberId,
+            known.generationId,
+            members.map(([c, m]) => [m.memberId, c] as const),
+            { groupId: o.group }
+          )
+        )
+        break
+      }
+      case "heartbeat":
+        if (known !== undefined) await gc.heartbeat({ ...hb(known.memberId, known.generationId), groupId: o.group })
+        break
+      case "leave":
+        if (known !== undefined)
+          await gc.leaveGroup({
+            groupId: o.group,
+            members: [{ memberId: known.memberId, groupInstanceId: null }]
+          })
+        break
+      case "commit":
+        await gc.commitOffsets(
+          o.asMember && known !== undefined
+            ? commit({ groupId: o.group, memberId: known.memberId, generationId: known.generationId })
+            : commit({ groupId: o.group })
+        )
+        break
+    }
+    await settle()
+  }
+  await settle()
+}
+
+/** The live coordinator's state and Stable groups equal those of one loaded from scratch. */
+const expectSameAsReplayed = async (live: GC.GroupCoordinator, replayed: GC.GroupCoordinator): Promise<void> => {
+  expect(plainState(replayed.committedState())).toEqual(plainState(live.committedState()))
+  // a group that is Stable live is exactly what a load restores
+  for (const g of await live.listGroups({ statesFilter: ["Stable"] }))
+    expect(plain(await stateOf(replayed, g.groupId))).toEqual(plain(await stateOf(live, g.groupId)))
+}
+
 describe("live state and replay", () => {
   it("given random joins, syncs, heartbeats, commits, leaves, deletes and time, then the live state equals a replay of the log from scratch", async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(opArb, { maxLength: 40 }), async (ops) => {
         const live = await given({ groupMinSessionTimeoutMs: 1000 })
-        const clients = new Map<string, { memberId: string; generationId: number }>()
-        const key = (client: number, group: string) => `${group}/${client}`
-        const joinedAs = (k: string) => (r: GC.JoinGroupResult) => {
-          if (r.errorCode === 0) clients.set(k, { memberId: r.memberId, generationId: r.generationId })
-        }
-        for (const o of ops) {
-          if (o.op === "advance") {
-            await live.advance(o.ms)
-            continue
-          }
-          if (o.op === "delete") {
-            await live.gc.deleteGroups([o.group])
-            continue
-          }
-          const k = key(o.client, o.group)
-          const known = clients.get(k)
-          switch (o.op) {
-            case "join":
-              void live.gc
-                .joinGroup(
-                  join({
-                    groupId: o.group,
-                    clientId: `c${o.client}`,
-                    memberId: o.rejoin ? (known?.memberId ?? "") : "",
-                    sessionTimeoutMs: 10_000,
-                    rebalanceTimeoutMs: 10_000
-                  })
-                )
-                .then(joinedAs(k))
-              break
-            case "sync": {
-              if (known === undefined) break
-              const members = [...clients.entries()].filter(([c]) => c.startsWith(`${o.group}/`))
-              void live.gc.syncGroup(
-                sync(
-                  known.memberId,
-                  known.generationId,
-                  members.map(([c, m]) => [m.memberId, c] as const),
-                  { groupId: o.group }
-                )
-              )
-              break
-            }
-            case "heartbeat":
-              if (known !== undefined)
-                await live.gc.heartbeat({ ...hb(known.memberId, known.generationId), groupId: o.group })
-              break
-            case "leave":
-              if (known !== undefined)
-                await live.gc.leaveGroup({
-                  groupId: o.group,
-                  members: [{ memberId: known.memberId, groupInstanceId: null }]
-                })
-              break
-            case "commit":
-              await live.gc.commitOffsets(
-                o.asMember && known !== undefined
-                  ? commit({ groupId: o.group, memberId: known.memberId, generationId: known.generationId })
-                  : commit({ groupId: o.group })
-              )
-              break
-          }
-          await settle()
-        }
-        await settle()
+        await runOps(live.gc, ops)
         const replayed = await given({}, GC.memoryGroupLog(live.memory.records))
-        expect(plainState(replayed.gc.committedState())).toEqual(plainState(live.gc.committedState()))
-        // a group that is Stable live is exactly what a load restores
-        for (const g of await live.gc.listGroups({ statesFilter: ["Stable"] }))
-          expect(plain(await stateOf(replayed.gc, g.groupId))).toEqual(plain(await stateOf(live.gc, g.groupId)))
+        await expectSameAsReplayed(live.gc, replayed.gc)
         await live.gc.close()
         await replayed.gc.close()
       }),
       { numRuns: 60 }
+    )
+  })
+
+  it("given random operations on a shard of the coordinator runtime, then the live state equals the shard loaded from scratch at the next epoch", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(opArb, { maxLength: 40 }), async (ops) => {
+        const log = CoordinatorLog.memory<GroupRecords.GroupRecord>()
+        const broker = () =>
+          new GroupShards.GroupShards({
+            log,
+            partitionCount: () => 1,
+            runtime,
+            config: () => ({ groupInitialRebalanceDelayMs: 0, groupMinSessionTimeoutMs: 1000 })
+          })
+        const [a, b] = [broker(), broker()]
+        a.onLeadership(0, true, 1)
+        const live = await a.forGroup("g")!
+        await runOps(live, ops)
+        b.onLeadership(0, true, 2)
+        await expectSameAsReplayed(live, await b.forGroup("g")!)
+        await a.close()
+        await b.close()
+      }),
+      { numRuns: 40 }
     )
   })
 })
