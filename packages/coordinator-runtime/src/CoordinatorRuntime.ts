@@ -219,10 +219,10 @@ export const make = <S, R>(
           if (shard.timers.get(key)?.token !== token) return Effect.void
           shard.timers.delete(key)
           return write(partition, `timer ${key}`, op).pipe(
-            Effect.asVoid,
             Effect.catchAllCause((cause) =>
               Effect.logDebug(`${def.name}-${partition} timer ${key} did not write`, cause)
-            )
+            ),
+            Effect.asVoid
           )
         })
         const fiber = yield* Effect.forkIn(Effect.zipRight(Effect.sleep(Math.max(0, delayMs)), fire), shard.scope)
