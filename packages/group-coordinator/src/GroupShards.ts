@@ -125,10 +125,14 @@ export class GroupShards {
     return {
       committed,
       write,
+      // A write without records answers once every earlier write of the shard committed; a retired
+      // coordinator's writes were failed with its shard, and the next shard's are none of its business.
       flush: () =>
-        this.runPromise(
-          Effect.ignore(rt.write(partition, "flush", () => Either.right(CoordinatorResult.response(undefined))))
-        ),
+        retired()
+          ? Promise.resolve()
+          : this.runPromise(
+              Effect.ignore(rt.write(partition, "flush", () => Either.right(CoordinatorResult.response(undefined))))
+            ),
       clock: {
         now: () => this.runSync(Effect.clockWith((c) => c.currentTimeMillis)),
         schedule: (delayMs, callback) => {
@@ -170,9 +174,11 @@ export class GroupShards {
 
   async close(): Promise<void> {
     const all = await this.all()
-    for (const s of this.shards.values()) s.retire()
+    const shards = [...this.shards.values()]
     this.shards.clear()
+    // Each coordinator answers its parked requests and waits for its writes in flight, then goes.
     await Promise.all(all.map((g) => g.close()))
+    for (const s of shards) s.retire()
     await this.runPromise(Scope.close(this.scope, Exit.void))
   }
 }
