@@ -325,7 +325,7 @@ export const start = async (
     describeMirrorConfigs: (name, keys) => MirrorApis.describeMirrorConfigs(image, name, keys),
     mirrorProduceState: (topic, partition) => mirrors.produceState(topic, partition)
   }
-  const groups = new GroupApis.GroupShards(ctx)
+  const groups = GroupApis.shards(ctx)
 
   // Channels to the other brokers of this cluster (mirror state coordinators, recover fan-out).
   const peers = new Map<number, Channel>()
@@ -398,7 +398,7 @@ export const start = async (
       INTERNAL_TOPICS.has(t.name),
       minInsyncReplicasFor(effectiveConfig, topicView)
     )
-    if (t.name === GroupApis.OFFSETS_TOPIC) groups.onLeadership(partitionId, p.leader === nodeId)
+    if (t.name === GroupApis.OFFSETS_TOPIC) groups.onLeadership(partitionId, p.leader === nodeId, p.leaderEpoch)
     if (t.name === MirrorRuntime.MIRROR_STATE_TOPIC)
       mirrors.onStatePartition(partitionId, p.leader, p.leaderEpoch, t.partitions.size)
     if (p.leader === nodeId || p.leader < 0) {
@@ -461,7 +461,7 @@ export const start = async (
         const changes = delta.localChanges(nodeId)
         for (const tp of changes.deletes) {
           stopFetching(tp.topicName, tp.partitionId)
-          if (tp.topicName === GroupApis.OFFSETS_TOPIC) groups.onLeadership(tp.partitionId, false)
+          if (tp.topicName === GroupApis.OFFSETS_TOPIC) groups.onLeadership(tp.partitionId, false, -1)
           if (tp.topicName === MirrorRuntime.MIRROR_STATE_TOPIC) mirrors.onStatePartition(tp.partitionId, -1, -1, 0)
           replicas.deletePartition(tp.topicName, tp.partitionId)
         }

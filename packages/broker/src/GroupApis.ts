@@ -1,13 +1,13 @@
 /**
- * The consumer-group side of the broker: the `__consumer_offsets` topic as the group coordinator's
- * log, and the handlers of FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+ * The consumer-group side of the broker: the `__consumer_offsets` topic as the log of the group
+ * coordinators (`@clustermirror/group-coordinator`), and the handlers of FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
  * OffsetCommit, OffsetFetch, ListGroups and DescribeGroups, translating wire ↔ coordinator.
  */
 import {
   DescribeGroups,
   Errors,
   FindCoordinator,
-  Hashing,
+  GroupRecords,
   Heartbeat,
   JoinGroup,
   LeaveGroup,
@@ -18,78 +18,74 @@ import {
   SyncGroup,
   Uuid
 } from "@clustermirror/protocol"
-import * as GroupCoordinator from "./GroupCoordinator.js"
+import { type CoordinatorLog, CoordinatorRuntimeError } from "@clustermirror/coordinator-runtime"
+import { type GroupCoordinator, GroupShards } from "@clustermirror/group-coordinator"
+import { Effect } from "effect"
 import type { BrokerContext } from "./KafkaApis.js"
 import type { Handlers } from "./RequestChannel.js"
 import { keyedRecords } from "./internal/CoordinatorLog.js"
 
 export const OFFSETS_TOPIC = "__consumer_offsets"
 
-/** One `__consumer_offsets` partition as a coordinator's log; commits wait for the ISR (acks=-1). */
-const partitionLog = (ctx: BrokerContext, p: number): GroupCoordinator.GroupLog => ({
-  append: async (records) => {
-    const batch = RecordBatch.build({ records, timestamp: Date.now() })
-    const result = await ctx.replicas.appendAsLeader(OFFSETS_TOPIC, p, batch, false, -1, 5000)
-    if (result.errorCode !== 0)
-      throw new Error(`append to ${OFFSETS_TOPIC}-${p} failed: ${Errors.message(result.errorCode)}`)
-  },
-  readAll: function* () {
-    const state = ctx.replicas.get(OFFSETS_TOPIC, p)
-    if (state === undefined) return
-    for (const r of keyedRecords(state.log, `${OFFSETS_TOPIC}-${p}`))
-      yield { key: Buffer.from(r.key), value: r.value === null ? null : Buffer.from(r.value) }
-  }
+/**
+ * The `__consumer_offsets` partitions as the group coordinators' log: a load reads a partition from its
+ * log start, an append goes in as leader at the shard's epoch and succeeds once the ISR has it (acks=-1).
+ */
+const offsetsLog = (ctx: BrokerContext): CoordinatorLog.CoordinatorLog<GroupRecords.GroupRecord> => ({
+  read: (p) =>
+    Effect.try({
+      try: () => {
+        const state = ctx.replicas.get(OFFSETS_TOPIC, p)
+        const out: Array<GroupRecords.GroupRecord> = []
+        if (state === undefined) return out
+        for (const r of keyedRecords(state.log, `${OFFSETS_TOPIC}-${p}`)) {
+          const decoded = GroupRecords.decode(Buffer.from(r.key), r.value === null ? null : Buffer.from(r.value))
+          if (decoded._tag === "Left") throw decoded.left
+          out.push(decoded.right)
+        }
+        return out
+      },
+      catch: (e) =>
+        new CoordinatorRuntimeError.CoordinatorLogError({
+          partition: p,
+          message: `cannot load ${OFFSETS_TOPIC}-${p}: ${e instanceof Error ? e.message : String(e)}`
+        })
+    }),
+  append: (p, leaderEpoch, records) =>
+    Effect.gen(function* () {
+      const state = ctx.replicas.get(OFFSETS_TOPIC, p)
+      if (state === undefined || state.leaderEpoch !== leaderEpoch)
+        return yield* new CoordinatorRuntimeError.NotCoordinator({
+          partition: p,
+          message: `${OFFSETS_TOPIC}-${p} is not led here at epoch ${leaderEpoch}`
+        })
+      const batch = RecordBatch.build({ records: records.map(GroupRecords.encode), timestamp: Date.now() })
+      const result = yield* Effect.promise(async () =>
+        ctx.replicas.appendAsLeader(OFFSETS_TOPIC, p, batch, false, -1, 5000)
+      )
+      if (result.errorCode !== 0)
+        return yield* new CoordinatorRuntimeError.AppendFailed({
+          partition: p,
+          errorCode: result.errorCode,
+          message: `append to ${OFFSETS_TOPIC}-${p} failed: ${Errors.message(result.errorCode)}`
+        })
+    })
 })
 
 /**
- * The group coordinators of this broker: one per `__consumer_offsets` partition it leads, loaded by
- * replaying that partition when leadership arrives and closed when it leaves.
+ * The group coordinators of this broker, one shard per `__consumer_offsets` partition it leads
+ * (reloaded per leader epoch), on this broker's partition logs.
  */
-export class GroupShards {
-  private readonly shards = new Map<number, Promise<GroupCoordinator.GroupCoordinator>>()
-  constructor(private readonly ctx: BrokerContext) {}
-
-  /** Called with every partition of `__consumer_offsets` and whether this broker now leads it. */
-  onLeadership(partition: number, leader: boolean): void {
-    const current = this.shards.get(partition)
-    if (leader && current === undefined) {
-      const c = this.ctx.config
-      this.shards.set(
-        partition,
-        GroupCoordinator.make({
-          log: partitionLog(this.ctx, partition),
-          config: {
-            groupInitialRebalanceDelayMs: c.groupInitialRebalanceDelayMs,
-            groupMinSessionTimeoutMs: c.groupMinSessionTimeoutMs,
-            groupMaxSessionTimeoutMs: c.groupMaxSessionTimeoutMs
-          }
-        })
-      )
-    } else if (!leader && current !== undefined) {
-      this.shards.delete(partition)
-      void current.then((g) => g.close())
-    }
-  }
-
-  partitionFor(groupId: string): number {
-    const n = this.ctx.view.topicByName(OFFSETS_TOPIC)?.partitions.length ?? 1
-    return Hashing.groupCoordinatorPartition(groupId, n)
-  }
-
-  forGroup(groupId: string): Promise<GroupCoordinator.GroupCoordinator> | undefined {
-    return this.shards.get(this.partitionFor(groupId))
-  }
-
-  all(): Promise<GroupCoordinator.GroupCoordinator[]> {
-    return Promise.all(this.shards.values())
-  }
-
-  async close(): Promise<void> {
-    const all = await this.all()
-    this.shards.clear()
-    await Promise.all(all.map((g) => g.close()))
-  }
-}
+export const shards = (ctx: BrokerContext): GroupShards.GroupShards =>
+  new GroupShards.GroupShards({
+    log: offsetsLog(ctx),
+    partitionCount: () => ctx.view.topicByName(OFFSETS_TOPIC)?.partitions.length ?? 1,
+    config: () => ({
+      groupInitialRebalanceDelayMs: ctx.config.groupInitialRebalanceDelayMs,
+      groupMinSessionTimeoutMs: ctx.config.groupMinSessionTimeoutMs,
+      groupMaxSessionTimeoutMs: ctx.config.groupMaxSessionTimeoutMs
+    })
+  })
 
 /** Creates `__consumer_offsets` through the topic admin when it does not exist yet. */
 export const ensureOffsetsTopic = async (ctx: BrokerContext, replicationFactor: number): Promise<void> => {
@@ -164,7 +160,7 @@ const notCoordinator: GroupHandlers = {
 export const register = (
   handlers: Handlers,
   ctx: BrokerContext,
-  shards: GroupShards,
+  shards: GroupShards.GroupShards,
   ensureOffsetsTopic?: () => Promise<void>
 ): Handlers => {
   let creating: Promise<void> | undefined

@@ -1,11 +1,33 @@
-import { Either } from "effect"
-import fc from "fast-check"
-import { describe, expect, it } from "vitest"
-import * as GC from "../src/GroupCoordinator.js"
+import { CoordinatorLog } from "@clustermirror/coordinator-runtime"
 import { GroupRecords } from "@clustermirror/protocol"
+import { describe, expect, it as effectIt } from "@effect/vitest"
+import { Effect, Either, HashMap, Runtime, TestClock } from "effect"
+import fc from "fast-check"
+import * as GC from "../src/GroupCoordinator.js"
+import * as GroupShards from "../src/GroupShards.js"
+import type * as GroupState from "../src/internal/groupState.js"
 
 // ---------------------------------------------------------------------------------------------------
-// Harness: a coordinator on a manual clock and an in-memory log; nothing sleeps.
+// Harness: a coordinator on Effect's TestClock and an in-memory log; nothing sleeps.
+
+/** The runtime (with its TestClock) of the scenario running now; scenarios run one at a time. */
+let runtime: Runtime.Runtime<never> = Runtime.defaultRuntime
+
+/** A scenario as an `it.effect`: its runtime's TestClock is the coordinators' clock. */
+const it = (name: string, body: () => void | Promise<void>) =>
+  effectIt.effect(name, () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(1_000_000)
+      runtime = yield* Effect.runtime<never>()
+      yield* Effect.promise(async () => body())
+    })
+  )
+
+/** Moves the TestClock forward, firing the coordinators' timers that fall due, then lets callbacks run. */
+const advanceClock = async (ms: number): Promise<void> => {
+  await Runtime.runPromise(runtime)(TestClock.adjust(ms))
+  await settle()
+}
 
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s)
 const text = (b: Uint8Array): string => new TextDecoder().decode(b)
@@ -37,19 +59,14 @@ const track = <A>(p: Promise<A>): { readonly done: boolean; readonly value: A } 
 /** `memory` is the log used when the scenario does not bring its own. */
 const given = async (config: Partial<GC.GroupCoordinatorConfig> = {}, log?: GC.GroupLog) => {
   const memory = GC.memoryGroupLog()
-  const clock = GC.manualClock(1_000_000)
   let n = 0
   const gc = await GC.make({
     log: log ?? memory,
-    clock,
+    runtime,
     config: { groupInitialRebalanceDelayMs: 0, groupMinSessionTimeoutMs: 1000, ...config },
     randomUuid: () => `uuid-${++n}`
   })
-  const advance = async (ms: number) => {
-    clock.advance(ms)
-    await settle()
-  }
-  return { gc, clock, memory, advance }
+  return { gc, memory, advance: advanceClock }
 }
 
 const join = (over: Partial<GC.JoinGroupRequest> = {}): GC.JoinGroupRequest => ({
@@ -238,7 +255,7 @@ describe("GroupCoordinator membership", () => {
   it("generates member ids as the client id and a random uuid", async () => {
     const gc = await GC.make({
       log: GC.memoryGroupLog(),
-      clock: GC.manualClock(),
+      runtime,
       config: { groupMinSessionTimeoutMs: 0 }
     })
     const first = await gc.joinGroup(join({ clientId: "rdkafka", requireKnownMemberId: true }))
@@ -523,7 +540,7 @@ describe("GroupCoordinator offsets", () => {
 })
 
 describe("GroupCoordinator restart and lifecycle", () => {
-  it("given offsets and a generation in the log, when a coordinator starts on it, then it serves the same offsets and the group continues its generations", async () => {
+  it("given offsets and a Stable group in the log, when a coordinator starts on it, then it serves the same offsets and the group keeps its member, generation and assignment", async () => {
     const first = await givenStableSingle()
     await first.gc.commitOffsets(commit({ memberId: first.memberId, generationId: 1 }, [["t", 0, 100n]]))
     await first.gc.commitOffsets(commit({ groupId: "simple" }, [["t", 1, 5n]]))
@@ -546,11 +563,64 @@ describe("GroupCoordinator restart and lifecycle", () => {
     expect((await gc.fetchOffsets({ groupId: "simple", topics: null })).topics[0]!.partitions[0]!.committedOffset).toBe(
       5n
     )
-    expect(await stateOf(gc)).toMatchObject({ groupState: "Empty", protocolType: "consumer", members: [] })
-    expect((await gc.listGroups()).map((g) => g.groupId).sort()).toEqual(["g", "simple"])
-    // the old member id is gone: it must rejoin, and the generation continues from the log
-    expect((await gc.heartbeat(hb(first.memberId, 1))).errorCode).toBe(25)
-    expect((await gc.joinGroup(join())).generationId).toBe(2)
+    const described = await stateOf(gc)
+    expect(described).toMatchObject({ groupState: "Stable", protocolType: "consumer", protocolData: "range" })
+    expect(described.members.map((m) => [m.memberId, m.clientId, m.clientHost])).toEqual([
+      [first.memberId, "c", "/127.0.0.1"]
+    ])
+    expect(text(described.members[0]!.memberAssignment)).toBe("all")
+    expect(text(described.members[0]!.memberMetadata)).toBe("sub")
+    expect((await gc.listGroups()).map((g) => [g.groupId, g.groupState]).sort()).toEqual([
+      ["g", "Stable"],
+      ["simple", "Empty"]
+    ])
+    // no rebalance: the member goes on with its generation and assignment
+    expect((await gc.heartbeat(hb(first.memberId, 1))).errorCode).toBe(0)
+    expect(await gc.syncGroup(sync(first.memberId, 1))).toMatchObject({ errorCode: 0, protocolName: "range" })
+    expect(text((await gc.syncGroup(sync(first.memberId, 1))).assignment)).toBe("all")
+    expect(codes(await gc.commitOffsets(commit({ memberId: first.memberId, generationId: 1 })))).toEqual([0])
+  })
+
+  it("given a Stable pair in the log, when a coordinator loads it, then each member gets a fresh session timeout from the load", async () => {
+    const first = await givenStablePair()
+    await first.advance(5_000)
+    await first.gc.close()
+    const { gc, advance } = await given({}, GC.memoryGroupLog(first.memory.records))
+    // the session timeout is 10 s: a member heartbeating just before it would have expired live stays
+    await advance(9_000)
+    expect((await gc.heartbeat(hb(first.a, 1))).errorCode).toBe(0)
+    await advance(1_000)
+    // b never heartbeats after the load: it expires 10 s after it, and a is told to rebalance
+    expect((await gc.heartbeat(hb(first.b, 1))).errorCode).toBe(25)
+    expect((await gc.heartbeat(hb(first.a, 1))).errorCode).toBe(27)
+    const rejoined = await gc.joinGroup(join({ memberId: first.a, clientId: "a" }))
+    expect(rejoined).toMatchObject({ errorCode: 0, generationId: 2, leader: first.a })
+    expect(rejoined.members.map((m) => m.memberId)).toEqual([first.a])
+  })
+
+  it("given a group persisted Empty, when a coordinator loads it, then it is Empty with its generation and the next join starts the following one", async () => {
+    const { gc, memberId, memory } = await givenStableSingle()
+    await gc.leaveGroup({ groupId: "g", members: [{ memberId, groupInstanceId: null }] })
+    await gc.close()
+    const restarted = await given({}, GC.memoryGroupLog(memory.records))
+    expect(await stateOf(restarted.gc)).toMatchObject({ groupState: "Empty", protocolType: "consumer", members: [] })
+    expect((await restarted.gc.heartbeat(hb(memberId, 2))).errorCode).toBe(25)
+    expect((await restarted.gc.joinGroup(join())).generationId).toBe(3)
+  })
+
+  it("given a Stable static member in the log, when it rejoins a loaded coordinator by instance id, then it takes over without a rebalance", async () => {
+    const staticFirst = await given()
+    const joined = await staticFirst.gc.joinGroup(join({ groupInstanceId: "i-1" }))
+    await staticFirst.gc.syncGroup(sync(joined.memberId, 1, [[joined.memberId, "mine"]], { groupInstanceId: "i-1" }))
+    await staticFirst.gc.close()
+    const loaded = await given({}, GC.memoryGroupLog(staticFirst.memory.records))
+    expect((await loaded.gc.heartbeat(hb(joined.memberId, 1, "i-1"))).errorCode).toBe(0)
+    const takeover = await loaded.gc.joinGroup(join({ clientId: "c2", groupInstanceId: "i-1" }))
+    expect(takeover).toMatchObject({ errorCode: 0, generationId: 1 })
+    expect(takeover.memberId).not.toBe(joined.memberId)
+    expect((await loaded.gc.heartbeat(hb(joined.memberId, 1, "i-1"))).errorCode).toBe(82)
+    const synced = await loaded.gc.syncGroup(sync(takeover.memberId, 1, [], { groupInstanceId: "i-1" }))
+    expect(text(synced.assignment)).toBe("mine")
   })
 
   it("lists groups by state and type, and describes unknown groups as not found", async () => {
@@ -577,14 +647,14 @@ describe("GroupCoordinator restart and lifecycle", () => {
   })
 
   it("close answers parked requests and clears every timer", async () => {
-    const { gc, clock } = await given({ groupInitialRebalanceDelayMs: 3_000 })
+    const { gc } = await given({ groupInitialRebalanceDelayMs: 3_000 })
     const parked = track(gc.joinGroup(join()))
     await gc.joinGroup(join({ requireKnownMemberId: true }))
-    expect(clock.pendingTimers()).toBeGreaterThan(0)
+    expect(gc.pendingTimers()).toBeGreaterThan(0)
     await gc.close()
     await settle()
     expect(parked.value.errorCode).toBe(16)
-    expect(clock.pendingTimers()).toBe(0)
+    expect(gc.pendingTimers()).toBe(0)
     expect((await gc.heartbeat(hb("x", 1))).errorCode).toBe(16)
   })
 })
@@ -617,6 +687,165 @@ describe("offset replay", () => {
 
   it("refuses to start on a log with records it cannot decode", async () => {
     const log = GC.memoryGroupLog([{ key: Buffer.from([0, 9, 0, 0]), value: null }])
-    await expect(GC.make({ log, clock: GC.manualClock() })).rejects.toMatchObject({ _tag: "DecodeError" })
+    await expect(GC.make({ log, runtime })).rejects.toMatchObject({ _tag: "DecodeError" })
+  })
+})
+
+// ---------------------------------------------------------------------------------------------------
+// Live writes against a replay from scratch
+
+type Op =
+  | { readonly op: "join"; readonly client: number; readonly group: string; readonly rejoin: boolean }
+  | { readonly op: "sync" | "heartbeat" | "leave"; readonly client: number; readonly group: string }
+  | { readonly op: "commit"; readonly client: number; readonly group: string; readonly asMember: boolean }
+  | { readonly op: "delete"; readonly group: string }
+  | { readonly op: "advance"; readonly ms: number }
+
+const opArb: fc.Arbitrary<Op> = (() => {
+  const client = fc.nat(2)
+  const group = fc.constantFrom("g", "h")
+  return fc.oneof(
+    fc.record({ op: fc.constant("join" as const), client, group, rejoin: fc.boolean() }),
+    fc.record({ op: fc.constantFrom("sync" as const, "heartbeat" as const, "leave" as const), client, group }),
+    fc.record({ op: fc.constant("commit" as const), client, group, asMember: fc.boolean() }),
+    fc.record({ op: fc.constant("delete" as const), group }),
+    fc.record({ op: fc.constant("advance" as const), ms: fc.constantFrom(0, 100, 3_000, 11_000, 31_000) })
+  )
+})()
+
+/** Bytes as plain arrays: a decoded record holds Buffers where the live one holds Uint8Arrays. */
+const plain = (value: unknown): unknown =>
+  value instanceof Uint8Array
+    ? Array.from(value)
+    : Array.isArray(value)
+      ? value.map(plain)
+      : value !== null && typeof value === "object"
+        ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]))
+        : value
+
+const plainState = (state: GroupState.State) => {
+  const byKey = (a: readonly [string, unknown], b: readonly [string, unknown]) =>
+    a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0
+  return plain({
+    groups: [...HashMap.entries(state.groups)].sort(byKey),
+    offsets: [...HashMap.entries(state.offsets)]
+      .map(([g, m]) => [g, [...HashMap.entries(m)].sort(byKey)] as const)
+      .sort(byKey)
+  })
+}
+
+/** Runs the operations against a live coordinator, letting each settle. */
+const runOps = async (gc: GC.GroupCoordinator, ops: ReadonlyArray<Op>): Promise<void> => {
+  const clients = new Map<string, { memberId: string; generationId: number }>()
+  const key = (client: number, group: string) => `${group}/${client}`
+  const joinedAs = (k: string) => (r: GC.JoinGroupResult) => {
+    if (r.errorCode === 0) clients.set(k, { memberId: r.memberId, generationId: r.generationId })
+  }
+  for (const o of ops) {
+    if (o.op === "advance") {
+      await advanceClock(o.ms)
+      continue
+    }
+    if (o.op === "delete") {
+      await gc.deleteGroups([o.group])
+      continue
+    }
+    const k = key(o.client, o.group)
+    const known = clients.get(k)
+    switch (o.op) {
+      case "join":
+        void gc
+          .joinGroup(
+            join({
+              groupId: o.group,
+              clientId: `c${o.client}`,
+              memberId: o.rejoin ? (known?.memberId ?? "") : "",
+              sessionTimeoutMs: 10_000,
+              rebalanceTimeoutMs: 10_000
+            })
+          )
+          .then(joinedAs(k))
+        break
+      case "sync": {
+        if (known === undefined) break
+        const members = [...clients.entries()].filter(([c]) => c.startsWith(`${o.group}/`))
+        void gc.syncGroup(
+          sync(
+            known.memberId,
+            known.generationId,
+            members.map(([c, m]) => [m.memberId, c] as const),
+            { groupId: o.group }
+          )
+        )
+        break
+      }
+      case "heartbeat":
+        if (known !== undefined) await gc.heartbeat({ ...hb(known.memberId, known.generationId), groupId: o.group })
+        break
+      case "leave":
+        if (known !== undefined)
+          await gc.leaveGroup({
+            groupId: o.group,
+            members: [{ memberId: known.memberId, groupInstanceId: null }]
+          })
+        break
+      case "commit":
+        await gc.commitOffsets(
+          o.asMember && known !== undefined
+            ? commit({ groupId: o.group, memberId: known.memberId, generationId: known.generationId })
+            : commit({ groupId: o.group })
+        )
+        break
+    }
+    await settle()
+  }
+  await settle()
+}
+
+/** The live coordinator's state and Stable groups equal those of one loaded from scratch. */
+const expectSameAsReplayed = async (live: GC.GroupCoordinator, replayed: GC.GroupCoordinator): Promise<void> => {
+  expect(plainState(replayed.committedState())).toEqual(plainState(live.committedState()))
+  // a group that is Stable live is exactly what a load restores
+  for (const g of await live.listGroups({ statesFilter: ["Stable"] }))
+    expect(plain(await stateOf(replayed, g.groupId))).toEqual(plain(await stateOf(live, g.groupId)))
+}
+
+describe("live state and replay", () => {
+  it("given random joins, syncs, heartbeats, commits, leaves, deletes and time, then the live state equals a replay of the log from scratch", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(opArb, { maxLength: 40 }), async (ops) => {
+        const live = await given({ groupMinSessionTimeoutMs: 1000 })
+        await runOps(live.gc, ops)
+        const replayed = await given({}, GC.memoryGroupLog(live.memory.records))
+        await expectSameAsReplayed(live.gc, replayed.gc)
+        await live.gc.close()
+        await replayed.gc.close()
+      }),
+      { numRuns: 60 }
+    )
+  })
+
+  it("given random operations on a shard of the coordinator runtime, then the live state equals the shard loaded from scratch at the next epoch", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(opArb, { maxLength: 40 }), async (ops) => {
+        const log = CoordinatorLog.memory<GroupRecords.GroupRecord>()
+        const broker = () =>
+          new GroupShards.GroupShards({
+            log,
+            partitionCount: () => 1,
+            runtime,
+            config: () => ({ groupInitialRebalanceDelayMs: 0, groupMinSessionTimeoutMs: 1000 })
+          })
+        const [a, b] = [broker(), broker()]
+        a.onLeadership(0, true, 1)
+        const live = await a.forGroup("g")!
+        await runOps(live, ops)
+        b.onLeadership(0, true, 2)
+        await expectSameAsReplayed(live, await b.forGroup("g")!)
+        await a.close()
+        await b.close()
+      }),
+      { numRuns: 40 }
+    )
   })
 })

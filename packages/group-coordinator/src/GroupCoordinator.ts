@@ -7,14 +7,19 @@
  * Inputs and outputs are plain domain values with Kafka error codes as numbers; request handlers own
  * the wire. Durable state is event-sourced into `__consumer_offsets` through the `GroupLog` port:
  * decide the records, replay them into a candidate state, append, then answer. Membership, waiting
- * requests and timers are runtime state driven by an injected `Clock`; after a restart groups come back
- * Empty with their generation and their offsets, and members rejoin. It must not know the wire format
- * of requests or do I/O other than through its ports.
+ * requests and timers are runtime state on Effect's `Clock` (of the runtime it is given). A load
+ * restores each group as last persisted: members with their protocol metadata and assignments,
+ * generation, protocol, leader, Stable or Empty, and every restored member gets a fresh session
+ * timeout, so a leadership move of `__consumer_offsets` does not rebalance the groups. It must not know
+ * the wire format of requests or do I/O other than through its ports.
  */
 import { Errors, GroupRecords } from "@clustermirror/protocol"
-import { HashMap, Option } from "effect"
+import { HashMap, Option, Runtime } from "effect"
 import type { Buffer } from "node:buffer"
+import * as Clock from "./internal/Clock.js"
 import * as GroupState from "./internal/groupState.js"
+
+type Timer = Clock.Timer
 
 const E = Errors.ErrorCode
 
@@ -44,67 +49,6 @@ export const memoryGroupLog = (
       records.push(...batch)
     },
     readAll: () => [...records]
-  }
-}
-
-export interface Timer {
-  /** Stops the timer; a no-op once it fired or was cancelled. */
-  readonly cancel: () => void
-}
-
-/** Time and timers, injected so that rebalance and session timeouts are testable without sleeping. */
-export interface Clock {
-  readonly now: () => number
-  readonly setTimer: (delayMs: number, callback: () => void) => Timer
-}
-
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  setTimer: (delayMs, callback) => {
-    const handle = setTimeout(callback, delayMs)
-    handle.unref()
-    return { cancel: () => clearTimeout(handle) }
-  }
-}
-
-/** A clock that only moves when told to; timers fire in due order during `advance`. */
-export interface ManualClock extends Clock {
-  /** Moves time forward by `ms`, firing every timer that falls due (including ones they schedule). */
-  readonly advance: (ms: number) => void
-  /** Timers scheduled and not yet fired or cancelled. */
-  readonly pendingTimers: () => number
-}
-
-export const manualClock = (startMs = 0): ManualClock => {
-  let now = startMs
-  let seq = 0
-  const timers = new Map<number, { readonly due: number; readonly callback: () => void }>()
-  const nextDue = (limit: number): number | undefined => {
-    let best: number | undefined
-    for (const [id, t] of timers) {
-      const b = best === undefined ? undefined : timers.get(best)
-      if (t.due <= limit && (b === undefined || t.due < b.due)) best = id
-    }
-    return best
-  }
-  return {
-    now: () => now,
-    setTimer: (delayMs, callback) => {
-      const id = seq++
-      timers.set(id, { due: now + Math.max(0, delayMs), callback })
-      return { cancel: () => void timers.delete(id) }
-    },
-    advance: (ms) => {
-      const target = now + ms
-      for (let id = nextDue(target); id !== undefined; id = nextDue(target)) {
-        const t = timers.get(id)!
-        timers.delete(id)
-        now = t.due
-        t.callback()
-      }
-      now = target
-    },
-    pendingTimers: () => timers.size
   }
 }
 
@@ -438,7 +382,8 @@ const metadataFor = (member: Member, protocol: string | null): Uint8Array =>
 
 export interface GroupCoordinatorOptions {
   readonly log: GroupLog
-  readonly clock?: Clock
+  /** The Effect runtime whose `Clock` gives the time and runs the timers (`TestClock` in tests). */
+  readonly runtime?: Runtime.Runtime<never>
   readonly config?: Partial<GroupCoordinatorConfig>
   /** Source of the uuid part of generated member ids. */
   readonly randomUuid?: () => string
@@ -447,34 +392,104 @@ export interface GroupCoordinatorOptions {
 // ---------------------------------------------------------------------------------------------------
 // The coordinator
 
+/**
+ * What a coordinator needs from the runtime it runs on (the seam to a coordinator runtime): the
+ * committed (replayed) hard state, writes that replay a candidate before they append and resolve once
+ * committed, in the order they were decided, and the time and timers of the shard.
+ */
+export interface Host {
+  readonly committed: () => GroupState.State
+  /** Rejects (nothing applied) when the records do not replay or the append fails. */
+  readonly write: (records: ReadonlyArray<GroupRecords.GroupRecord>) => Promise<void>
+  /** Resolves once every write issued so far has settled. */
+  readonly flush: () => Promise<void>
+  readonly clock: Clock.Timers
+}
+
+/**
+ * A host on a `GroupLog`: replays each write into a candidate state (a replay defect throws before
+ * anything is written), appends it, and only then makes the candidate the committed state. Appends are
+ * serialized, and each candidate is built on the state committed by the appends before it.
+ */
+export const logHost = (log: GroupLog, state: GroupState.State, clock: Clock.Timers): Host => {
+  let committed = state
+  let tail: Promise<void> = Promise.resolve()
+  return {
+    committed: () => committed,
+    write: (records) => {
+      const run = async () => {
+        const candidate = records.reduce(GroupState.replay, committed)
+        await log.append(records.map(GroupRecords.encode))
+        committed = candidate
+      }
+      const done = tail.then(run)
+      tail = done.then(
+        () => undefined,
+        () => undefined
+      )
+      return done
+    },
+    flush: () => tail,
+    clock
+  }
+}
+
 export class GroupCoordinator {
-  private readonly log: GroupLog
-  private readonly clock: Clock
+  private readonly clock: Clock.Timers
   private readonly randomUuid: () => string
   readonly config: GroupCoordinatorConfig
   private readonly groups = new Map<string, Group>()
   private readonly timers = new Set<Timer>()
-  private committed: GroupState.State
-  /** Appends run one at a time, in the order they were decided. */
-  private tail: Promise<void> = Promise.resolve()
   private closed = false
 
   /** Use `make`, which replays the log first. */
-  constructor(options: GroupCoordinatorOptions, state: GroupState.State) {
-    this.log = options.log
-    this.clock = options.clock ?? systemClock
+  constructor(
+    options: Omit<GroupCoordinatorOptions, "log" | "runtime">,
+    private readonly host: Host
+  ) {
+    this.clock = host.clock
     this.randomUuid = options.randomUuid ?? (() => globalThis.crypto.randomUUID())
     this.config = { ...defaultConfig, ...options.config }
-    this.committed = state
+    const state = host.committed()
     for (const groupId of GroupState.groupIds(state)) {
-      const group = this.newGroup(groupId)
       const metadata = Option.getOrUndefined(HashMap.get(state.groups, groupId))
-      if (metadata !== undefined) {
-        group.generationId = metadata.generation
-        group.protocolType = metadata.protocolType === "" ? null : metadata.protocolType
-      }
+      const group = metadata === undefined ? this.newGroup(groupId) : this.restoreGroup(groupId, metadata)
       this.groups.set(groupId, group)
     }
+    // Every restored member gets a fresh session timeout from the load.
+    for (const group of this.groups.values()) for (const m of group.members.values()) this.scheduleSession(group, m)
+  }
+
+  /** A group as last persisted: Stable with its members when it has any, else Empty. */
+  private restoreGroup(groupId: string, metadata: GroupRecords.GroupMetadataValue): Group {
+    const group = this.newGroup(groupId)
+    group.generationId = metadata.generation
+    group.protocolType = metadata.protocolType === "" ? null : metadata.protocolType
+    if (metadata.currentStateTimestamp >= 0n) group.stateTimestamp = Number(metadata.currentStateTimestamp)
+    if (metadata.members.length === 0) return group
+    group.protocolName = metadata.protocol
+    for (const m of metadata.members) {
+      group.members.set(m.memberId, {
+        memberId: m.memberId,
+        groupInstanceId: m.groupInstanceId,
+        clientId: m.clientId,
+        clientHost: m.clientHost,
+        rebalanceTimeoutMs: m.rebalanceTimeout >= 0 ? m.rebalanceTimeout : m.sessionTimeout,
+        sessionTimeoutMs: m.sessionTimeout,
+        protocols: metadata.protocol === null ? [] : [{ name: metadata.protocol, metadata: m.subscription }],
+        assignment: m.assignment,
+        awaitingJoin: null,
+        awaitingSync: null,
+        sessionTimer: null
+      })
+      if (m.groupInstanceId !== null) group.staticMembers.set(m.groupInstanceId, m.memberId)
+    }
+    group.leaderId =
+      metadata.leader !== null && group.members.has(metadata.leader)
+        ? metadata.leader
+        : (group.members.keys().next().value ?? null)
+    group.state = "Stable"
+    return group
   }
 
   // -------------------------------------------------------------------------------------------------
@@ -993,7 +1008,7 @@ export class GroupCoordinator {
       groupInstanceId: m.groupInstanceId,
       errorCode: this.leaveOne(group, m.memberId, m.groupInstanceId)
     }))
-    await this.tail
+    await this.host.flush()
     return { errorCode: E.NONE, members }
   }
 
@@ -1197,7 +1212,17 @@ export class GroupCoordinator {
     }
     for (const t of this.timers) t.cancel()
     this.timers.clear()
-    await this.tail
+    await this.host.flush()
+  }
+
+  /** Timers scheduled and not yet fired or cancelled, for diagnostics and tests. */
+  pendingTimers(): number {
+    return this.timers.size
+  }
+
+  /** The committed (replayed) state: what a load of the log from scratch yields. */
+  committedState(): GroupState.State {
+    return this.committed
   }
 
   /** The committed state's generation of a group as last persisted, for diagnostics and tests. */
@@ -1255,7 +1280,7 @@ export class GroupCoordinator {
 
   /** A timer that `close` can find. */
   private schedule(delayMs: number, callback: () => void): Timer {
-    const inner = this.clock.setTimer(delayMs, () => {
+    const inner = this.clock.schedule(delayMs, () => {
       this.timers.delete(timer)
       callback()
     })
@@ -1289,23 +1314,13 @@ export class GroupCoordinator {
     })
   }
 
-  /**
-   * Replays the records into a candidate state (a replay defect throws before anything is written),
-   * appends them, and only then makes the candidate the committed state. Appends are serialized, and
-   * each candidate is built on the state committed by the appends before it.
-   */
+  /** Through the host: candidate replay, append, commit, in decision order. */
   private persist(records: ReadonlyArray<GroupRecords.GroupRecord>): Promise<void> {
-    const run = async () => {
-      const candidate = records.reduce(GroupState.replay, this.committed)
-      await this.log.append(records.map(GroupRecords.encode))
-      this.committed = candidate
-    }
-    const done = this.tail.then(run)
-    this.tail = done.then(
-      () => undefined,
-      () => undefined
-    )
-    return done
+    return this.host.write(records)
+  }
+
+  private get committed(): GroupState.State {
+    return this.host.committed()
   }
 }
 
@@ -1316,6 +1331,10 @@ const failCommit = (req: OffsetCommitRequest, errorCode: number): OffsetCommitRe
   }))
 })
 
+/** A coordinator on a host that already holds its committed state (a shard of a coordinator runtime). */
+export const onHost = (options: Omit<GroupCoordinatorOptions, "log" | "runtime">, host: Host): GroupCoordinator =>
+  new GroupCoordinator(options, host)
+
 /** Replays the log into committed state, then serves. A record that does not decode or replay is a defect. */
 export const make = async (options: GroupCoordinatorOptions): Promise<GroupCoordinator> => {
   let state = GroupState.empty
@@ -1324,5 +1343,8 @@ export const make = async (options: GroupCoordinatorOptions): Promise<GroupCoord
     if (decoded._tag === "Left") throw decoded.left
     state = GroupState.replay(state, decoded.right)
   }
-  return new GroupCoordinator(options, state)
+  return new GroupCoordinator(
+    options,
+    logHost(options.log, state, Clock.fromRuntime(options.runtime ?? Runtime.defaultRuntime))
+  )
 }

@@ -1,0 +1,164 @@
+/**
+ * The port of a coordinator log (`__mirror_state`, `__consumer_offsets`, ...): read a partition from its
+ * log start for a load, and append as leader at an epoch, succeeding only once the records are
+ * committed (acks=all: the high watermark passed them). The broker implements it over its replica
+ * manager; `memory` is the in-memory log of the tests, with controls to hold commits, fail appends and
+ * move leadership. It owns no coordinator state.
+ */
+import { Context, Deferred, Effect } from "effect"
+import { AppendFailed, CoordinatorLogError, NotCoordinator } from "./CoordinatorRuntimeError.js"
+
+export interface CoordinatorLog<R> {
+  /** Every record of `partition` from its log start, in offset order (for a load). */
+  readonly read: (partition: number) => Effect.Effect<Iterable<R>, CoordinatorLogError>
+  /** Appends as leader at `leaderEpoch`; succeeds once the records are committed. */
+  readonly append: (
+    partition: number,
+    leaderEpoch: number,
+    records: ReadonlyArray<R>
+  ) => Effect.Effect<void, NotCoordinator | AppendFailed>
+}
+
+/** A tag for the log of one coordinator's records, e.g. `tag<MirrorStateRecord>("@clustermirror/...")`. */
+export const tag = <R>(key: string): Context.Tag<CoordinatorLog<R>, CoordinatorLog<R>> =>
+  Context.GenericTag<CoordinatorLog<R>>(key)
+
+/** A log from its two functions. */
+export const make = <R>(log: CoordinatorLog<R>): CoordinatorLog<R> => log
+
+/** One append the in-memory log committed. */
+export interface AppendedBatch<R> {
+  readonly partition: number
+  readonly leaderEpoch: number
+  readonly records: ReadonlyArray<R>
+}
+
+/** The in-memory log and its test controls. */
+export interface MemoryLog<R> extends CoordinatorLog<R> {
+  /** Committed records of a partition, in order. */
+  readonly records: (partition: number) => ReadonlyArray<R>
+  /** Every committed append, in commit order. */
+  readonly batches: () => ReadonlyArray<AppendedBatch<R>>
+  /** Appends from now on wait until `releaseCommits` (the ISR lags). */
+  readonly holdCommits: () => Effect.Effect<void>
+  /** Commits every held append, in order, and stops holding. */
+  readonly releaseCommits: () => Effect.Effect<void>
+  /** Fails every held append with this error code (nothing of them is written) and stops holding. */
+  readonly failHeldAppends: (errorCode?: number) => Effect.Effect<void>
+  /** How many appends wait for a commit. */
+  readonly heldAppends: () => number
+  /** The next append fails with this error code (default UNKNOWN_SERVER_ERROR: -1), writing nothing. */
+  readonly failNextAppend: (errorCode?: number) => Effect.Effect<void>
+  /** Only appends at this leader epoch succeed (null: none); unset partitions accept any epoch. */
+  readonly setLeader: (partition: number, leaderEpoch: number | null) => Effect.Effect<void>
+  /** Records another leader committed (e.g. while this broker was not the leader). */
+  readonly appendExternal: (partition: number, records: ReadonlyArray<R>) => Effect.Effect<void>
+  /** The next read of this partition fails. */
+  readonly failNextRead: (partition: number) => Effect.Effect<void>
+}
+
+interface Held<R> {
+  readonly batch: AppendedBatch<R>
+  readonly done: Deferred.Deferred<void, NotCoordinator | AppendFailed>
+}
+
+/** An in-memory coordinator log, committed synchronously unless commits are held. */
+export const memory = <R>(initial: Iterable<readonly [number, ReadonlyArray<R>]> = []): MemoryLog<R> => {
+  const logs = new Map<number, Array<R>>()
+  for (const [p, rs] of initial) logs.set(p, [...rs])
+  const committed: Array<AppendedBatch<R>> = []
+  const leaders = new Map<number, number | null>()
+  const held: Array<Held<R>> = []
+  const failingReads = new Set<number>()
+  let holding = false
+  let failNext: number | undefined
+
+  const commit = (batch: AppendedBatch<R>): void => {
+    let log = logs.get(batch.partition)
+    if (log === undefined) logs.set(batch.partition, (log = []))
+    log.push(...batch.records)
+    committed.push(batch)
+  }
+
+  return {
+    read: (partition) =>
+      Effect.suspend(() => {
+        if (failingReads.delete(partition))
+          return Effect.fail(new CoordinatorLogError({ partition, message: `reading partition ${partition} failed` }))
+        return Effect.succeed([...(logs.get(partition) ?? [])])
+      }),
+    append: (partition, leaderEpoch, records) =>
+      Effect.suspend(() => {
+        const leader = leaders.get(partition)
+        if (leader !== undefined && leader !== leaderEpoch)
+          return Effect.fail(
+            new NotCoordinator({ partition, message: `partition ${partition} is not led at epoch ${leaderEpoch}` })
+          )
+        if (failNext !== undefined) {
+          const errorCode = failNext
+          failNext = undefined
+          return Effect.fail(new AppendFailed({ partition, errorCode, message: "append failed" }))
+        }
+        const batch = { partition, leaderEpoch, records: [...records] }
+        if (!holding) {
+          commit(batch)
+          return Effect.void
+        }
+        return Effect.flatMap(Deferred.make<void, NotCoordinator | AppendFailed>(), (done) => {
+          held.push({ batch, done })
+          return Deferred.await(done)
+        })
+      }),
+    records: (partition) => [...(logs.get(partition) ?? [])],
+    batches: () => [...committed],
+    holdCommits: () =>
+      Effect.sync(() => {
+        holding = true
+      }),
+    releaseCommits: () =>
+      Effect.suspend(() => {
+        holding = false
+        const all = held.splice(0)
+        return Effect.forEach(
+          all,
+          (h) =>
+            Effect.suspend(() => {
+              commit(h.batch)
+              return Deferred.succeed(h.done, undefined)
+            }),
+          { discard: true }
+        )
+      }),
+    failHeldAppends: (errorCode = -1) =>
+      Effect.suspend(() => {
+        holding = false
+        const all = held.splice(0)
+        return Effect.forEach(
+          all,
+          (h) =>
+            Deferred.fail(
+              h.done,
+              new AppendFailed({ partition: h.batch.partition, errorCode, message: "append failed" })
+            ),
+          { discard: true }
+        )
+      }),
+    heldAppends: () => held.length,
+    failNextAppend: (errorCode = -1) =>
+      Effect.sync(() => {
+        failNext = errorCode
+      }),
+    setLeader: (partition, leaderEpoch) =>
+      Effect.sync(() => {
+        leaders.set(partition, leaderEpoch)
+      }),
+    appendExternal: (partition, records) =>
+      Effect.sync(() => {
+        commit({ partition, leaderEpoch: -1, records: [...records] })
+      }),
+    failNextRead: (partition) =>
+      Effect.sync(() => {
+        failingReads.add(partition)
+      })
+  }
+}

@@ -1,0 +1,184 @@
+/**
+ * The group coordinators of one broker, on the coordinator runtime: each `__consumer_offsets`
+ * partition it leads is a shard whose hard state (groups with their members, committed offsets) is
+ * replayed from the partition at the leader epoch it leads it in, and reloaded when that epoch changes
+ * (a bounce A→B→A seen in one metadata delta arrives as a new epoch, so A serves what B committed).
+ * Beside each shard lives its soft state, a `GroupCoordinator` (parked joins and syncs, rebalance and
+ * session timers on the shard's runtime timers), dropped with the shard.
+ */
+import {
+  CoordinatorResult,
+  CoordinatorRuntime,
+  CoordinatorShard,
+  type CoordinatorLog
+} from "@clustermirror/coordinator-runtime"
+import { Errors, type GroupRecords, Hashing } from "@clustermirror/protocol"
+import { Effect, Either, Exit, Runtime, Scope } from "effect"
+import * as GroupCoordinator from "./GroupCoordinator.js"
+import * as GroupState from "./internal/groupState.js"
+
+export const OFFSETS_TOPIC = "__consumer_offsets"
+
+/** The shard definition of `__consumer_offsets`: the replayed hard state of the group coordinator. */
+export const shardDef = CoordinatorShard.make<GroupState.State, GroupRecords.GroupRecord>({
+  name: OFFSETS_TOPIC,
+  empty: () => GroupState.empty,
+  replay: GroupState.replay
+})
+
+export interface Options {
+  /** The `__consumer_offsets` partitions as a coordinator log. */
+  readonly log: CoordinatorLog.CoordinatorLog<GroupRecords.GroupRecord>
+  /** The number of `__consumer_offsets` partitions (1 while the topic does not exist). */
+  readonly partitionCount: () => number
+  readonly config?: () => Partial<GroupCoordinator.GroupCoordinatorConfig>
+  /** The Effect runtime whose `Clock` the shards' timers run on (`TestClock` in tests). */
+  readonly runtime?: Runtime.Runtime<never>
+  readonly randomUuid?: () => string
+}
+
+interface Shard {
+  readonly leaderEpoch: number
+  /** Set when the shard is dropped: its coordinator may no longer write or arm timers. */
+  readonly retire: () => void
+  readonly coordinator: Promise<GroupCoordinator.GroupCoordinator>
+}
+
+const notCoordinator = (partition: number) =>
+  Object.assign(new Error(`${OFFSETS_TOPIC}-${partition}: not the coordinator`), {
+    errorCode: Errors.ErrorCode.NOT_COORDINATOR
+  })
+
+export class GroupShards {
+  private readonly shards = new Map<number, Shard>()
+  private readonly scope: Scope.CloseableScope
+  private readonly coordinators: CoordinatorRuntime.CoordinatorRuntime<GroupState.State, GroupRecords.GroupRecord>
+  private readonly runSync: <A, E>(effect: Effect.Effect<A, E>) => A
+  private readonly runPromise: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
+  private timerSeq = 0
+
+  constructor(private readonly options: Options) {
+    const runtime = options.runtime ?? Runtime.defaultRuntime
+    this.runSync = Runtime.runSync(runtime)
+    this.runPromise = Runtime.runPromise(runtime)
+    this.scope = this.runSync(Scope.make())
+    this.coordinators = this.runSync(Scope.extend(CoordinatorRuntime.make(shardDef, options.log), this.scope))
+  }
+
+  /**
+   * Called with every partition of `__consumer_offsets`, whether this broker now leads it and the
+   * partition's leader epoch. Leading in a new epoch drops the shard and reloads it from the log.
+   */
+  onLeadership(partition: number, leader: boolean, leaderEpoch: number): void {
+    const current = this.shards.get(partition)
+    if (leader && current !== undefined && current.leaderEpoch === leaderEpoch) return
+    if (current !== undefined) {
+      this.shards.delete(partition)
+      current.retire()
+      void current.coordinator.then(
+        (g) => g.close(),
+        () => undefined
+      )
+    }
+    if (!leader) {
+      void this.runPromise(Effect.ignore(this.coordinators.onLeadership(partition, null)))
+      return
+    }
+    let retired = false
+    const host = this.host(partition, () => retired)
+    const coordinator = this.runPromise(this.coordinators.onLeadership(partition, leaderEpoch)).then(() =>
+      GroupCoordinator.onHost(
+        {
+          config: this.options.config?.() ?? {},
+          ...(this.options.randomUuid === undefined ? {} : { randomUuid: this.options.randomUuid })
+        },
+        host
+      )
+    )
+    // A load that fails leaves the partition without a coordinator: requests get NOT_COORDINATOR.
+    coordinator.catch(() => {
+      if (this.shards.get(partition)?.coordinator === coordinator) this.shards.delete(partition)
+    })
+    this.shards.set(partition, {
+      leaderEpoch,
+      retire: () => {
+        retired = true
+      },
+      coordinator
+    })
+  }
+
+  /** The coordinator's port to its shard: committed state, writes and timers of the runtime. */
+  private host(partition: number, retired: () => boolean): GroupCoordinator.Host {
+    const rt = this.coordinators
+    let last = GroupState.empty
+    const committed = () => {
+      if (retired()) return last
+      const read = this.runSync(Effect.either(rt.read(partition, (s) => s)))
+      if (Either.isRight(read)) last = read.right
+      return last
+    }
+    const write = (records: ReadonlyArray<GroupRecords.GroupRecord>) =>
+      retired()
+        ? Promise.reject(notCoordinator(partition))
+        : this.runPromise(rt.write(partition, "group", () => Either.right(CoordinatorResult.of(records, undefined))))
+    return {
+      committed,
+      write,
+      // A write without records answers once every earlier write of the shard committed; a retired
+      // coordinator's writes were failed with its shard, and the next shard's are none of its business.
+      flush: () =>
+        retired()
+          ? Promise.resolve()
+          : this.runPromise(
+              Effect.ignore(rt.write(partition, "flush", () => Either.right(CoordinatorResult.response(undefined))))
+            ),
+      clock: {
+        now: () => this.runSync(Effect.clockWith((c) => c.currentTimeMillis)),
+        schedule: (delayMs, callback) => {
+          if (retired()) return { cancel: () => undefined }
+          const key = `t${++this.timerSeq}`
+          // The timer's op runs the coordinator's callback and writes nothing itself: the callback's own
+          // writes go through `write`, in order behind it.
+          this.runSync(
+            Effect.ignore(
+              rt.scheduleTimer(partition, key, delayMs, () => {
+                if (!retired()) callback()
+                return Either.right(CoordinatorResult.response(undefined))
+              })
+            )
+          )
+          return { cancel: () => this.runSync(rt.cancelTimer(partition, key)) }
+        }
+      }
+    }
+  }
+
+  /** The leader epoch the shard of a partition was loaded for, if this broker leads it. */
+  leaderEpochOf(partition: number): number | undefined {
+    return this.shards.get(partition)?.leaderEpoch
+  }
+
+  partitionFor(groupId: string): number {
+    return Hashing.groupCoordinatorPartition(groupId, Math.max(1, this.options.partitionCount()))
+  }
+
+  forGroup(groupId: string): Promise<GroupCoordinator.GroupCoordinator> | undefined {
+    return this.shards.get(this.partitionFor(groupId))?.coordinator
+  }
+
+  async all(): Promise<GroupCoordinator.GroupCoordinator[]> {
+    const loaded = await Promise.allSettled([...this.shards.values()].map((s) => s.coordinator))
+    return loaded.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []))
+  }
+
+  async close(): Promise<void> {
+    const all = await this.all()
+    const shards = [...this.shards.values()]
+    this.shards.clear()
+    // Each coordinator answers its parked requests and waits for its writes in flight, then goes.
+    await Promise.all(all.map((g) => g.close()))
+    for (const s of shards) s.retire()
+    await this.runPromise(Scope.close(this.scope, Exit.void))
+  }
+}

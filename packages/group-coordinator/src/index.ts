@@ -1,0 +1,7 @@
+/**
+ * @clustermirror/group-coordinator: the classic consumer-group coordinator, one per
+ * `__consumer_offsets` partition, its committed state replayed from that partition, and the shards of
+ * the partitions a broker leads, reloaded per leader epoch. The broker implements the log port.
+ */
+export * as GroupCoordinator from "./GroupCoordinator.js"
+export * as GroupShards from "./GroupShards.js"
