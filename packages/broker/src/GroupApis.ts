@@ -21,7 +21,7 @@ import {
 import * as GroupCoordinator from "./GroupCoordinator.js"
 import type { BrokerContext } from "./KafkaApis.js"
 import type { Handlers } from "./RequestChannel.js"
-import { keyedRecords } from "./internal/CoordinatorLog.js"
+import { keyedRecords } from "./CoordinatorLogs.js"
 
 export const OFFSETS_TOPIC = "__consumer_offsets"
 

@@ -370,6 +370,7 @@ describe("CoordinatorRuntime", () => {
             Effect.gen(function* () {
               const { log, runtime } = yield* setup(CoordinatorLog.memory(), { maxBatchRecords: 3 })
               let epoch = 1
+              yield* log.setLeader(0, epoch)
               yield* runtime.onLeadership(0, epoch)
               for (const o of ops) {
                 switch (o._tag) {
@@ -392,8 +393,9 @@ describe("CoordinatorRuntime", () => {
                     yield* log.failHeldAppends()
                     break
                   case "bounce":
-                    yield* log.releaseCommits()
-                    yield* runtime.onLeadership(0, ++epoch)
+                    // Led elsewhere and back: the log's leader moves first, as the partition's metadata does.
+                    yield* log.setLeader(0, ++epoch)
+                    yield* runtime.onLeadership(0, epoch)
                     break
                   case "timer":
                     yield* runtime.scheduleTimer(0, o.key, o.delayMs, increment(o.key))
