@@ -144,6 +144,29 @@ describe("ClusterMirrorCoordinator", () => {
     await Promise.all([a.close(), b.close()])
   })
 
+  it("answers a write only once committed, and NOT_COORDINATOR when leadership goes before the commit", async () => {
+    const log = CoordinatorLog.memory<MirrorStateRecords.MirrorStateRecord>()
+    const context = { topicId: (n: string) => (n === "t" ? TOPIC_ID : undefined), leaderEpoch: () => 0 }
+    const c = new ClusterMirrorCoordinator({ log, context })
+    const key = MirrorStateRecords.key("m", TOPIC_ID, 0)
+    const p = c.partitionFor(key, N)
+    c.onBecomeLeader(p, 0, N)
+    await Effect.runPromise(log.holdCommits())
+    let answered = false
+    const pending = c.write(write([0], "LOG_TRUNCATION")).then((res) => {
+      answered = true
+      return res
+    })
+    for (let i = 0; i < 10 && log.heldAppends() === 0; i++) await new Promise((r) => setImmediate(r))
+    expect(log.heldAppends()).toBe(1)
+    expect(answered).toBe(false)
+    expect(c.get(key, N)?.state).toBe("UNKNOWN")
+    c.onResign(p)
+    const res = await pending
+    expect(res.topics[0]!.partitions[0]!.errorCode).toBe(Errors.ErrorCode.NOT_COORDINATOR)
+    await c.close()
+  })
+
   const states = ["LOG_TRUNCATION", "MIRRORING", "PAUSING", "PAUSED", "STOPPING", "STOPPED", "FAILED"] as const
   const arbOp = fc.oneof(
     {
