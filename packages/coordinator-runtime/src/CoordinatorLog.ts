@@ -5,7 +5,7 @@
  * manager; `memory` is the in-memory log of the tests, with controls to hold commits, fail appends and
  * move leadership. It owns no coordinator state.
  */
-import { Context, Deferred, Effect } from "effect"
+import { Context, Deferred, Effect, Layer } from "effect"
 import { AppendFailed, CoordinatorLogError, NotCoordinator } from "./CoordinatorRuntimeError.js"
 
 export interface CoordinatorLog<R> {
@@ -25,6 +25,12 @@ export const tag = <R>(key: string): Context.Tag<CoordinatorLog<R>, CoordinatorL
 
 /** A log from its two functions. */
 export const make = <R>(log: CoordinatorLog<R>): CoordinatorLog<R> => log
+
+/** A layer providing `tag` with an in-memory log, for tests that take the log from the context. */
+export const layerMemory = <R>(
+  tag: Context.Tag<CoordinatorLog<R>, CoordinatorLog<R>>,
+  initial: Iterable<readonly [number, ReadonlyArray<R>]> = []
+): Layer.Layer<CoordinatorLog<R>> => Layer.sync(tag, () => memory<R>(initial))
 
 /** One append the in-memory log committed. */
 export interface AppendedBatch<R> {

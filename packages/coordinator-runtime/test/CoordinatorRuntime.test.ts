@@ -338,6 +338,17 @@ describe("CoordinatorRuntime", () => {
     })
   )
 
+  it.scoped("runs over a log taken from the context", () =>
+    Effect.gen(function* () {
+      const Log = CoordinatorLog.tag<Put>("@clustermirror/coordinator-runtime/test/Log")
+      const runtime = yield* Effect.flatMap(Log, setupOver).pipe(
+        Effect.provide(CoordinatorLog.layerMemory(Log, [[0, [{ key: "a", value: 1 }]]]))
+      )
+      yield* runtime.onLeadership(0, 1)
+      assert.strictEqual(yield* runtime.read(0, get("a")), 1)
+    })
+  )
+
   type Op =
     | { readonly _tag: "put"; readonly key: string; readonly value: number | null }
     | { readonly _tag: "inc"; readonly key: string }
