@@ -23,7 +23,7 @@ import { type GroupCoordinator, GroupShards } from "@clustermirror/group-coordin
 import { Effect } from "effect"
 import type { BrokerContext } from "./KafkaApis.js"
 import type { Handlers } from "./RequestChannel.js"
-import { keyedRecords } from "./internal/CoordinatorLog.js"
+import { keyedRecords } from "./CoordinatorLogs.js"
 
 export const OFFSETS_TOPIC = "__consumer_offsets"
 

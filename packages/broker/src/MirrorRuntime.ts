@@ -24,7 +24,6 @@ import {
   MirrorStateRecords,
   PauseMirrorTopics,
   ReadMirrorStates,
-  RecordBatch,
   RecoverMirrorTopics,
   ResumeMirrorTopics,
   StartMirrorTopics,
@@ -37,7 +36,7 @@ import {
 import { Either } from "effect"
 import type { BrokerConfig } from "./BrokerConfig.js"
 import type { Channel } from "./internal/Channel.js"
-import { keyedRecords } from "./internal/CoordinatorLog.js"
+import * as CoordinatorLogs from "./CoordinatorLogs.js"
 import * as TwoPhaseTruncation from "./internal/TwoPhaseTruncation.js"
 import * as MirrorRefresh from "./MirrorRefresh.js"
 import { MirrorLag } from "./MirrorLag.js"
@@ -133,37 +132,12 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
   // -------------------------------------------------------------------------------------------------
   // The coordinator's log: `__mirror_state` partitions through the replica manager
 
-  const stateLog: ClusterMirrorCoordinator.StateLog = {
-    readAll: function* (partition) {
-      const state = replicas.get(MIRROR_STATE_TOPIC, partition)
-      if (state === undefined) return
-      const what = `${MIRROR_STATE_TOPIC}-${partition}`
-      for (const r of keyedRecords(state.log, what)) {
-        const record = MirrorStateRecords.decode(r.key, r.value)
-        if (Either.isLeft(record)) throw new Error(`bad record in ${what}: ${record.left.message}`)
-        yield record.right
-      }
-    },
-    append: async (partition, leaderEpoch, records) => {
-      const state = replicas.get(MIRROR_STATE_TOPIC, partition)
-      if (state === undefined || state.leader !== nodeId || state.leaderEpoch !== leaderEpoch)
-        throw Object.assign(new Error(`not the leader of ${MIRROR_STATE_TOPIC}-${partition} at epoch ${leaderEpoch}`), {
-          errorCode: E.NOT_COORDINATOR
-        })
-      const batch = RecordBatch.build({
-        records: records.map((r) => MirrorStateRecords.encode(r)),
-        timestamp: Date.now()
-      })
-      const result = await replicas.appendAsLeader(MIRROR_STATE_TOPIC, partition, batch, false, -1, 5000)
-      if (result.errorCode !== 0)
-        throw Object.assign(
-          new Error(`append to ${MIRROR_STATE_TOPIC}-${partition}: ${Errors.message(result.errorCode)}`),
-          {
-            errorCode: result.errorCode === E.NOT_LEADER_OR_FOLLOWER ? E.NOT_COORDINATOR : result.errorCode
-          }
-        )
-    }
-  }
+  const stateLog = CoordinatorLogs.make({
+    replicas,
+    nodeId,
+    topic: MIRROR_STATE_TOPIC,
+    codec: MirrorStateRecords
+  })
 
   const topicIdOf = (name: string) => MetadataImage.topicByName(image(), name)?.id
   const metrics = options.metrics

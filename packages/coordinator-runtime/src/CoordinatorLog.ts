@@ -5,7 +5,7 @@
  * manager; `memory` is the in-memory log of the tests, with controls to hold commits, fail appends and
  * move leadership. It owns no coordinator state.
  */
-import { Context, Deferred, Effect } from "effect"
+import { Context, Deferred, Effect, Layer } from "effect"
 import { AppendFailed, CoordinatorLogError, NotCoordinator } from "./CoordinatorRuntimeError.js"
 
 export interface CoordinatorLog<R> {
@@ -26,6 +26,12 @@ export const tag = <R>(key: string): Context.Tag<CoordinatorLog<R>, CoordinatorL
 /** A log from its two functions. */
 export const make = <R>(log: CoordinatorLog<R>): CoordinatorLog<R> => log
 
+/** A layer providing `tag` with an in-memory log, for tests that take the log from the context. */
+export const layerMemory = <R>(
+  tag: Context.Tag<CoordinatorLog<R>, CoordinatorLog<R>>,
+  initial: Iterable<readonly [number, ReadonlyArray<R>]> = []
+): Layer.Layer<CoordinatorLog<R>> => Layer.sync(tag, () => memory<R>(initial))
+
 /** One append the in-memory log committed. */
 export interface AppendedBatch<R> {
   readonly partition: number
@@ -41,7 +47,7 @@ export interface MemoryLog<R> extends CoordinatorLog<R> {
   readonly batches: () => ReadonlyArray<AppendedBatch<R>>
   /** Appends from now on wait until `releaseCommits` (the ISR lags). */
   readonly holdCommits: () => Effect.Effect<void>
-  /** Commits every held append, in order, and stops holding. */
+  /** Commits every held append, in order (those of an epoch no longer the leader's fail), and stops holding. */
   readonly releaseCommits: () => Effect.Effect<void>
   /** Fails every held append with this error code (nothing of them is written) and stops holding. */
   readonly failHeldAppends: (errorCode?: number) => Effect.Effect<void>
@@ -49,7 +55,7 @@ export interface MemoryLog<R> extends CoordinatorLog<R> {
   readonly heldAppends: () => number
   /** The next append fails with this error code (default UNKNOWN_SERVER_ERROR: -1), writing nothing. */
   readonly failNextAppend: (errorCode?: number) => Effect.Effect<void>
-  /** Only appends at this leader epoch succeed (null: none); unset partitions accept any epoch. */
+  /** Only appends at this leader epoch succeed or commit (null: none); unset partitions accept any epoch. */
   readonly setLeader: (partition: number, leaderEpoch: number | null) => Effect.Effect<void>
   /** Records another leader committed (e.g. while this broker was not the leader). */
   readonly appendExternal: (partition: number, records: ReadonlyArray<R>) => Effect.Effect<void>
@@ -123,6 +129,16 @@ export const memory = <R>(initial: Iterable<readonly [number, ReadonlyArray<R>]>
           all,
           (h) =>
             Effect.suspend(() => {
+              // A leader that lost its epoch while the append waited never gets it committed.
+              const leader = leaders.get(h.batch.partition)
+              if (leader !== undefined && leader !== h.batch.leaderEpoch)
+                return Deferred.fail(
+                  h.done,
+                  new NotCoordinator({
+                    partition: h.batch.partition,
+                    message: `partition ${h.batch.partition} is no longer led at epoch ${h.batch.leaderEpoch}`
+                  })
+                )
               commit(h.batch)
               return Deferred.succeed(h.done, undefined)
             }),

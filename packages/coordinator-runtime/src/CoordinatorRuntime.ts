@@ -101,6 +101,8 @@ interface Shard<S, R> {
   /** In the append now in flight. */
   inflight: Array<Pending<S, R>>
   flushing: boolean
+  /** Dropped: its fibers may still be winding down, but must append nothing more. */
+  dropped: boolean
   readonly timers: Map<string, Timer>
 }
 
@@ -122,13 +124,17 @@ export const make = <S, R>(
     const drop = (shard: Shard<S, R>, why: string): Effect.Effect<void> =>
       Effect.suspend(() => {
         if (shards.get(shard.ctx.partition) === shard) shards.delete(shard.ctx.partition)
+        shard.dropped = true
         const error = notCoordinator(shard.ctx.partition, why)
         const pending = [...shard.inflight, ...shard.queue]
         shard.inflight = []
         shard.queue = []
         shard.timers.clear()
+        // The shard's fibers are interrupted without waiting for them, so a drop stays synchronous; with
+        // the shard gone from the map and its timers cleared, whatever they still do touches nothing.
         return Effect.forEach(pending, (p) => p.fail(error), { discard: true }).pipe(
-          Effect.zipRight(Scope.close(shard.scope, Exit.void))
+          Effect.zipRight(Effect.forkDaemon(Scope.close(shard.scope, Exit.void))),
+          Effect.asVoid
         )
       })
 
@@ -148,7 +154,7 @@ export const make = <S, R>(
     /** Appends the queue batch by batch until it is empty; the only fiber of a shard with uncommitted writes. */
     const flush = (shard: Shard<S, R>): Effect.Effect<void> =>
       Effect.gen(function* () {
-        while (shard.queue.length > 0) {
+        while (!shard.dropped && shard.queue.length > 0) {
           let n = 0
           let count = 0
           while (n < shard.queue.length && (n === 0 || count + shard.queue[n]!.records.length <= maxBatchRecords)) {
@@ -160,6 +166,7 @@ export const make = <S, R>(
           const records = batch.flatMap((p) => p.records)
           const result =
             records.length === 0 ? Either.right(undefined) : yield* Effect.either(appendBatch(shard, records))
+          if (shard.dropped) break
           shard.inflight = []
           if (Either.isRight(result)) {
             shard.committed = batch[batch.length - 1]!.after
@@ -180,6 +187,8 @@ export const make = <S, R>(
     ): Effect.Effect<A, E | WriteError> =>
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
+        const done = yield* Deferred.make<A, WriteError>()
+        // No yield from here to the queue push: the shard cannot be dropped or reloaded under the decision.
         const shard = shards.get(partition)
         if (shard === undefined) return yield* notCoordinator(partition, "not the leader")
         if (shard.status === "loading")
@@ -190,7 +199,6 @@ export const make = <S, R>(
         // Replayed before the append: a record the state machine rejects dies here, with nothing written.
         const after = replayAll(def, shard.candidate, records)
         if (records.length === 0 && shard.queue.length === 0 && shard.inflight.length === 0) return response
-        const done = yield* Deferred.make<A, WriteError>()
         shard.candidate = after
         shard.queue.push({
           records,
@@ -254,6 +262,7 @@ export const make = <S, R>(
           queue: [],
           inflight: [],
           flushing: false,
+          dropped: false,
           timers: new Map()
         }
         shards.set(partition, shard)

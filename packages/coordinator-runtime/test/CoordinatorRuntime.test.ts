@@ -338,6 +338,17 @@ describe("CoordinatorRuntime", () => {
     })
   )
 
+  it.scoped("runs over a log taken from the context", () =>
+    Effect.gen(function* () {
+      const Log = CoordinatorLog.tag<Put>("@clustermirror/coordinator-runtime/test/Log")
+      const runtime = yield* Effect.flatMap(Log, setupOver).pipe(
+        Effect.provide(CoordinatorLog.layerMemory(Log, [[0, [{ key: "a", value: 1 }]]]))
+      )
+      yield* runtime.onLeadership(0, 1)
+      assert.strictEqual(yield* runtime.read(0, get("a")), 1)
+    })
+  )
+
   type Op =
     | { readonly _tag: "put"; readonly key: string; readonly value: number | null }
     | { readonly _tag: "inc"; readonly key: string }
@@ -370,6 +381,7 @@ describe("CoordinatorRuntime", () => {
             Effect.gen(function* () {
               const { log, runtime } = yield* setup(CoordinatorLog.memory(), { maxBatchRecords: 3 })
               let epoch = 1
+              yield* log.setLeader(0, epoch)
               yield* runtime.onLeadership(0, epoch)
               for (const o of ops) {
                 switch (o._tag) {
@@ -392,8 +404,9 @@ describe("CoordinatorRuntime", () => {
                     yield* log.failHeldAppends()
                     break
                   case "bounce":
-                    yield* log.releaseCommits()
-                    yield* runtime.onLeadership(0, ++epoch)
+                    // Led elsewhere and back: the log's leader moves first, as the partition's metadata does.
+                    yield* log.setLeader(0, ++epoch)
+                    yield* runtime.onLeadership(0, epoch)
                     break
                   case "timer":
                     yield* runtime.scheduleTimer(0, o.key, o.delayMs, increment(o.key))
