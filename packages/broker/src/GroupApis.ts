@@ -14,63 +14,15 @@ import {
   ListGroups,
   OffsetCommit,
   OffsetFetch,
-  RecordBatch,
   SyncGroup,
   Uuid
 } from "@clustermirror/protocol"
-import { type CoordinatorLog, CoordinatorRuntimeError } from "@clustermirror/coordinator-runtime"
 import { type GroupCoordinator, GroupShards } from "@clustermirror/group-coordinator"
-import { Effect } from "effect"
 import type { BrokerContext } from "./KafkaApis.js"
 import type { Handlers } from "./RequestChannel.js"
-import { keyedRecords } from "./CoordinatorLogs.js"
+import * as CoordinatorLogs from "./CoordinatorLogs.js"
 
 export const OFFSETS_TOPIC = "__consumer_offsets"
-
-/**
- * The `__consumer_offsets` partitions as the group coordinators' log: a load reads a partition from its
- * log start, an append goes in as leader at the shard's epoch and succeeds once the ISR has it (acks=-1).
- */
-const offsetsLog = (ctx: BrokerContext): CoordinatorLog.CoordinatorLog<GroupRecords.GroupRecord> => ({
-  read: (p) =>
-    Effect.try({
-      try: () => {
-        const state = ctx.replicas.get(OFFSETS_TOPIC, p)
-        const out: Array<GroupRecords.GroupRecord> = []
-        if (state === undefined) return out
-        for (const r of keyedRecords(state.log, `${OFFSETS_TOPIC}-${p}`)) {
-          const decoded = GroupRecords.decode(Buffer.from(r.key), r.value === null ? null : Buffer.from(r.value))
-          if (decoded._tag === "Left") throw decoded.left
-          out.push(decoded.right)
-        }
-        return out
-      },
-      catch: (e) =>
-        new CoordinatorRuntimeError.CoordinatorLogError({
-          partition: p,
-          message: `cannot load ${OFFSETS_TOPIC}-${p}: ${e instanceof Error ? e.message : String(e)}`
-        })
-    }),
-  append: (p, leaderEpoch, records) =>
-    Effect.gen(function* () {
-      const state = ctx.replicas.get(OFFSETS_TOPIC, p)
-      if (state === undefined || state.leaderEpoch !== leaderEpoch)
-        return yield* new CoordinatorRuntimeError.NotCoordinator({
-          partition: p,
-          message: `${OFFSETS_TOPIC}-${p} is not led here at epoch ${leaderEpoch}`
-        })
-      const batch = RecordBatch.build({ records: records.map(GroupRecords.encode), timestamp: Date.now() })
-      const result = yield* Effect.promise(async () =>
-        ctx.replicas.appendAsLeader(OFFSETS_TOPIC, p, batch, false, -1, 5000)
-      )
-      if (result.errorCode !== 0)
-        return yield* new CoordinatorRuntimeError.AppendFailed({
-          partition: p,
-          errorCode: result.errorCode,
-          message: `append to ${OFFSETS_TOPIC}-${p} failed: ${Errors.message(result.errorCode)}`
-        })
-    })
-})
 
 /**
  * The group coordinators of this broker, one shard per `__consumer_offsets` partition it leads
@@ -78,7 +30,12 @@ const offsetsLog = (ctx: BrokerContext): CoordinatorLog.CoordinatorLog<GroupReco
  */
 export const shards = (ctx: BrokerContext): GroupShards.GroupShards =>
   new GroupShards.GroupShards({
-    log: offsetsLog(ctx),
+    log: CoordinatorLogs.make({
+      replicas: ctx.replicas,
+      nodeId: ctx.config.nodeId,
+      topic: OFFSETS_TOPIC,
+      codec: GroupRecords
+    }),
     partitionCount: () => ctx.view.topicByName(OFFSETS_TOPIC)?.partitions.length ?? 1,
     config: () => ({
       groupInitialRebalanceDelayMs: ctx.config.groupInitialRebalanceDelayMs,
