@@ -28,7 +28,7 @@ import * as ControllerError from "./ControllerError.js"
 import type { ControllerResult } from "./ControllerResult.js"
 import * as Change from "./internal/replicationChange.js"
 import * as Placement from "./internal/replicationPlacement.js"
-import { PersistentMap } from "./internal/PersistentMap.js"
+import { PersistentMap, type TransientMap } from "./internal/PersistentMap.js"
 
 // ---------------------------------------------------------------------------------------------------
 // State
@@ -89,54 +89,86 @@ const die = (message: string): never => {
 /**
  * The state a batch of records is being replayed into. Its maps are persistent (structural sharing):
  * a change costs O(log n) and copies nothing else, so one record (a heartbeat's PartitionChangeRecord)
- * costs the same in a state of 10 topics or 100,000, and a batch costs O(records × log n). The state
- * it started from is never changed.
+ * costs the same in a state of 10 topics or 100,000. Within a batch they are transient (a path
+ * copied once is changed in place by later records), and a topic's partitions are collected apart and
+ * put into the topic once, at `result()`. The state it started from is never changed.
  */
 class Draft {
-  private topics: PersistentMap<string, Topic>
-  private names: PersistentMap<string, string>
-  private collisions: PersistentMap<string, ReadonlyArray<string>>
+  private topics!: TransientMap<string, Topic>
+  private names!: TransientMap<string, string>
+  private collisions!: TransientMap<string, ReadonlyArray<string>>
+  /** Partition maps of the topics this batch changed, by topic id. */
+  private partitionMaps = new Map<string, TransientMap<number, PartitionRegistration>>()
+  private changed = false
 
-  constructor(private readonly base: State) {
-    this.topics = PersistentMap.of(base.topicsById)
-    this.names = PersistentMap.of(base.topicIdsByName)
-    this.collisions = PersistentMap.of(base.namesByCollisionKey)
+  constructor(private base: State) {
+    this.reset(base)
+  }
+
+  private reset(base: State): void {
+    this.base = base
+    this.topics = PersistentMap.of(base.topicsById).transient()
+    this.names = PersistentMap.of(base.topicIdsByName).transient()
+    this.collisions = PersistentMap.of(base.namesByCollisionKey).transient()
+    this.partitionMaps = new Map()
+    this.changed = false
   }
 
   topic(topicId: string): Topic | undefined {
     return this.topics.get(topicId)
   }
+  /** The topic's partitions as this batch left them. */
+  partition(topic: Topic, partitionId: number): PartitionRegistration | undefined {
+    return (this.partitionMaps.get(topic.topicId) ?? topic.partitions).get(partitionId)
+  }
   hasName(name: string): boolean {
     return this.names.has(name)
   }
   setTopic(topic: Topic): void {
-    this.topics = this.topics.set(topic.topicId, topic)
+    this.changed = true
+    this.topics.set(topic.topicId, topic)
   }
   setPartition(topic: Topic, partitionId: number, p: PartitionRegistration): void {
-    this.setTopic({ ...topic, partitions: PersistentMap.of(topic.partitions).set(partitionId, p) })
+    this.changed = true
+    let partitions = this.partitionMaps.get(topic.topicId)
+    if (partitions === undefined) {
+      partitions = PersistentMap.of(topic.partitions).transient()
+      this.partitionMaps.set(topic.topicId, partitions)
+    }
+    partitions.set(partitionId, p)
   }
   addName(name: string, topicId: string): void {
-    this.names = this.names.set(name, topicId)
+    this.changed = true
+    this.names.set(name, topicId)
     const key = Placement.collisionKey(name)
     if (key === null) return
-    this.collisions = this.collisions.set(key, [...(this.collisions.get(key) ?? []), name])
+    this.collisions.set(key, [...(this.collisions.get(key) ?? []), name])
   }
   removeTopic(topic: Topic): void {
-    this.topics = this.topics.delete(topic.topicId)
-    this.names = this.names.delete(topic.name)
+    this.changed = true
+    this.topics.delete(topic.topicId)
+    this.partitionMaps.delete(topic.topicId)
+    this.names.delete(topic.name)
     const key = Placement.collisionKey(topic.name)
     if (key === null) return
     const rest = (this.collisions.get(key) ?? []).filter((n) => n !== topic.name)
-    this.collisions = rest.length === 0 ? this.collisions.delete(key) : this.collisions.set(key, rest)
+    if (rest.length === 0) this.collisions.delete(key)
+    else this.collisions.set(key, rest)
   }
+  /** The state so far; the draft goes on from it. */
   result(): State {
-    if (
-      this.topics === this.base.topicsById &&
-      this.names === this.base.topicIdsByName &&
-      this.collisions === this.base.namesByCollisionKey
-    )
-      return this.base
-    return { topicsById: this.topics, topicIdsByName: this.names, namesByCollisionKey: this.collisions }
+    if (!this.changed) return this.base
+    for (const [topicId, partitions] of this.partitionMaps) {
+      const topic = this.topics.get(topicId)
+      if (topic !== undefined) this.topics.set(topicId, { ...topic, partitions: partitions.persistent() })
+    }
+    const state: State = {
+      topicsById: this.topics.persistent(),
+      topicIdsByName: this.names.persistent(),
+      namesByCollisionKey: this.collisions.persistent()
+    }
+    this.reset(state)
+    return state
   }
 }
 
@@ -209,7 +241,7 @@ const apply = (draft: Draft, record: MetadataRecords.MetadataRecord, offset: big
     case "PartitionRecord": {
       const d = record.data
       const topic = knownTopic(draft, d.topicId, "PartitionRecord")
-      const previous = topic.partitions.get(d.partitionId)
+      const previous = draft.partition(topic, d.partitionId)
       if (previous !== undefined && d.leaderEpoch < previous.leaderEpoch)
         die(`PartitionRecord moves the leader epoch of ${topic.name}-${d.partitionId} back`)
       draft.setPartition(topic, d.partitionId, {
@@ -228,7 +260,7 @@ const apply = (draft: Draft, record: MetadataRecords.MetadataRecord, offset: big
       const d = record.data
       const topic = knownTopic(draft, d.topicId, "PartitionChangeRecord")
       const p =
-        topic.partitions.get(d.partitionId) ??
+        draft.partition(topic, d.partitionId) ??
         die(`PartitionChangeRecord for unknown partition ${topic.name}-${d.partitionId}`)
       let leaderEpoch = p.leaderEpoch
       // v3 carries the new epoch; before v3 (and in v3 when absent) a leader change implies +1.
