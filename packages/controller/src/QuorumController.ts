@@ -868,6 +868,9 @@ export class QuorumController {
     })
     await this.submit(drained)
     await Effect.runPromise(Scope.close(this.scope, Exit.void))
+    // Requests that arrived while closing fail (ControllerClosed), later ones are refused at once.
+    const rest = Effect.runSync(Effect.zipLeft(Queue.takeAll(this.jobs), Queue.shutdown(this.jobs)))
+    await Effect.runPromise(Effect.forEach(rest, (job) => job, { discard: true }))
     for (const w of [...this.commitWaiters]) w()
   }
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { MetadataLog } from "@clustermirror/metadata-log"
 import { Errors } from "@clustermirror/protocol"
 import { Effect, TestClock } from "effect"
+import * as ControllerError from "../src/ControllerError.js"
 import * as ReplicationControl from "../src/ReplicationControl.js"
 import { QuorumController } from "../src/QuorumController.js"
 
@@ -163,6 +164,20 @@ describe("QuorumController", () => {
     release!()
     expect((await slow)[0]!.errorCode).toBe(0)
     await c.close()
+  })
+
+  it("refuses requests once closed, and fails those that arrived while it closed", async () => {
+    const c = await QuorumController.open({ nodeId: 1000, clusterId: CLUSTER, log: MetadataLog.makeMemory() })
+    await populate(c)
+    const closing = c.close()
+    const during = c.createPartitions({
+      topics: [{ name: "orders", count: 5, assignments: null }],
+      timeoutMs: 1000,
+      validateOnly: false
+    })
+    await closing
+    await expect(during).rejects.toBeInstanceOf(ControllerError.ControllerClosed)
+    await expect(c.registerBroker(await registration(4))).rejects.toBeInstanceOf(ControllerError.ControllerClosed)
   })
 
   it("restarts from a snapshot plus the log tail into the same state", async () => {
