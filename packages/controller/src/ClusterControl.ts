@@ -16,6 +16,7 @@ import * as BrokerHeartbeats from "./BrokerHeartbeats.js"
 import * as ControllerError from "./ControllerError.js"
 import * as ControllerResult from "./ControllerResult.js"
 import { contains, METADATA_VERSION, type VersionRange } from "./FeatureControl.js"
+import { PersistentMap } from "./internal/PersistentMap.js"
 
 export interface Listener {
   readonly name: string
@@ -41,7 +42,7 @@ export interface State {
   readonly brokers: ReadonlyMap<number, Registration>
 }
 
-export const empty: State = { brokers: new Map() }
+export const empty: State = { brokers: PersistentMap.empty() }
 
 /** The cluster records this module replays. */
 export type ClusterRecord = MetadataRecords.MetadataRecordOf<
@@ -60,11 +61,9 @@ export const ControlledShutdownChange = { NONE: 0, IN_CONTROLLED_SHUTDOWN: 1 } a
 // ---------------------------------------------------------------------------------------------------
 // Replay
 
-const withBroker = (state: State, registration: Registration): State => {
-  const brokers = new Map(state.brokers)
-  brokers.set(registration.id, registration)
-  return { brokers }
-}
+const withBroker = (state: State, registration: Registration): State => ({
+  brokers: PersistentMap.of(state.brokers).set(registration.id, registration)
+})
 
 const registered = (state: State, id: number, epoch: bigint, what: string): Registration => {
   const r = state.brokers.get(id)
@@ -106,9 +105,7 @@ export const replay = (state: State, record: ClusterRecord): State => {
     }
     case "UnregisterBrokerRecord": {
       registered(state, record.data.brokerId, record.data.brokerEpoch, "UnregisterBrokerRecord")
-      const brokers = new Map(state.brokers)
-      brokers.delete(record.data.brokerId)
-      return { brokers }
+      return { brokers: PersistentMap.of(state.brokers).delete(record.data.brokerId) }
     }
     case "FenceBrokerRecord": {
       const r = registered(state, record.data.id, record.data.epoch, "FenceBrokerRecord")

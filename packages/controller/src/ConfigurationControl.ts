@@ -15,6 +15,7 @@ import * as ControllerError from "./ControllerError.js"
 import * as ControllerResult from "./ControllerResult.js"
 import * as Patterns from "./internal/mirrorPatterns.js"
 import { validateTopicName } from "./internal/topicName.js"
+import { PersistentMap, type TransientMap } from "./internal/PersistentMap.js"
 
 /** Config resource types as ConfigRecord and the config APIs carry them. */
 export const ResourceType = { TOPIC: 2, BROKER: 4, CLUSTER_MIRROR: 64 } as const
@@ -452,7 +453,7 @@ export interface State {
   readonly topicNames: ReadonlyMap<string, string>
 }
 
-export const empty: State = { resources: new Map(), topicNames: new Map() }
+export const empty: State = { resources: PersistentMap.empty(), topicNames: PersistentMap.empty() }
 
 /** The records this module replays. */
 export type ConfigurationRecord = MetadataRecords.MetadataRecordOf<"ConfigRecord" | "TopicRecord" | "RemoveTopicRecord">
@@ -460,48 +461,53 @@ export type ConfigurationRecord = MetadataRecords.MetadataRecordOf<"ConfigRecord
 const noEntries: Entries = new Map()
 
 /**
- * The state a batch of records is being replayed into: the resource map, each resource type's map and
- * the topic names are copied at most once per batch and changed in place after that, so a batch of
- * 10,000 topics (a snapshot, a large start) costs O(records) rather than a copy of every topic's
- * entry per record. The state it started from is never changed.
+ * The state a batch of records is being replayed into. The resource map, each resource type's map by
+ * name and the topic names are persistent maps (structural sharing), transient within the batch: one
+ * record (a topic's config change) costs O(log n) whatever the number of topics, and a batch edits the
+ * paths it copied in place. The state it started from is never changed.
  */
 class Draft {
-  private resources: Map<number, ReadonlyMap<string, Entries>> | undefined
-  /** Resource types whose map by name this draft made: changed in place. */
-  private readonly byNames = new Map<number, Map<string, Entries>>()
-  private names: Map<string, string> | undefined
+  private resources: TransientMap<number, ReadonlyMap<string, Entries>>
+  /** Resource types whose map by name this batch changed. */
+  private readonly byNames = new Map<number, TransientMap<string, Entries>>()
+  private names: TransientMap<string, string>
+  private changed = false
 
-  constructor(private readonly base: State) {}
+  constructor(private readonly base: State) {
+    this.resources = PersistentMap.of(base.resources).transient()
+    this.names = PersistentMap.of(base.topicNames).transient()
+  }
 
   configsOf(resourceType: number, resourceName: string): Entries {
-    return (this.resources ?? this.base.resources).get(resourceType)?.get(resourceName) ?? noEntries
+    return (this.byNames.get(resourceType) ?? this.resources.get(resourceType))?.get(resourceName) ?? noEntries
   }
   topicName(topicId: string): string | undefined {
-    return (this.names ?? this.base.topicNames).get(topicId)
+    return this.names.get(topicId)
   }
   setEntries(resourceType: number, resourceName: string, entries: Entries): void {
-    this.resources ??= new Map(this.base.resources)
+    this.changed = true
     let byName = this.byNames.get(resourceType)
     if (byName === undefined) {
-      byName = new Map(this.resources.get(resourceType) ?? [])
+      byName = PersistentMap.of(this.resources.get(resourceType) ?? PersistentMap.empty<string, Entries>()).transient()
       this.byNames.set(resourceType, byName)
-      this.resources.set(resourceType, byName)
     }
     if (entries.size === 0) byName.delete(resourceName)
     else byName.set(resourceName, entries)
+    // A resource type left without resources goes (and comes back last), as in a `Map`.
     if (byName.size === 0) {
       this.resources.delete(resourceType)
       this.byNames.delete(resourceType)
     }
   }
   setName(topicId: string, name: string | undefined): void {
-    this.names ??= new Map(this.base.topicNames)
+    this.changed = true
     if (name === undefined) this.names.delete(topicId)
     else this.names.set(topicId, name)
   }
   result(): State {
-    if (this.resources === undefined && this.names === undefined) return this.base
-    return { resources: this.resources ?? this.base.resources, topicNames: this.names ?? this.base.topicNames }
+    if (!this.changed) return this.base
+    for (const [resourceType, byName] of this.byNames) this.resources.set(resourceType, byName.persistent())
+    return { resources: this.resources.persistent(), topicNames: this.names.persistent() }
   }
 }
 

@@ -133,3 +133,48 @@ export const NONE: ApiError = { errorCode: Errors.ErrorCode.NONE, errorMessage: 
 
 /** A controller error as a per-item outcome. */
 export const toApiError = (e: ControllerError): ApiError => ({ errorCode: e.errorCode, errorMessage: e.message })
+
+// ---------------------------------------------------------------------------------------------------
+// Runtime failures of the controller itself (not of a request). `retriable`: the same request may
+// succeed later against this controller; fatal: it never will.
+
+/**
+ * The metadata log did not take an append. Fatal for the controller's in-memory state: it no longer
+ * knows what the log holds, so it reopens its state from the log (snapshot + tail) before its next
+ * write, and never carries on with a state the log may not have. The request may be retried.
+ */
+export class MetadataAppendFailed extends Data.TaggedError("MetadataAppendFailed")<
+  Fields & { readonly cause: unknown }
+> {
+  readonly errorCode = Errors.ErrorCode.NOT_CONTROLLER
+  readonly retriable = true
+}
+
+/**
+ * The controller could not reopen its state from the metadata log after a failed append: every write
+ * fails with this until a reload succeeds (each later write tries again first).
+ */
+export class MetadataLogUnavailable extends Data.TaggedError("MetadataLogUnavailable")<
+  Fields & { readonly cause: unknown }
+> {
+  readonly errorCode = Errors.ErrorCode.NOT_CONTROLLER
+  readonly retriable = true
+}
+
+/** The metadata log holds a batch that does not decode: the controller cannot start from it. */
+export class CorruptMetadataLog extends Data.TaggedError("CorruptMetadataLog")<Fields> {
+  readonly errorCode = Errors.ErrorCode.UNKNOWN_SERVER_ERROR
+  readonly retriable = false
+}
+
+/** The controller was closed; it takes no more requests. */
+export class ControllerClosed extends Data.TaggedError("ControllerClosed")<Fields> {
+  readonly errorCode = Errors.ErrorCode.NOT_CONTROLLER
+  readonly retriable = false
+}
+
+/** Every failure of the controller runtime. */
+export type RuntimeError = MetadataAppendFailed | MetadataLogUnavailable | CorruptMetadataLog | ControllerClosed
+
+/** Whether a runtime failure may go away when the request is sent again. */
+export const isRetriable = (e: RuntimeError): boolean => e.retriable

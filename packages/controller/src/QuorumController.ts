@@ -31,11 +31,11 @@ import type {
   StopMirrorTopics
 } from "@clustermirror/protocol"
 import { MetadataDelta, MetadataImage, MetadataLog, MetadataTransaction } from "@clustermirror/metadata-log"
-import { Effect, Either } from "effect"
+import { Cause, type Clock, Duration, Effect, Either, Exit, Queue, Scope } from "effect"
 import * as BrokerHeartbeats from "./BrokerHeartbeats.js"
 import * as ClusterControl from "./ClusterControl.js"
 import * as ConfigurationControl from "./ConfigurationControl.js"
-import type * as ControllerError from "./ControllerError.js"
+import * as ControllerErrors from "./ControllerError.js"
 import type { ControllerResult } from "./ControllerResult.js"
 import * as ControllerState from "./ControllerState.js"
 import * as FeatureControl from "./FeatureControl.js"
@@ -47,7 +47,6 @@ export interface QuorumControllerOptions {
   readonly nodeId: number
   readonly clusterId: string
   readonly log: MetadataLog.MetadataLogService
-  readonly now?: () => number
   /** `broker.session.timeout.ms` */
   readonly sessionTimeoutMs?: number
   /** `num.partitions` */
@@ -92,7 +91,7 @@ export interface RequestError {
   readonly errorMessage: string
 }
 
-const toRequestError = (e: ControllerError.ApiError | { errorCode: number; message: string }): RequestError => ({
+const toRequestError = (e: ControllerErrors.ApiError | { errorCode: number; message: string }): RequestError => ({
   errorCode: e.errorCode,
   errorMessage: "errorMessage" in e && e.errorMessage !== null ? e.errorMessage : "message" in e ? e.message : ""
 })
@@ -103,73 +102,46 @@ export interface RegisterBrokerResult {
   readonly brokerEpoch: bigint
 }
 
-export class QuorumController {
-  private state: ControllerState.ControllerState
-  private heartbeats: BrokerHeartbeats.BrokerHeartbeats
-  /** Brokers heard from since this controller started (seeded sessions only delay fencing). */
-  private readonly contacted = new Set<number>()
+/** The state a controller opens with: the latest snapshot plus the log after it. */
+interface Loaded {
+  readonly state: ControllerState.ControllerState
+  readonly image: MetadataImage.MetadataImage
   /** The offset the next record will be written at. */
-  private nextOffset: bigint
-  private queue: Promise<unknown> = Promise.resolve()
-  private readonly now: () => number
-  private readonly timer: ReturnType<typeof setInterval>
-  private rebalanceTimer: ReturnType<typeof setInterval> | undefined
-  private closed = false
-  private readonly commitWaiters = new Set<() => void>()
-  /** The metadata image as of the last commit: what a snapshot writes. */
-  private image: MetadataImage.MetadataImage
-  private recordsSinceSnapshot = 0
-  private lastSessionCheck: number
+  readonly offset: number
+  /** The transaction the log ends inside of (the writer stopped, or an append failed, in the middle). */
+  readonly transaction: MetadataTransaction.TransactionBuffer<readonly [MetadataRecords.MetadataRecord, number]>
+}
 
-  private constructor(
-    private readonly options: QuorumControllerOptions,
-    state: ControllerState.ControllerState,
-    nextOffset: bigint,
-    image: MetadataImage.MetadataImage
-  ) {
-    this.now = options.now ?? Date.now
-    this.state = state
-    this.nextOffset = nextOffset
-    this.image = image
-    // Brokers registered before this controller started get a full session to reach it.
-    this.heartbeats = BrokerHeartbeats.seed(state.cluster.brokers.keys(), this.now())
-    this.lastSessionCheck = this.now()
-    this.timer = setInterval(() => this.checkSessions(), SESSION_CHECK_INTERVAL_MS)
-    this.timer.unref()
-    if (options.autoLeaderRebalanceEnable ?? true) {
-      this.rebalanceTimer = setInterval(
-        () => void this.rebalanceLeaders(),
-        options.leaderImbalanceCheckIntervalMs ?? DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS
-      )
-      this.rebalanceTimer.unref()
-    }
-  }
-
-  /**
-   * Restart = the latest snapshot + the log after it; a new cluster is bootstrapped with its feature
-   * levels. Records restored from a snapshot count as written at the snapshot's last offset.
-   */
-  static async open(options: QuorumControllerOptions): Promise<QuorumController> {
-    const log = options.log
+/**
+ * Reads the latest snapshot and the log after it. Records restored from a snapshot count as written
+ * at the snapshot's last offset; records of a metadata transaction apply at its End, each at its own
+ * offset, and an aborted one never.
+ */
+const load = (
+  log: MetadataLog.MetadataLogService
+): Effect.Effect<Loaded, ControllerErrors.CorruptMetadataLog | MetadataLogError> =>
+  Effect.gen(function* () {
     let state = ControllerState.empty
     let image = MetadataImage.empty
     let offset = 0
-    const snapshot = await Effect.runPromise(log.latestSnapshot)
+    const snapshot = yield* log.latestSnapshot
     if (snapshot._tag === "Some") {
       const s = snapshot.value
       state = ControllerState.replaySnapshot(ControllerState.empty, s.records, BigInt(s.provenance.lastOffset))
       image = MetadataDelta.make(MetadataImage.empty, s.records).apply(s.provenance)
       offset = s.endOffset
     }
-    // Records of a metadata transaction apply at its End, each at its own offset; an aborted one never.
     const transaction = new MetadataTransaction.TransactionBuffer<readonly [MetadataRecords.MetadataRecord, number]>()
-    const end = await Effect.runPromise(log.logEndOffset)
+    const end = yield* log.logEndOffset
     while (offset < end) {
-      const read = await Effect.runPromise(log.readFrom(offset))
+      const read = yield* log.readFrom(offset)
       if (read.batches.length === 0) break
       for (const bytes of read.batches) {
         const batch = MetadataLog.decodeBatch(bytes)
-        if (Either.isLeft(batch)) throw new Error(`corrupt metadata log at ${offset}: ${String(batch.left)}`)
+        if (Either.isLeft(batch))
+          return yield* new ControllerErrors.CorruptMetadataLog({
+            message: `corrupt metadata log at ${offset}: ${String(batch.left)}`
+          })
         const { records, provenance } = batch.right
         if (provenance.lastOffset < offset) continue
         const first = provenance.lastOffset - records.length + 1
@@ -183,37 +155,141 @@ export class QuorumController {
         offset = provenance.lastOffset + 1
       }
     }
-    const controller = new QuorumController(options, state, BigInt(offset), image)
-    // The previous controller stopped between two batches of a transaction: close it, so that brokers
-    // drop what they hold of it and nothing written from now on joins it.
-    if (transaction.isOpen) {
-      options.log_?.(
-        `aborting the unfinished metadata transaction ${transaction.openName ?? ""} (${transaction.size} records)`
+    return { state, image, offset, transaction }
+  })
+
+/** What the log service fails with: whatever its effects declare. */
+type MetadataLogError = Effect.Effect.Error<ReturnType<MetadataLog.MetadataLogService["readFrom"]>>
+
+/** A message for what a failed effect left. */
+const describeCause = (cause: Cause.Cause<unknown>): string => {
+  const e = Cause.squash(cause)
+  return e instanceof Error ? e.message : String(e)
+}
+
+export class QuorumController {
+  private state: ControllerState.ControllerState
+  private heartbeats: BrokerHeartbeats.BrokerHeartbeats
+  /** Brokers heard from since this controller started (seeded sessions only delay fencing). */
+  private readonly contacted = new Set<number>()
+  /** The offset the next record will be written at. */
+  private nextOffset: bigint
+  private closed = false
+  /** `close` was called: the timers start nothing more. */
+  private closing = false
+  /**
+   * Set when an append failed: what the log holds is unknown to this controller, so before its next
+   * write it reopens its state from the log. Until that succeeds every write fails (retriable).
+   */
+  private reloadNeeded = false
+  private readonly commitWaiters = new Set<() => void>()
+  /** The metadata image as of the last commit: what a snapshot writes. */
+  private image: MetadataImage.MetadataImage
+  private recordsSinceSnapshot = 0
+  private lastSessionCheck: number
+
+  private constructor(
+    private readonly options: QuorumControllerOptions,
+    loaded: Loaded,
+    /** The single writer's queue: one fiber takes the operations one at a time, in arrival order. */
+    private readonly jobs: Queue.Queue<Effect.Effect<void>>,
+    /** Owns the writer and the timers; `close` closes it. */
+    private readonly scope: Scope.CloseableScope,
+    private readonly clock: Clock.Clock
+  ) {
+    this.state = loaded.state
+    this.nextOffset = BigInt(loaded.offset)
+    this.image = loaded.image
+    // Brokers registered before this controller started get a full session to reach it.
+    this.heartbeats = BrokerHeartbeats.seed(loaded.state.cluster.brokers.keys(), this.now())
+    this.lastSessionCheck = this.now()
+  }
+
+  /**
+   * Opens the controller on the caller's runtime (its `Clock` drives the session and rebalance timers):
+   * restart = the latest snapshot + the log after it; a new cluster is bootstrapped with its feature
+   * levels. `close` stops it.
+   */
+  static make(
+    options: QuorumControllerOptions
+  ): Effect.Effect<QuorumController, ControllerErrors.RuntimeError | MetadataLogError> {
+    return Effect.gen(function* () {
+      const loaded = yield* load(options.log)
+      const clock = yield* Effect.clock
+      const scope = yield* Scope.make()
+      const jobs = yield* Queue.unbounded<Effect.Effect<void>>()
+      const controller = new QuorumController(options, loaded, jobs, scope, clock)
+      return yield* Effect.gen(function* () {
+        yield* Effect.forkIn(Effect.forever(Effect.flatten(Queue.take(jobs))), scope)
+        yield* Effect.forkIn(controller.sessionTimer, scope)
+        if (options.autoLeaderRebalanceEnable ?? true) yield* Effect.forkIn(controller.rebalanceTimer, scope)
+        // The previous controller stopped between two batches of a transaction: close it, so that brokers
+        // drop what they hold of it and nothing written from now on joins it.
+        if (loaded.transaction.isOpen) yield* controller.enqueue(controller.abortOpenTransaction(loaded))
+        if (loaded.offset === 0) {
+          const boot = FeatureControl.bootstrapRecords()
+          if (Either.isLeft(boot))
+            return yield* Effect.die(new Error(`cannot bootstrap the cluster: ${boot.left.message}`))
+          yield* controller.enqueue(controller.writeEffect(() => ({ records: boot.right, response: undefined })))
+        }
+        return controller
+      }).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
+    })
+  }
+
+  /** `make` on the default runtime (the wall clock), for Promise callers. */
+  static open(options: QuorumControllerOptions): Promise<QuorumController> {
+    return Effect.runPromise(QuorumController.make(options))
+  }
+
+  /** The current time, from the `Clock` of the runtime the controller was made on. */
+  private now(): number {
+    return this.clock.unsafeCurrentTimeMillis()
+  }
+
+  /** Puts an operation at the end of the writer's queue; resolves with its outcome once it ran. */
+  private enqueue<A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E | ControllerErrors.ControllerClosed> {
+    return Effect.async<A, E | ControllerErrors.ControllerClosed>((resume) => {
+      const job = Effect.flatMap(Effect.exit(effect), (exit) => Effect.sync(() => resume(exit)))
+      if (!Queue.unsafeOffer(this.jobs, job))
+        resume(new ControllerErrors.ControllerClosed({ message: "controller closed" }))
+    })
+  }
+
+  /** `enqueue` for Promise callers: rejects with the operation's error itself (a tagged error or a defect). */
+  private submit<A, E>(effect: Effect.Effect<A, E>): Promise<A> {
+    return new Promise<A>((resolve, reject) => {
+      const job = Effect.flatMap(Effect.exit(effect), (exit) =>
+        Effect.sync(() => Exit.match(exit, { onSuccess: resolve, onFailure: (cause) => reject(Cause.squash(cause)) }))
       )
-      await controller.write(() => ({
-        records: [MetadataTransaction.abortRecord("the controller stopped before the transaction ended")],
-        response: undefined
-      }))
-    }
-    if (offset === 0) {
-      const boot = FeatureControl.bootstrapRecords()
-      if (Either.isLeft(boot)) throw new Error(`cannot bootstrap the cluster: ${boot.left.message}`)
-      await controller.write(() => ({ records: boot.right, response: undefined }))
-    }
-    return controller
+      if (!Queue.unsafeOffer(this.jobs, job))
+        reject(new ControllerErrors.ControllerClosed({ message: "controller closed" }))
+    })
+  }
+
+  /** Runs an effect on the controller's clock for a Promise caller; rejects with its error itself. */
+  private run<A, E>(effect: Effect.Effect<A, E>): Promise<A> {
+    return Effect.runPromiseExit(Effect.withClock(effect, this.clock)).then((exit) =>
+      Exit.match(exit, {
+        onSuccess: (a) => a,
+        onFailure: (cause) => {
+          throw Cause.squash(cause)
+        }
+      })
+    )
   }
 
   /** Writes the current image as a snapshot, so that a restart replays only what follows it. */
   snapshot(): Promise<void> {
-    const run = async () => {
-      if (this.nextOffset === 0n) return
-      await Effect.runPromise(this.options.log.writeSnapshot(this.image, Number(this.nextOffset)))
-      this.recordsSinceSnapshot = 0
-    }
-    const next = this.queue.then(run, run)
-    this.queue = next.catch(() => undefined)
-    return next
+    return this.submit(this.snapshotEffect)
   }
+
+  private readonly snapshotEffect = Effect.suspend(() => {
+    if (this.nextOffset === 0n || this.reloadNeeded) return Effect.void
+    return Effect.map(this.options.log.writeSnapshot(this.image, Number(this.nextOffset)), () => {
+      this.recordsSinceSnapshot = 0
+    })
+  })
 
   get clusterId(): string {
     return this.options.clusterId
@@ -233,17 +309,27 @@ export class QuorumController {
     return this.nextOffset - 1n
   }
 
-  /**
-   * Runs one decision alone: decide, replay into a candidate, append, adopt, answer. Records that do
-   * not fit one batch are appended as one metadata transaction (`name`) over several batches; when an
-   * append fails in the middle, the transaction is aborted and nothing of the decision is adopted.
-   */
   private write<R>(
     decide: (state: ControllerState.ControllerState) => ControllerResult<R>,
     name = "metadata"
   ): Promise<R> {
-    const run = async (): Promise<R> => {
-      if (this.closed) throw new Error("controller closed")
+    return this.submit(this.writeEffect(decide, name))
+  }
+
+  /**
+   * One decision, run by the writer alone: decide, replay into a candidate, append, adopt, answer.
+   * Records that do not fit one batch are appended as one metadata transaction (`name`) over several
+   * batches. A failed append is fatal for the in-memory state: nothing of the decision is adopted, and
+   * the controller reopens its state from the log (which also aborts a transaction the failure left
+   * open), so that what it holds is always a replay of what the log holds.
+   */
+  private writeEffect<R>(
+    decide: (state: ControllerState.ControllerState) => ControllerResult<R>,
+    name = "metadata"
+  ): Effect.Effect<R, ControllerErrors.RuntimeError> {
+    return Effect.gen(this, function* () {
+      if (this.closed) return yield* new ControllerErrors.ControllerClosed({ message: "controller closed" })
+      if (this.reloadNeeded) yield* this.reload
       const result = decide(this.state)
       if (result.records.length === 0) return result.response
       const batches = MetadataTransaction.transactionBatches(
@@ -254,46 +340,95 @@ export class QuorumController {
       const records = batches.length === 1 ? batches[0]! : batches.flat()
       const candidate = ControllerState.replayAll(this.state, records, this.nextOffset)
       let appended: MetadataLog.AppendResult | undefined
-      for (const batch of batches) {
-        try {
-          appended = await Effect.runPromise(this.options.log.append(batch, CONTROLLER_EPOCH))
-        } catch (e) {
-          if (appended !== undefined) await this.abortTransaction(name)
-          throw e
-        }
-      }
-      this.state = candidate
-      this.nextOffset = BigInt(appended!.lastOffset) + 1n
-      this.image = MetadataDelta.make(this.image, records).apply(appended!.provenance)
-      this.recordsSinceSnapshot += records.length
-      if (this.recordsSinceSnapshot >= (this.options.snapshotEveryRecords ?? 10_000)) {
-        await Effect.runPromise(this.options.log.writeSnapshot(this.image, Number(this.nextOffset)))
-        this.recordsSinceSnapshot = 0
-      }
-      for (const w of [...this.commitWaiters]) w()
+      for (const batch of batches) appended = yield* this.append(batch, name)
+      this.adopt(candidate, records, appended!)
+      if (this.recordsSinceSnapshot >= (this.options.snapshotEveryRecords ?? 10_000))
+        yield* Effect.catchAllCause(this.snapshotEffect, (cause) =>
+          // The records are committed and adopted: a snapshot that failed only means a longer replay.
+          Effect.sync(() => this.options.log_?.(`writing a metadata snapshot failed: ${describeCause(cause)}`))
+        )
       return result.response
-    }
-    const next = this.queue.then(run, run)
-    this.queue = next.catch(() => undefined)
-    return next
+    })
+  }
+
+  private adopt(
+    state: ControllerState.ControllerState,
+    records: ReadonlyArray<MetadataRecords.MetadataRecord>,
+    appended: MetadataLog.AppendResult
+  ): void {
+    this.state = state
+    this.nextOffset = BigInt(appended.lastOffset) + 1n
+    this.image = MetadataDelta.make(this.image, records).apply(appended.provenance)
+    this.recordsSinceSnapshot += records.length
+    for (const w of [...this.commitWaiters]) w()
+  }
+
+  /** Appends one batch; a failure marks the state for a reload from the log and tries it at once. */
+  private append(
+    batch: ReadonlyArray<MetadataRecords.MetadataRecord>,
+    name: string
+  ): Effect.Effect<MetadataLog.AppendResult, ControllerErrors.MetadataAppendFailed> {
+    return Effect.catchAllCause(this.options.log.append(batch, CONTROLLER_EPOCH), (cause) => {
+      const error = new ControllerErrors.MetadataAppendFailed({
+        message: `appending ${name} to the metadata log failed: ${describeCause(cause)}`,
+        cause: Cause.squash(cause)
+      })
+      this.reloadNeeded = true
+      this.options.log_?.(`${error.message}; reopening the controller state from the log`)
+      // A reload that fails now is tried again before the next write.
+      return Effect.zipRight(Effect.ignore(this.reload), Effect.fail(error))
+    })
   }
 
   /**
-   * Closes a transaction whose later batches could not be appended. The log then holds records this
-   * controller never adopted; if even the abort cannot be written the controller stops writing, and a
-   * restart aborts the transaction instead.
+   * Reopens the state from the log (snapshot + tail), as a restart would, and aborts a transaction the
+   * log ends inside of. Heartbeat times are kept; a broker only the log knows gets a full session.
    */
-  private async abortTransaction(name: string): Promise<void> {
-    try {
-      const aborted = await Effect.runPromise(
-        this.options.log.append([MetadataTransaction.abortRecord(`appending ${name} failed`)], CONTROLLER_EPOCH)
-      )
-      this.nextOffset = BigInt(aborted.lastOffset) + 1n
-      this.image = MetadataDelta.make(this.image, []).apply(aborted.provenance)
-    } catch {
-      this.closed = true
-      this.options.log_?.(`metadata transaction ${name} could not be aborted; the controller stops writing`)
+  private readonly reload: Effect.Effect<void, ControllerErrors.MetadataLogUnavailable> = Effect.gen(
+    this,
+    function* () {
+      const loaded = yield* load(this.options.log)
+      this.state = loaded.state
+      this.image = loaded.image
+      this.nextOffset = BigInt(loaded.offset)
+      this.recordsSinceSnapshot = 0
+      const now = this.now()
+      for (const id of loaded.state.cluster.brokers.keys())
+        if (!this.heartbeats.lastContactMs.has(id)) this.heartbeats = BrokerHeartbeats.touch(this.heartbeats, id, now)
+      if (loaded.transaction.isOpen) yield* this.abortOpenTransaction(loaded)
+      this.reloadNeeded = false
+      this.options.log_?.(`controller state reopened from the metadata log at offset ${this.nextOffset}`)
+      for (const w of [...this.commitWaiters]) w()
     }
+  ).pipe(
+    Effect.catchAllCause((cause) =>
+      Effect.fail(
+        new ControllerErrors.MetadataLogUnavailable({
+          message: `the controller cannot reopen its state from the metadata log: ${describeCause(cause)}`,
+          cause: Cause.squash(cause)
+        })
+      )
+    )
+  )
+
+  /** Closes the transaction the log ends inside of; the log then holds records no state ever adopted. */
+  private abortOpenTransaction(loaded: Loaded): Effect.Effect<void, ControllerErrors.MetadataAppendFailed> {
+    return Effect.gen(this, function* () {
+      this.options.log_?.(
+        `aborting the unfinished metadata transaction ${loaded.transaction.openName ?? ""} (${loaded.transaction.size} records)`
+      )
+      const abort = [MetadataTransaction.abortRecord("the controller stopped before the transaction ended")]
+      const appended = yield* Effect.catchAllCause(this.options.log.append(abort, CONTROLLER_EPOCH), (cause) => {
+        this.reloadNeeded = true
+        return Effect.fail(
+          new ControllerErrors.MetadataAppendFailed({
+            message: `aborting the unfinished metadata transaction failed: ${describeCause(cause)}`,
+            cause: Cause.squash(cause)
+          })
+        )
+      })
+      this.adopt(this.state, abort, appended)
+    })
   }
 
   /**
@@ -442,64 +577,111 @@ export class QuorumController {
   }
 
   /**
-   * The session timer. When the timer itself ran late (this process stalled), heartbeats may be waiting
-   * unread in socket buffers: they are read before anyone's session is judged.
+   * The session timer (every second, on the controller's `Clock`). When the timer itself ran late (this
+   * process stalled), heartbeats may be waiting unread in socket buffers: they are read before anyone's
+   * session is judged. The fencing is queued, not awaited, like any other write; its failure is logged.
    */
-  private checkSessions(): void {
-    const now = this.now()
-    const stalled = now - this.lastSessionCheck > 2 * SESSION_CHECK_INTERVAL_MS
-    this.lastSessionCheck = now
-    if (!stalled) void this.fenceStaleBrokers()
+  private readonly sessionTimer: Effect.Effect<never> = Effect.forever(
+    Effect.zipRight(
+      Effect.sleep(Duration.millis(SESSION_CHECK_INTERVAL_MS)),
+      Effect.sync(() => {
+        const now = this.now()
+        const stalled = now - this.lastSessionCheck > 2 * SESSION_CHECK_INTERVAL_MS
+        this.lastSessionCheck = now
+        if (!stalled && !this.closing)
+          Queue.unsafeOffer(this.jobs, this.logFailure("fencing brokers whose session expired", this.fenceEffect))
+      })
+    )
+  )
+
+  /** The leader rebalance timer (every `leader.imbalance.check.interval.seconds`). */
+  private readonly rebalanceTimer: Effect.Effect<never> = Effect.forever(
+    Effect.zipRight(
+      Effect.suspend(() =>
+        Effect.sleep(
+          Duration.millis(this.options.leaderImbalanceCheckIntervalMs ?? DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS)
+        )
+      ),
+      Effect.suspend(() => (this.closing ? Effect.void : this.logFailure("the leader rebalance", this.rebalanceEffect)))
+    )
+  )
+
+  /** Runs a timer's operation; a failure is logged with its reason (the write path already reacted to it). */
+  private logFailure<A, E>(what: string, effect: Effect.Effect<A, E>): Effect.Effect<void> {
+    return Effect.catchAllCause(Effect.asVoid(effect), (cause) =>
+      Cause.isInterruptedOnly(cause)
+        ? Effect.void
+        : Effect.sync(() => this.options.log_?.(`${what} failed: ${describeCause(cause)}`))
+    )
   }
 
-  /** Fences brokers whose session expired and moves their leaderships (runs every second). */
+  /**
+   * Fences brokers whose session expired and moves their leaderships (the session timer runs it every
+   * second). A failure is the request's, not swallowed: a failed append rejects, and the controller
+   * reopens its state from the log.
+   */
   fenceStaleBrokers(): Promise<ReadonlyArray<number>> {
-    return this.write((state) => {
-      const fenced = ClusterControl.fenceStaleBrokers(
-        state.cluster,
-        this.heartbeats,
-        this.now(),
-        this.options.sessionTimeoutMs ?? BrokerHeartbeats.DEFAULT_SESSION_TIMEOUT_MS
-      )
-      if (fenced.response.length === 0) return { records: [], response: [] }
-      const records: MetadataRecords.MetadataRecord[] = [...fenced.records]
-      let after = ControllerState.replayAll(state, records, this.nextOffset)
-      for (const id of fenced.response) {
-        const moved = ReplicationControl.handleBrokerFenced(
-          after.replication,
-          id,
-          this.clusterView(after),
-          this.uncleanEnabled(after)
-        )
-        records.push(...moved.records)
-        after = ControllerState.replayAll(state, records, this.nextOffset)
-      }
-      this.options.log_?.(`fenced brokers ${fenced.response.join(", ")} (session expired)`)
-      return { records, response: fenced.response }
-    }).catch(() => [])
+    return this.submit(this.fenceEffect)
   }
+
+  private readonly fenceEffect: Effect.Effect<ReadonlyArray<number>, ControllerErrors.RuntimeError> = Effect.suspend(
+    () =>
+      this.writeEffect<ReadonlyArray<number>>((state) => {
+        const fenced = ClusterControl.fenceStaleBrokers(
+          state.cluster,
+          this.heartbeats,
+          this.now(),
+          this.options.sessionTimeoutMs ?? BrokerHeartbeats.DEFAULT_SESSION_TIMEOUT_MS
+        )
+        if (fenced.response.length === 0) return { records: [], response: [] }
+        const records: MetadataRecords.MetadataRecord[] = [...fenced.records]
+        let after = ControllerState.replayAll(state, records, this.nextOffset)
+        for (const id of fenced.response) {
+          const moved = ReplicationControl.handleBrokerFenced(
+            after.replication,
+            id,
+            this.clusterView(after),
+            this.uncleanEnabled(after)
+          )
+          records.push(...moved.records)
+          after = ControllerState.replayAll(state, records, this.nextOffset)
+        }
+        this.options.log_?.(`fencing brokers ${fenced.response.join(", ")} (session expired)`)
+        return { records, response: fenced.response }
+      })
+  )
 
   /**
    * Moves leadership back to preferred replicas on brokers whose leader imbalance is above
    * `leader.imbalance.per.broker.percentage` (run every `leader.imbalance.check.interval.seconds`); a
-   * round that hit its election cap runs again at once. Resolves with the partitions moved.
+   * round that hit its election cap runs again at once (each round is one write, so other requests
+   * go between rounds). Resolves with the partitions moved; rejects when a round's write failed.
    */
-  async rebalanceLeaders(): Promise<ReadonlyArray<ReplicationControl.TopicIdPartition>> {
+  rebalanceLeaders(): Promise<ReadonlyArray<ReplicationControl.TopicIdPartition>> {
+    return this.run(this.rebalanceEffect)
+  }
+
+  private readonly rebalanceEffect: Effect.Effect<
+    ReadonlyArray<ReplicationControl.TopicIdPartition>,
+    ControllerErrors.RuntimeError
+  > = Effect.gen(this, function* () {
     const moved: ReplicationControl.TopicIdPartition[] = []
     for (;;) {
-      const round = await this.write((state) =>
-        ReplicationControl.rebalanceLeaders(state.replication, this.clusterView(state), {
-          imbalancePerBrokerPercentage:
-            this.options.leaderImbalancePerBrokerPercentage ?? DEFAULT_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE,
-          maxElections: REBALANCE_ELECTIONS_PER_ROUND
-        })
-      ).catch(() => [])
+      const round = yield* this.enqueue(
+        this.writeEffect((state) =>
+          ReplicationControl.rebalanceLeaders(state.replication, this.clusterView(state), {
+            imbalancePerBrokerPercentage:
+              this.options.leaderImbalancePerBrokerPercentage ?? DEFAULT_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE,
+            maxElections: REBALANCE_ELECTIONS_PER_ROUND
+          })
+        )
+      )
       moved.push(...round)
       if (round.length < REBALANCE_ELECTIONS_PER_ROUND || this.closed) break
     }
     if (moved.length > 0) this.options.log_?.(`leader rebalance: ${moved.length} partitions back to preferred replicas`)
     return moved
-  }
+  })
 
   // -------------------------------------------------------------------------------------------------
   // Topics and partitions
@@ -657,30 +839,38 @@ export class QuorumController {
     return this.write((state) => MirrorControl.deleteClusterMirror(state, request), "DeleteClusterMirror")
   }
 
-  /** Resolves once the log end passes `offset` or `timeoutMs` elapsed (long-polling metadata fetches). */
+  /** Resolves once the log end passes `offset`, `timeoutMs` elapsed, or the controller closed (long-polling metadata fetches). */
   waitForOffset(offset: bigint, timeoutMs: number): Promise<void> {
-    if (this.nextOffset > offset || timeoutMs <= 0) return Promise.resolve()
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer)
-        this.commitWaiters.delete(check)
-        resolve()
-      }
+    if (this.nextOffset > offset || timeoutMs <= 0 || this.closed) return Promise.resolve()
+    const committed = Effect.async<void>((resume) => {
       const check = () => {
-        if (this.nextOffset > offset) done()
+        if (this.nextOffset > offset || this.closed) resume(Effect.void)
       }
-      const timer = setTimeout(done, timeoutMs)
       this.commitWaiters.add(check)
+      return Effect.sync(() => this.commitWaiters.delete(check))
     })
+    return this.run(
+      Effect.timeoutTo(committed, {
+        duration: Duration.millis(timeoutMs),
+        onSuccess: () => undefined,
+        onTimeout: () => undefined
+      })
+    )
   }
 
-  /** Waits for queued operations, writes a snapshot, then stops. */
+  /** Waits for queued operations, writes a snapshot, then stops the writer and the timers. */
   async close(): Promise<void> {
-    clearInterval(this.timer)
-    clearInterval(this.rebalanceTimer)
-    if (this.recordsSinceSnapshot > 0) await this.snapshot().catch(() => undefined)
-    await this.queue
-    this.closed = true
+    if (this.closing) return
+    this.closing = true
+    const drained = Effect.gen(this, function* () {
+      if (this.recordsSinceSnapshot > 0) yield* Effect.ignore(this.snapshotEffect)
+      this.closed = true
+    })
+    await this.submit(drained)
+    await Effect.runPromise(Scope.close(this.scope, Exit.void))
+    // Requests that arrived while closing fail (ControllerClosed), later ones are refused at once.
+    const rest = Effect.runSync(Effect.zipLeft(Queue.takeAll(this.jobs), Queue.shutdown(this.jobs)))
+    await Effect.runPromise(Effect.forEach(rest, (job) => job, { discard: true }))
     for (const w of [...this.commitWaiters]) w()
   }
 }

@@ -5,7 +5,7 @@ import * as ConfigurationControl from "../src/ConfigurationControl.js"
 import type * as ControllerState from "../src/ControllerState.js"
 import { given } from "../src/ControllerTest.js"
 import * as fc from "fast-check"
-import { copiedEntries, uuid } from "./clusterFixtures.js"
+import { copiedEntries, plain, uuid } from "./clusterFixtures.js"
 
 const { TOPIC, BROKER, CLUSTER_MIRROR } = ConfigurationControl.ResourceType
 const { SET, DELETE, APPEND, SUBTRACT } = ConfigurationControl.OpType
@@ -637,9 +637,9 @@ describe("ConfigurationControl.replay", () => {
         }
         const k = Math.min(cut, valid.length)
         const base = valid.slice(0, k).reduce(ConfigurationControl.replay, ConfigurationControl.empty)
-        const frozen = structuredClone(base)
+        const frozen = plain(base)
         expect(ConfigurationControl.replayAll(base, valid.slice(k))).toEqual(one)
-        expect(base).toEqual(frozen)
+        expect(plain(base)).toEqual(frozen)
       })
     )
   })
@@ -654,6 +654,24 @@ describe("ConfigurationControl.replay", () => {
     expect(result.topicNames.size).toBe(n)
     expect(ConfigurationControl.configsOf(result, TOPIC, `t${n - 1}`).get("retention.ms")).toBe("1")
     expect(copied).toBeLessThan(5 * n)
+  })
+
+  it("replays one config record into a state of 10,000 topic configs copying no map but the resource's own entries", () => {
+    const n = 10_000
+    const records = Array.from({ length: n }, (_, i) => [
+      MetadataRecords.make("TopicRecord", { name: `t${i}`, topicId: uuid(1000 + i) }),
+      config(TOPIC, `t${i}`, "retention.ms", "1")
+    ]).flat()
+    const base = ConfigurationControl.replayAll(ConfigurationControl.empty, records)
+    const one = copiedEntries(() => ConfigurationControl.replay(base, config(TOPIC, "t42", "retention.ms", "2")))
+    // The one resource's entries (one key) are copied; no map of topics is.
+    expect(one.copied).toBeLessThanOrEqual(1)
+    expect(ConfigurationControl.configsOf(one.result, TOPIC, "t42").get("retention.ms")).toBe("2")
+    expect(ConfigurationControl.configsOf(base, TOPIC, "t42").get("retention.ms")).toBe("1")
+    expect(ConfigurationControl.configsOf(one.result, TOPIC, "t41")).toBe(
+      ConfigurationControl.configsOf(base, TOPIC, "t41")
+    )
+    expect(one.result.topicNames).toBe(base.topicNames)
   })
 
   it("dies on a RemoveTopicRecord for an unknown topic", () => {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { MetadataLog } from "@clustermirror/metadata-log"
 import { Errors } from "@clustermirror/protocol"
-import { Effect } from "effect"
+import { Effect, TestClock } from "effect"
+import * as ControllerError from "../src/ControllerError.js"
 import * as ReplicationControl from "../src/ReplicationControl.js"
 import { QuorumController } from "../src/QuorumController.js"
 
@@ -79,52 +80,54 @@ describe("QuorumController", () => {
     await c.close()
   })
 
-  it("moves the leaderships and ISR memberships of a broker that registers as a new incarnation", async () => {
-    // Given three brokers and an RF=3 topic; broker 1's process dies and its session expires.
-    let now = 1_000_000
-    const c = await QuorumController.open({
-      nodeId: 1000,
-      clusterId: CLUSTER,
-      log: MetadataLog.makeMemory(),
-      now: () => now,
-      sessionTimeoutMs: 1000
+  it.effect("moves the leaderships and ISR memberships of a broker that registers as a new incarnation", () =>
+    Effect.gen(function* () {
+      // Given three brokers and an RF=3 topic; broker 1's process dies and its session expires.
+      const c = yield* QuorumController.make({
+        nodeId: 1000,
+        clusterId: CLUSTER,
+        log: MetadataLog.makeMemory(),
+        sessionTimeoutMs: 1000
+      })
+      yield* Effect.promise(() => populate(c))
+      const partitions = () => ReplicationControl.describe(c.current.replication)[0]!.partitions
+      const before = partitions()
+      const led = before.filter((p) => p.leader === 1)
+      expect(led.length).toBeGreaterThan(0)
+      yield* TestClock.adjust("5 seconds")
+      for (const id of [2, 3]) yield* Effect.promise(() => heartbeat(c, id, c.current.cluster.brokers.get(id)!.epoch))
+      // When it registers again with another incarnation id (before or after its old session was fenced)
+      const again = yield* Effect.promise(() =>
+        c.registerBroker({
+          brokerId: 1,
+          clusterId: CLUSTER,
+          incarnationId: "AAAAAAAAAAAAAAAAAAAAXA",
+          listeners: [{ name: "PLAINTEXT", host: "127.0.0.1", port: 9001, securityProtocol: 0 }],
+          features: [
+            { name: "metadata.version", minSupportedVersion: 7, maxSupportedVersion: 30 },
+            { name: "mirror.version", minSupportedVersion: 0, maxSupportedVersion: 1 }
+          ],
+          rack: null,
+          isMigratingZkBroker: false,
+          logDirs: [],
+          previousBrokerEpoch: -1n
+        })
+      )
+      expect(again.errorCode).toBe(0)
+      // Then it is in no ISR and leads nothing; its partitions have new leaders in new leader epochs.
+      const after = partitions()
+      for (const p of after) {
+        expect(p.isr).not.toContain(1)
+        expect(p.leader).not.toBe(1)
+      }
+      for (const p of led) {
+        const q = after.find((x) => x.partitionIndex === p.partitionIndex)!
+        expect(q.leaderEpoch).toBeGreaterThan(p.leaderEpoch)
+        expect(q.leader).toBeGreaterThan(0)
+      }
+      yield* Effect.promise(() => c.close())
     })
-    await populate(c)
-    const partitions = () => ReplicationControl.describe(c.current.replication)[0]!.partitions
-    const before = partitions()
-    const led = before.filter((p) => p.leader === 1)
-    expect(led.length).toBeGreaterThan(0)
-    now += 5000
-    for (const id of [2, 3]) await heartbeat(c, id, c.current.cluster.brokers.get(id)!.epoch)
-    // When it registers again with another incarnation id (before or after its old session was fenced)
-    const again = await c.registerBroker({
-      brokerId: 1,
-      clusterId: CLUSTER,
-      incarnationId: "AAAAAAAAAAAAAAAAAAAAXA",
-      listeners: [{ name: "PLAINTEXT", host: "127.0.0.1", port: 9001, securityProtocol: 0 }],
-      features: [
-        { name: "metadata.version", minSupportedVersion: 7, maxSupportedVersion: 30 },
-        { name: "mirror.version", minSupportedVersion: 0, maxSupportedVersion: 1 }
-      ],
-      rack: null,
-      isMigratingZkBroker: false,
-      logDirs: [],
-      previousBrokerEpoch: -1n
-    })
-    expect(again.errorCode).toBe(0)
-    // Then it is in no ISR and leads nothing; its partitions have new leaders in new leader epochs.
-    const after = partitions()
-    for (const p of after) {
-      expect(p.isr).not.toContain(1)
-      expect(p.leader).not.toBe(1)
-    }
-    for (const p of led) {
-      const q = after.find((x) => x.partitionIndex === p.partitionIndex)!
-      expect(q.leaderEpoch).toBeGreaterThan(p.leaderEpoch)
-      expect(q.leader).toBeGreaterThan(0)
-    }
-    await c.close()
-  })
+  )
 
   it("answers a heartbeat that changes nothing while a slow write is in progress", async () => {
     // Given a cluster whose metadata log appends only when released
@@ -161,6 +164,20 @@ describe("QuorumController", () => {
     release!()
     expect((await slow)[0]!.errorCode).toBe(0)
     await c.close()
+  })
+
+  it("refuses requests once closed, and fails those that arrived while it closed", async () => {
+    const c = await QuorumController.open({ nodeId: 1000, clusterId: CLUSTER, log: MetadataLog.makeMemory() })
+    await populate(c)
+    const closing = c.close()
+    const during = c.createPartitions({
+      topics: [{ name: "orders", count: 5, assignments: null }],
+      timeoutMs: 1000,
+      validateOnly: false
+    })
+    await closing
+    await expect(during).rejects.toBeInstanceOf(ControllerError.ControllerClosed)
+    await expect(c.registerBroker(await registration(4))).rejects.toBeInstanceOf(ControllerError.ControllerClosed)
   })
 
   it("restarts from a snapshot plus the log tail into the same state", async () => {

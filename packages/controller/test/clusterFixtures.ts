@@ -113,3 +113,16 @@ export const copiedEntries = <A>(f: () => A): { readonly result: A; readonly cop
     globalThis.Map = Original
   }
 }
+
+/**
+ * A deep copy of a state in plain values (maps as arrays of entries, in order): what `structuredClone`
+ * gives for plain maps, for states whose maps are persistent.
+ */
+export const plain = (value: unknown): unknown => {
+  if (value === null || typeof value !== "object") return value
+  if (Array.isArray(value)) return value.map(plain)
+  if (Symbol.iterator in value && "size" in value && "get" in value)
+    return [...(value as ReadonlyMap<unknown, unknown>)].map(([k, v]) => [plain(k), plain(v)])
+  if (value instanceof Uint8Array) return [...value]
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]))
+}
