@@ -168,6 +168,7 @@ export class GroupShards {
   }
 
   async all(): Promise<GroupCoordinator.GroupCoordinator[]> {
+    // not a fan-out: the coordinators of this broker's own shards, loading in memory
     const loaded = await Promise.allSettled([...this.shards.values()].map((s) => s.coordinator))
     return loaded.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []))
   }
@@ -177,6 +178,7 @@ export class GroupShards {
     const shards = [...this.shards.values()]
     this.shards.clear()
     // Each coordinator answers its parked requests and waits for its writes in flight, then goes.
+    // not a fan-out: closing this broker's own shards
     await Promise.all(all.map((g) => g.close()))
     for (const s of shards) s.retire()
     await this.runPromise(Scope.close(this.scope, Exit.void))
