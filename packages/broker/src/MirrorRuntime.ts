@@ -13,6 +13,7 @@ import { ClientError, ClusterClient, Connection } from "@clustermirror/client"
 import { ClusterMirrorCoordinator, MirrorMetadataManager } from "@clustermirror/coordinator"
 import { MirrorFetcherManager, type SourceCluster } from "@clustermirror/fetcher"
 import { MetadataImage } from "@clustermirror/metadata-log"
+import { MirrorLag, type MirrorMetrics, MirrorRefresh, MirrorSync, TwoPhaseTruncation } from "@clustermirror/mirror"
 import {
   BumpLeaderEpochs,
   ControlRecord,
@@ -38,14 +39,9 @@ import { Either } from "effect"
 import type { BrokerConfig } from "./BrokerConfig.js"
 import type { Channel } from "./internal/Channel.js"
 import { keyedRecords } from "./internal/CoordinatorLog.js"
-import * as TwoPhaseTruncation from "./internal/TwoPhaseTruncation.js"
-import * as MirrorRefresh from "./MirrorRefresh.js"
-import { MirrorLag } from "./MirrorLag.js"
-import type { MirrorMetrics } from "./MirrorMetrics.js"
 import type { PartitionState as ReplicaPartitionState, ReplicaManager } from "./ReplicaManager.js"
 import type { PartitionLog } from "@clustermirror/storage"
 import type { Handlers } from "./RequestChannel.js"
-import * as MirrorSync from "./MirrorSync.js"
 
 export const MIRROR_STATE_TOPIC = "__mirror_state"
 
@@ -72,7 +68,7 @@ export interface MirrorRuntimeOptions {
   /** Every sync error of the periodic refresh, by mirror and kind. */
   readonly onSyncError?: (mirror: string, kind: string, error: string) => void
   /** Where the mirror metrics are counted and their gauges collected; none when absent. */
-  readonly metrics?: MirrorMetrics
+  readonly metrics?: MirrorMetrics.MirrorMetrics
 }
 
 export interface MirrorRuntime {
@@ -182,7 +178,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
 
   const fetcherManagers = new Map<string, { manager: MirrorFetcherManager.MirrorFetcherManager; bootstrap: string }>()
   let manager: MirrorMetadataManager.MirrorMetadataManager
-  let lag: MirrorLag
+  let lag: MirrorLag.MirrorLag
   /** Partitions whose data loss the operator accepted: their fetcher restarts them at the source log start once. */
   const acceptedDataLoss = new TopicPartitionMap<true>()
 
@@ -589,7 +585,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     log,
     onRetry: (mirror) => metrics?.retryAttempt(mirror)
   })
-  lag = new MirrorLag({
+  lag = new MirrorLag.MirrorLag({
     fetcherLag: (mirror, topic, partition) => fetcherManagers.get(mirror)?.manager.lag({ topic, partition }),
     highWatermark: (topic, partition) => replicas.get(topic, partition)?.log.highWatermark,
     source: sourceClient

@@ -8,13 +8,12 @@
  * the ISR (any of them may be elected later). A partition without followers, or whose log already ends at
  * or below the target, completes at once.
  *
- * It reads the followers' positions the leader learns from their fetches (ReplicaManager) and must not
+ * It reads the followers' positions the leader learns from their fetches (the broker's replica manager, behind `Replicas`) and must not
  * change ISR or leadership: when leadership or the leader epoch moves, or the followers do not get there in
  * time, it gives up with an error and the caller retries (the mirror partition goes FAILED with backoff).
  * It waits on its own partition only.
  */
 import { Data } from "effect"
-import type { ReplicaManager } from "../ReplicaManager.js"
 
 export interface TwoPhaseTruncationOptions {
   /** How long each phase may wait for the followers before giving up. */
@@ -29,7 +28,31 @@ export interface TwoPhaseTruncationOptions {
 /** Why a truncation gave up; the caller retries it later. */
 export class TruncationAbortedError extends Data.TaggedError("TruncationAbortedError")<{ readonly message: string }> {}
 
-type Partition = NonNullable<ReturnType<ReplicaManager["get"]>>
+/** What the truncation reads and cuts of a partition this broker leads (the broker's replica state). */
+export interface Partition {
+  readonly leader: number
+  readonly leaderEpoch: number
+  readonly replicas: ReadonlyArray<number>
+  readonly isr: ReadonlyArray<number>
+  readonly minInsyncReplicas: number
+  /** The followers' last known log end offsets, learnt from their fetches. */
+  readonly followers: ReadonlyMap<number, { readonly logEndOffset: number }>
+  readonly log: {
+    readonly logStartOffset: number
+    readonly logEndOffset: number
+    truncateTo(offset: number): void
+    truncateFullyAndStartAt(offset: number): void
+  }
+}
+
+/** The port the broker implements over its replica manager. */
+export interface Replicas {
+  readonly nodeId: number
+  /** The partition's current state object; a different object once it was re-registered. */
+  get(topic: string, partition: number): Partition | undefined
+  /** The leader's log changed outside a produce (followers and waiters learn of it). */
+  mirrorAppended(topic: string, partition: number): void
+}
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -53,7 +76,7 @@ export const truncated = (p: Partition, self: number, allReplicas = false): bool
  * too. Rejects with `TruncationAbortedError` when leadership moves or a phase times out.
  */
 export const truncate = async (
-  replicas: ReplicaManager,
+  replicas: Replicas,
   topic: string,
   partition: number,
   target: number,
