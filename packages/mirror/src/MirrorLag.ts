@@ -9,7 +9,13 @@
  * or states; it reads them through `LagPort`.
  */
 import type { ClusterClient } from "@clustermirror/client"
-import { Errors, ListOffsets, type MirrorPartitionState, TopicPartitionMap } from "@clustermirror/protocol"
+import {
+  type DescribeClusterMirrors,
+  Errors,
+  ListOffsets,
+  type MirrorPartitionState,
+  TopicPartitionMap
+} from "@clustermirror/protocol"
 import type { PartitionSample } from "./MirrorMetrics.js"
 
 const LATEST_TIMESTAMP = -1n
@@ -167,5 +173,56 @@ export class MirrorLag {
       })
     ]).finally(() => clearTimeout(timer))
     return found
+  }
+}
+
+/** States in which a partition has no fetcher for a while, so its lag comes from asking the source. */
+const UNFETCHED: ReadonlySet<string> = new Set(["PAUSED", "PAUSING", "FAILED"])
+
+/**
+ * A DescribeClusterMirrors answer with the lag of its paused and failed partitions: they have no fetcher to
+ * tell it, so the source is asked (within a short timeout) so that a describe shows how far behind they
+ * fall; partitions it does not answer for keep -1.
+ */
+export const withUnfetchedLag = async (
+  res: DescribeClusterMirrors.Response,
+  lag: MirrorLag,
+  highWatermark: (topic: string, partition: number) => number | undefined
+): Promise<DescribeClusterMirrors.Response> => {
+  const parts: Array<Part> = []
+  for (const m of res.mirrors)
+    for (const t of m.topics)
+      for (const p of t.partitions)
+        if (p.lag < 0n && UNFETCHED.has(p.stateValue))
+          parts.push({
+            mirror: m.mirrorName,
+            topic: t.topicName,
+            partition: p.partitionIndex,
+            state: p.stateValue as MirrorPartitionState.MirrorPartitionState
+          })
+  if (parts.length === 0) return res
+  const found = new TopicPartitionMap<{ readonly records: number; readonly seconds: number }>()
+  for (const sample of await lag.unfetched(parts))
+    if (sample.lag !== undefined) found.set(sample.topic, sample.partition, sample.lag)
+  return {
+    ...res,
+    mirrors: res.mirrors.map((m) => ({
+      ...m,
+      topics: m.topics.map((t) => ({
+        ...t,
+        partitions: t.partitions.map((p) => {
+          const l = p.lag < 0n ? found.get(t.topicName, p.partitionIndex) : undefined
+          const hw = highWatermark(t.topicName, p.partitionIndex)
+          if (l === undefined || hw === undefined) return p
+          return {
+            ...p,
+            sourceOffset: BigInt(hw + l.records),
+            destinationOffset: BigInt(hw),
+            lag: BigInt(l.records),
+            lagTimeMs: BigInt(Math.round(l.seconds * 1000))
+          }
+        })
+      }))
+    }))
   }
 }
