@@ -13,7 +13,7 @@
  * time, it gives up with an error and the caller retries (the mirror partition goes FAILED with backoff).
  * It waits on its own partition only.
  */
-import { Data } from "effect"
+import { Cause, Clock, Data, Duration, Effect, Exit } from "effect"
 
 export interface TwoPhaseTruncationOptions {
   /** How long each phase may wait for the followers before giving up. */
@@ -54,8 +54,6 @@ export interface Replicas {
   mirrorAppended(topic: string, partition: number): void
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
-
 /** The followers that count (ISR, or all replicas) and their last known log end offsets (-1 when unknown). */
 const followersOf = (p: Partition, self: number, allReplicas: boolean): ReadonlyArray<readonly [number, number]> =>
   (allReplicas ? p.replicas : p.isr)
@@ -72,48 +70,64 @@ export const truncated = (p: Partition, self: number, allReplicas = false): bool
   followersOf(p, self, allReplicas).every(([, leo]) => leo <= p.log.logEndOffset)
 
 /**
- * Cuts the log of `topic-partition` (led here) to `target` in two phases; resolves once followers are cut
- * too. Rejects with `TruncationAbortedError` when leadership moves or a phase times out.
+ * Cuts the log of `topic-partition` (led here) to `target` in two phases; succeeds once followers are cut
+ * too. Fails with `TruncationAbortedError` when leadership moves or a phase times out. Time is Effect's
+ * clock: the followers' positions are looked at every `pollMs`.
  */
-export const truncate = async (
+export const truncateEffect = (
   replicas: Replicas,
   topic: string,
   partition: number,
   target: number,
   options: TwoPhaseTruncationOptions
-): Promise<void> => {
-  const self = replicas.nodeId
-  const p = replicas.get(topic, partition)
-  if (p === undefined || p.leader !== self)
-    throw new TruncationAbortedError({ message: `${topic}-${partition} is not led here` })
-  if (p.log.logEndOffset <= target) return
-  const epoch = p.leaderEpoch
-  const all = options.allReplicas ?? false
-  const alone = p.replicas.length <= 1
-  const pollMs = options.pollMs ?? 20
-  const waitFor = async (phase: string, done: (p: Partition) => boolean): Promise<void> => {
-    const deadline = Date.now() + options.timeoutMs
-    for (;;) {
-      if (replicas.get(topic, partition) !== p || p.leader !== self || p.leaderEpoch !== epoch)
-        throw new TruncationAbortedError({
-          message: `leadership of ${topic}-${partition} moved while waiting for ${phase}`
-        })
-      if (done(p)) return
-      if (Date.now() >= deadline) {
-        const positions = followersOf(p, self, all)
-          .map(([r, leo]) => `${r}@${leo}`)
-          .join(", ")
-        throw new TruncationAbortedError({
-          message: `${topic}-${partition}: ${phase} did not happen within ${options.timeoutMs} ms (leader end ${p.log.logEndOffset}, followers ${positions || "none"}, ISR ${p.isr.join(",")}, min ISR ${p.minInsyncReplicas})`
-        })
-      }
-      await sleep(pollMs)
-    }
-  }
-  if (!alone) await waitFor("the ISR to catch up", (q) => caughtUp(q, self, all))
-  options.log?.(`truncating ${topic}-${partition} from ${p.log.logEndOffset} to ${target}`)
-  if (target <= p.log.logStartOffset) p.log.truncateFullyAndStartAt(target)
-  else p.log.truncateTo(target)
-  replicas.mirrorAppended(topic, partition)
-  if (!alone) await waitFor("the followers to truncate", (q) => truncated(q, self, all))
-}
+): Effect.Effect<void, TruncationAbortedError> =>
+  Effect.gen(function* () {
+    const self = replicas.nodeId
+    const p = replicas.get(topic, partition)
+    if (p === undefined || p.leader !== self)
+      return yield* new TruncationAbortedError({ message: `${topic}-${partition} is not led here` })
+    if (p.log.logEndOffset <= target) return
+    const epoch = p.leaderEpoch
+    const all = options.allReplicas ?? false
+    const alone = p.replicas.length <= 1
+    const poll = Duration.millis(options.pollMs ?? 20)
+    const waitFor = (phase: string, done: (p: Partition) => boolean) =>
+      Effect.gen(function* () {
+        const deadline = (yield* Clock.currentTimeMillis) + options.timeoutMs
+        for (;;) {
+          if (replicas.get(topic, partition) !== p || p.leader !== self || p.leaderEpoch !== epoch)
+            return yield* new TruncationAbortedError({
+              message: `leadership of ${topic}-${partition} moved while waiting for ${phase}`
+            })
+          if (done(p)) return
+          if ((yield* Clock.currentTimeMillis) >= deadline) {
+            const positions = followersOf(p, self, all)
+              .map(([r, leo]) => `${r}@${leo}`)
+              .join(", ")
+            return yield* new TruncationAbortedError({
+              message: `${topic}-${partition}: ${phase} did not happen within ${options.timeoutMs} ms (leader end ${p.log.logEndOffset}, followers ${positions || "none"}, ISR ${p.isr.join(",")}, min ISR ${p.minInsyncReplicas})`
+            })
+          }
+          yield* Effect.sleep(poll)
+        }
+      })
+    if (!alone) yield* waitFor("the ISR to catch up", (q) => caughtUp(q, self, all))
+    options.log?.(`truncating ${topic}-${partition} from ${p.log.logEndOffset} to ${target}`)
+    if (target <= p.log.logStartOffset) p.log.truncateFullyAndStartAt(target)
+    else p.log.truncateTo(target)
+    replicas.mirrorAppended(topic, partition)
+    if (!alone) yield* waitFor("the followers to truncate", (q) => truncated(q, self, all))
+  })
+
+/** `truncateEffect` for Promise callers (the broker): rejects with `TruncationAbortedError`. */
+export const truncate = (
+  replicas: Replicas,
+  topic: string,
+  partition: number,
+  target: number,
+  options: TwoPhaseTruncationOptions
+): Promise<void> =>
+  Effect.runPromiseExit(truncateEffect(replicas, topic, partition, target, options)).then((exit) => {
+    if (Exit.isSuccess(exit)) return
+    throw Cause.squash(exit.cause)
+  })
