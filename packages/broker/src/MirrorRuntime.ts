@@ -21,7 +21,8 @@ import {
   MirrorRefresh,
   MirrorSync,
   Recover,
-  TwoPhaseTruncation
+  TwoPhaseTruncation,
+  Validation
 } from "@clustermirror/mirror"
 import {
   BumpLeaderEpochs,
@@ -92,9 +93,6 @@ export interface MirrorRuntime {
 }
 
 const E = Errors.ErrorCode
-
-/** How often a mirror operation is validated again after the controller found its stamp stale (§5.8). */
-const STALE_VALIDATION_ATTEMPTS = 5
 
 const parseServers = (s: string): ReadonlyArray<{ host: string; port: number }> =>
   s
@@ -470,20 +468,25 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
       refuse: (topics: ReadonlyArray<string>, errorCode: number, errorMessage: string) => Spec.StructInput<Res>,
       stamp: () => Readonly<Record<string, unknown>> = () => ({})
     ) =>
-      handlers.register(api, async (_req, request) => {
+      handlers.register(api, (_req, request) => {
         const mirrorName = (request as { readonly mirrorName: string }).mirrorName
         const topics = topicsOf(request)
-        for (let attempt = 1; ; attempt++) {
-          const v = await manager.validate(op, mirrorName, topics)
-          if (v._tag === "Invalid") return refuse(topics ?? [], v.errorCode, v.errorMessage)
-          const stamped = { ...request, ...stamp(), stateValidationOffset: BigInt(v.stateValidationOffset) }
-          const response = await controller.request(api, stamped as Spec.StructInput<Req>)
-          await options.catchUp()
-          const errorCode = (response as { readonly errorCode: number }).errorCode
-          if (errorCode !== E.INVALID_CLUSTER_MIRROR_STATES || attempt >= STALE_VALIDATION_ATTEMPTS)
-            return response as Spec.StructInput<Res>
-          log(`${op} of mirror ${mirrorName}: validated at a stale metadata offset; validating again after catching up`)
-        }
+        return Validation.validated<Spec.StructInput<Res>>({
+          validate: () => manager.validate(op, mirrorName, topics),
+          refuse: (errorCode, errorMessage) => refuse(topics ?? [], errorCode, errorMessage),
+          submit: async (offset) =>
+            (await controller.request(api, {
+              ...request,
+              ...stamp(),
+              stateValidationOffset: BigInt(offset)
+            } as Spec.StructInput<Req>)) as Spec.StructInput<Res>,
+          errorCodeOf: (response) => (response as unknown as { readonly errorCode: number }).errorCode,
+          catchUp: options.catchUp,
+          onStale: () =>
+            log(
+              `${op} of mirror ${mirrorName}: validated at a stale metadata offset; validating again after catching up`
+            )
+        })
       })
     const topicNames = (r: { readonly topics: ReadonlyArray<{ readonly topicName: string }> }) =>
       r.topics.map((t) => t.topicName)
