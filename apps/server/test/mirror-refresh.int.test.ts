@@ -12,7 +12,8 @@ import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { BrokerConfig, ClusterBroker, type MirrorRefresh, Node } from "@clustermirror/broker"
+import { BrokerConfig, ClusterBroker, Node } from "@clustermirror/broker"
+import type { MirrorRefresh } from "@clustermirror/mirror"
 import { ClusterClient, MirrorAdmin } from "@clustermirror/client"
 import {
   CreatePartitions,

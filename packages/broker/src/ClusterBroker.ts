@@ -9,6 +9,7 @@
 import { FeatureControl } from "@clustermirror/controller"
 import { NetworkLeaderEndpoint, ReplicaFetcher } from "@clustermirror/fetcher"
 import { MetadataImage, MetadataLog, MetadataPublisher } from "@clustermirror/metadata-log"
+import { MirrorMetrics, type MirrorRefresh, type MirrorSync } from "@clustermirror/mirror"
 import type { MetadataDelta } from "@clustermirror/metadata-log"
 import {
   AllocateProducerIds,
@@ -40,10 +41,7 @@ import * as GroupApis from "./GroupApis.js"
 import { type BrokerContext, INTERNAL_TOPICS, ProducerIdManager, register } from "./KafkaApis.js"
 import type * as MetadataView from "./MetadataView.js"
 import * as MirrorApis from "./MirrorApis.js"
-import type * as MirrorRefresh from "./MirrorRefresh.js"
-import * as MirrorMetrics from "./MirrorMetrics.js"
 import * as MirrorRuntime from "./MirrorRuntime.js"
-import type * as MirrorSync from "./MirrorSync.js"
 import { CLOSE_BUDGET_MS, ReplicaManager } from "./ReplicaManager.js"
 import { Handlers } from "./RequestChannel.js"
 import * as SocketServer from "./SocketServer.js"

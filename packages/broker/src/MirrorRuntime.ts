@@ -9,18 +9,27 @@
  * controller channel, source clusters) and wires events between them. Decisions are the manager's and the
  * controller's; it must not decide state transitions itself.
  */
-import { ClientError, ClusterClient, Connection } from "@clustermirror/client"
+import { ClusterClient, Connection } from "@clustermirror/client"
 import { ClusterMirrorCoordinator, MirrorMetadataManager } from "@clustermirror/coordinator"
 import { MirrorFetcherManager, type SourceCluster } from "@clustermirror/fetcher"
 import { MetadataImage } from "@clustermirror/metadata-log"
+import {
+  EpochBumps,
+  LastMirrorEpochs,
+  MirrorLag,
+  type MirrorMetrics,
+  MirrorRefresh,
+  MirrorSync,
+  Recover,
+  TwoPhaseTruncation,
+  Validation
+} from "@clustermirror/mirror"
 import {
   BumpLeaderEpochs,
   ControlRecord,
   DeleteClusterMirror,
   DescribeClusterMirrors,
   Errors,
-  ListClusterMirrors,
-  type MirrorPartitionState,
   MirrorStateRecords,
   PauseMirrorTopics,
   ReadMirrorStates,
@@ -37,19 +46,11 @@ import { Either } from "effect"
 import type { BrokerConfig } from "./BrokerConfig.js"
 import type { Channel } from "./internal/Channel.js"
 import * as CoordinatorLogs from "./CoordinatorLogs.js"
-import * as TwoPhaseTruncation from "./internal/TwoPhaseTruncation.js"
-import * as MirrorRefresh from "./MirrorRefresh.js"
-import { MirrorLag } from "./MirrorLag.js"
-import type { MirrorMetrics } from "./MirrorMetrics.js"
 import type { PartitionState as ReplicaPartitionState, ReplicaManager } from "./ReplicaManager.js"
 import type { PartitionLog } from "@clustermirror/storage"
 import type { Handlers } from "./RequestChannel.js"
-import * as MirrorSync from "./MirrorSync.js"
 
 export const MIRROR_STATE_TOPIC = "__mirror_state"
-
-/** States in which a partition has no fetcher for a while, so its lag comes from asking the source. */
-const UNFETCHED: ReadonlySet<string> = new Set(["PAUSED", "PAUSING", "FAILED"])
 
 /** What the runtime needs of its broker. */
 export interface MirrorRuntimeOptions {
@@ -71,7 +72,7 @@ export interface MirrorRuntimeOptions {
   /** Every sync error of the periodic refresh, by mirror and kind. */
   readonly onSyncError?: (mirror: string, kind: string, error: string) => void
   /** Where the mirror metrics are counted and their gauges collected; none when absent. */
-  readonly metrics?: MirrorMetrics
+  readonly metrics?: MirrorMetrics.MirrorMetrics
 }
 
 export interface MirrorRuntime {
@@ -91,11 +92,6 @@ export interface MirrorRuntime {
 }
 
 const E = Errors.ErrorCode
-
-/** How often a mirror operation is validated again after the controller found its stamp stale (§5.8). */
-const STALE_VALIDATION_ATTEMPTS = 5
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref())
-const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e))
 
 const parseServers = (s: string): ReadonlyArray<{ host: string; port: number }> =>
   s
@@ -156,7 +152,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
 
   const fetcherManagers = new Map<string, { manager: MirrorFetcherManager.MirrorFetcherManager; bootstrap: string }>()
   let manager: MirrorMetadataManager.MirrorMetadataManager
-  let lag: MirrorLag
+  let lag: MirrorLag.MirrorLag
   /** Partitions whose data loss the operator accepted: their fetcher restarts them at the source log start once. */
   const acceptedDataLoss = new TopicPartitionMap<true>()
 
@@ -232,167 +228,15 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     return client
   }
 
-  type Lookup = {
-    readonly topic: string
-    readonly topicId: string
-    readonly partitions: ReadonlyArray<number>
-    readonly resolve: (info: MirrorMetadataManager.TruncationInfo) => void
-    readonly reject: (e: unknown) => void
-  }
-  let lookups = new Map<string, Array<Lookup>>()
-  let lookupScheduled = false
-  const flushLookups = () => {
-    lookupScheduled = false
-    const pending = lookups
-    lookups = new Map()
-    for (const [mirror, list] of pending)
-      void lookupOnSource(mirror, list).then(
-        (found) => {
-          for (const l of list) {
-            const byPartition = found.lastMirrorEpochs.get(l.topicId)
-            const notStopped = found.notStopped.get(l.topic)
-            const loop = found.loops.get(l.topic)
-            l.resolve({
-              lastMirrorEpochs: new Map(l.partitions.map((p) => [p, byPartition?.get(p) ?? -1])),
-              refusal:
-                loop !== undefined
-                  ? `Detected mirror loop for mirror:${loop}`
-                  : notStopped !== undefined
-                    ? `Source mirror(s) ${[...new Set(notStopped.map((n) => n.mirror))].join(", ")} have not stopped for partition(s) ${notStopped.map((n) => `${l.topic}-${n.partition} (${n.state})`).join(", ")}`
-                    : null
-            })
-          }
-        },
-        (e) => {
-          for (const l of list) l.reject(e)
-        }
-      )
-  }
-  /** The source does not speak the API (an Apache Kafka source has no KIP-1279 APIs). */
-  const unsupported = (e: unknown) =>
-    e instanceof ClientError.UnsupportedVersion ||
-    (typeof e === "object" && e !== null && "errorCode" in e && e.errorCode === E.UNSUPPORTED_VERSION)
-  /**
-   * §5.5 steps 1-5 on the source: its mirrors (ListClusterMirrors) for the loop check, then
-   * DescribeClusterMirrors to every source broker with this cluster's id: the last mirror epochs (max per
-   * partition) and the states of the source's own mirrors of these topics.
-   */
-  const lookupOnSource = async (
-    mirror: string,
-    list: ReadonlyArray<Lookup>
-  ): Promise<{
-    readonly lastMirrorEpochs: ReadonlyMap<string, ReadonlyMap<number, number>>
-    readonly loops: ReadonlyMap<string, string>
-    readonly notStopped: ReadonlyMap<string, ReadonlyArray<{ mirror: string; partition: number; state: string }>>
-  }> => {
-    const client = sourceClient(mirror)
-    const byTopic = new Map<string, Set<number>>()
-    const topics = new Set<string>()
-    for (const l of list) {
-      topics.add(l.topic)
-      let s = byTopic.get(l.topicId)
-      if (s === undefined) byTopic.set(l.topicId, (s = new Set()))
-      for (const p of l.partitions) s.add(p)
-    }
-    // Mirrors on the source that mirror from this cluster: a loop if they still mirror one of these topics.
-    const back = new Set<string>()
-    const loops = new Map<string, string>()
-    try {
-      const listed = await client.sendToAnyBroker(ListClusterMirrors.api, { includeTopicNames: true })
-      for (const m of listed.mirrors) {
-        if (m.sourceClusterId !== options.clusterId) continue
-        back.add(m.mirrorName)
-        for (const t of m.topicNames) if (topics.has(t)) loops.set(t, m.mirrorName)
-      }
-    } catch (e) {
-      // A source without KIP-1279 has no mirrors: no loop possible (§5.5 step 1).
-      if (!unsupported(e)) throw e
-    }
-    const request = {
-      mirrorNames: [],
-      includeAuthorizedOperations: false,
-      clusterId: options.clusterId,
-      lastMirrorEpochLookups: [...byTopic].map(([topicId, ps]) => ({ topicId, partitions: [...ps] }))
-    }
-    const brokers = (await client.metadata([])).brokers
-    const result = new Map<string, Map<number, number>>()
-    const notStopped = new Map<string, Array<{ mirror: string; partition: number; state: string }>>()
-    let supported = false
-    for (const b of brokers.values()) {
-      let res: DescribeClusterMirrors.Response
-      try {
-        res = await client.sendToNode(b.nodeId, DescribeClusterMirrors.api, request)
-      } catch (e) {
-        // A source without KIP-1279 cannot hold last mirror epochs: mirroring is one way (§5.5 step 5).
-        if (unsupported(e)) continue
-        throw e
-      }
-      supported = true
-      if (res.errorCode !== 0) throw new Error(`DescribeClusterMirrors on the source: ${Errors.message(res.errorCode)}`)
-      for (const t of res.lookupResults ?? []) {
-        let m = result.get(t.topicId)
-        if (m === undefined) result.set(t.topicId, (m = new Map()))
-        for (const p of t.partitions)
-          m.set(p.partitionIndex, Math.max(m.get(p.partitionIndex) ?? -1, p.lastMirrorEpoch))
-      }
-      for (const m of res.mirrors) {
-        if (!back.has(m.mirrorName)) continue
-        for (const t of m.topics) {
-          if (!topics.has(t.topicName)) continue
-          for (const p of t.partitions)
-            if (p.stateValue !== "STOPPED") {
-              let l = notStopped.get(t.topicName)
-              if (l === undefined) notStopped.set(t.topicName, (l = []))
-              l.push({ mirror: m.mirrorName, partition: p.partitionIndex, state: p.stateValue })
-            }
-        }
-      }
-    }
-    if (!supported && brokers.size > 0)
-      log(`mirror ${mirror}: the source does not support last mirror epoch lookups; mirroring is one way`)
-    return { lastMirrorEpochs: result, loops, notStopped }
-  }
-
-  // -------------------------------------------------------------------------------------------------
-  // Leader epoch bumps, batched per tick
-
-  type Bump = { readonly topicId: string; readonly partition: number; readonly minLeaderEpoch: number }
-  let bumps: Array<{ readonly bump: Bump; readonly resolve: () => void; readonly reject: (e: unknown) => void }> = []
-  let bumpScheduled = false
+  // Leader epoch bumps, batched per turn
   const epochOf = (topicId: string, partition: number) =>
     MetadataImage.topicById(image(), topicId)?.partitions.get(partition)?.leaderEpoch ?? -1
-  const flushBumps = async () => {
-    bumpScheduled = false
-    const pending = bumps
-    bumps = []
-    const byTopic = new Map<string, Map<number, number>>()
-    for (const { bump } of pending) {
-      let m = byTopic.get(bump.topicId)
-      if (m === undefined) byTopic.set(bump.topicId, (m = new Map()))
-      m.set(bump.partition, Math.max(m.get(bump.partition) ?? -1, bump.minLeaderEpoch))
-    }
-    try {
-      const res = await controller.request(BumpLeaderEpochs.api, {
-        topics: [...byTopic].map(([topicId, m]) => ({
-          topicId,
-          partitions: [...m].map(([partitionIndex, minLeaderEpoch]) => ({ partitionIndex, minLeaderEpoch }))
-        }))
-      })
-      if (res.errorCode !== 0) throw new Error(`BumpLeaderEpochs: ${res.errorMessage ?? Errors.message(res.errorCode)}`)
-      const failed = res.topics.flatMap((t) => t.partitions.filter((p) => p.errorCode !== 0))
-      if (failed.length > 0)
-        throw new Error(`BumpLeaderEpochs: ${failed[0]!.errorMessage ?? Errors.message(failed[0]!.errorCode)}`)
-      await options.catchUp()
-      const deadline = Date.now() + 10_000
-      while (pending.some(({ bump }) => epochOf(bump.topicId, bump.partition) <= bump.minLeaderEpoch)) {
-        if (Date.now() > deadline) throw new Error("the bumped leader epoch did not reach this broker in 10 s")
-        await sleep(20)
-      }
-      for (const p of pending) p.resolve()
-    } catch (e) {
-      for (const p of pending) p.reject(e)
-    }
-  }
+  const bumpLeaderEpochs = EpochBumps.make({
+    request: (request) => controller.request(BumpLeaderEpochs.api, request),
+    catchUp: options.catchUp,
+    epochOf,
+    defer: setImmediate
+  })
 
   // -------------------------------------------------------------------------------------------------
   // The manager's ports
@@ -475,20 +319,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     },
     sourceLeaderEpoch: (mirror, topic, partition) =>
       fetcherManagers.get(mirror)?.manager.sourceLeaderEpoch({ topic, partition }),
-    bumpLeaderEpochs: (list) =>
-      Promise.all(
-        list.map(
-          (bump) =>
-            new Promise<void>((resolve, reject) => {
-              if (epochOf(bump.topicId, bump.partition) > bump.minLeaderEpoch) return resolve()
-              bumps.push({ bump, resolve, reject })
-              if (!bumpScheduled) {
-                bumpScheduled = true
-                setImmediate(() => void flushBumps())
-              }
-            })
-        )
-      ).then(() => {}),
+    bumpLeaderEpochs,
     finishStop: async (topic, partition, sourceClusterId) => {
       const p = logOf(topic, partition)
       const append = async (batch: Buffer, what: string) => {
@@ -519,18 +350,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     }
   }
 
-  const source: MirrorMetadataManager.SourcePort = {
-    prepareTruncation: (mirror, topic, topicId, ps) =>
-      new Promise((resolve, reject) => {
-        let list = lookups.get(mirror)
-        if (list === undefined) lookups.set(mirror, (list = []))
-        list.push({ topic, topicId, partitions: ps, resolve, reject })
-        if (!lookupScheduled) {
-          lookupScheduled = true
-          setImmediate(flushLookups)
-        }
-      })
-  }
+  const source = LastMirrorEpochs.make({ clusterId: options.clusterId, client: sourceClient, defer: setImmediate, log })
 
   const channel: MirrorMetadataManager.CoordinatorChannel = {
     read: async (node, request) => {
@@ -563,9 +383,10 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     log,
     onRetry: (mirror) => metrics?.retryAttempt(mirror)
   })
-  lag = new MirrorLag({
+  const highWatermark = (topic: string, partition: number) => replicas.get(topic, partition)?.log.highWatermark
+  lag = new MirrorLag.MirrorLag({
     fetcherLag: (mirror, topic, partition) => fetcherManagers.get(mirror)?.manager.lag({ topic, partition }),
-    highWatermark: (topic, partition) => replicas.get(topic, partition)?.log.highWatermark,
+    highWatermark,
     source: sourceClient
   })
   metrics?.partitions(() => lag.sample(manager.partitionStates()))
@@ -594,54 +415,6 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     log
   })
 
-  /**
-   * Paused and failed partitions have no fetcher to tell their lag: the source is asked (within a short
-   * timeout) so that a describe shows how far behind they fall; partitions it does not answer for keep -1.
-   */
-  const withUnfetchedLag = async (res: DescribeClusterMirrors.Response): Promise<DescribeClusterMirrors.Response> => {
-    const parts: Array<{
-      mirror: string
-      topic: string
-      partition: number
-      state: MirrorPartitionState.MirrorPartitionState
-    }> = []
-    for (const m of res.mirrors)
-      for (const t of m.topics)
-        for (const p of t.partitions)
-          if (p.lag < 0n && UNFETCHED.has(p.stateValue))
-            parts.push({
-              mirror: m.mirrorName,
-              topic: t.topicName,
-              partition: p.partitionIndex,
-              state: p.stateValue as MirrorPartitionState.MirrorPartitionState
-            })
-    if (parts.length === 0) return res
-    const found = new TopicPartitionMap<{ readonly records: number; readonly seconds: number }>()
-    for (const sample of await lag.unfetched(parts))
-      if (sample.lag !== undefined) found.set(sample.topic, sample.partition, sample.lag)
-    return {
-      ...res,
-      mirrors: res.mirrors.map((m) => ({
-        ...m,
-        topics: m.topics.map((t) => ({
-          ...t,
-          partitions: t.partitions.map((p) => {
-            const l = p.lag < 0n ? found.get(t.topicName, p.partitionIndex) : undefined
-            const highWatermark = replicas.get(t.topicName, p.partitionIndex)?.log.highWatermark
-            if (l === undefined || highWatermark === undefined) return p
-            return {
-              ...p,
-              sourceOffset: BigInt(highWatermark + l.records),
-              destinationOffset: BigInt(highWatermark),
-              lag: BigInt(l.records),
-              lagTimeMs: BigInt(Math.round(l.seconds * 1000))
-            }
-          })
-        }))
-      }))
-    }
-  }
-
   // -------------------------------------------------------------------------------------------------
   // Requests
 
@@ -649,7 +422,10 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     handlers.register(ReadMirrorStates.api, (_req, request) => coordinator.read(request))
     handlers.register(WriteMirrorStates.api, (_req, request) => coordinator.write(request))
     handlers.register(DescribeClusterMirrors.api, async (_req, request) =>
-      MirrorSync.withGroupSync(await withUnfetchedLag(manager.describe(request)), groupSync)
+      MirrorSync.withGroupSync(
+        await MirrorLag.withUnfetchedLag(manager.describe(request), lag, highWatermark),
+        groupSync
+      )
     )
 
     /**
@@ -666,20 +442,25 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
       refuse: (topics: ReadonlyArray<string>, errorCode: number, errorMessage: string) => Spec.StructInput<Res>,
       stamp: () => Readonly<Record<string, unknown>> = () => ({})
     ) =>
-      handlers.register(api, async (_req, request) => {
+      handlers.register(api, (_req, request) => {
         const mirrorName = (request as { readonly mirrorName: string }).mirrorName
         const topics = topicsOf(request)
-        for (let attempt = 1; ; attempt++) {
-          const v = await manager.validate(op, mirrorName, topics)
-          if (v._tag === "Invalid") return refuse(topics ?? [], v.errorCode, v.errorMessage)
-          const stamped = { ...request, ...stamp(), stateValidationOffset: BigInt(v.stateValidationOffset) }
-          const response = await controller.request(api, stamped as Spec.StructInput<Req>)
-          await options.catchUp()
-          const errorCode = (response as { readonly errorCode: number }).errorCode
-          if (errorCode !== E.INVALID_CLUSTER_MIRROR_STATES || attempt >= STALE_VALIDATION_ATTEMPTS)
-            return response as Spec.StructInput<Res>
-          log(`${op} of mirror ${mirrorName}: validated at a stale metadata offset; validating again after catching up`)
-        }
+        return Validation.validated<Spec.StructInput<Res>>({
+          validate: () => manager.validate(op, mirrorName, topics),
+          refuse: (errorCode, errorMessage) => refuse(topics ?? [], errorCode, errorMessage),
+          submit: async (offset) =>
+            (await controller.request(api, {
+              ...request,
+              ...stamp(),
+              stateValidationOffset: BigInt(offset)
+            } as Spec.StructInput<Req>)) as Spec.StructInput<Res>,
+          errorCodeOf: (response) => (response as unknown as { readonly errorCode: number }).errorCode,
+          catchUp: options.catchUp,
+          onStale: () =>
+            log(
+              `${op} of mirror ${mirrorName}: validated at a stale metadata offset; validating again after catching up`
+            )
+        })
       })
     const topicNames = (r: { readonly topics: ReadonlyArray<{ readonly topicName: string }> }) =>
       r.topics.map((t) => t.topicName)
@@ -714,45 +495,22 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
         { acceptDataLoss: request.acceptDataLoss }
       )
       const fromBroker = req.clientId?.startsWith("broker-") === true
-      if (fromBroker) return { throttleTimeMs: 0, errorCode: 0, errorMessage: null, topics: local.map(toRecoverTopic) }
+      if (fromBroker) return { throttleTimeMs: 0, errorCode: 0, errorMessage: null, topics: local }
       const leaders = new Set<number>()
       for (const t of request.topics) {
         const topic = MetadataImage.topicByName(image(), t.topicName)
         if (topic === undefined) continue
         for (const p of topic.partitions.values()) if (p.leader >= 0 && p.leader !== nodeId) leaders.add(p.leader)
       }
-      const merged = new Map(local.map((r) => [r.topicName, r]))
-      await Promise.all(
-        [...leaders].map(async (leader) => {
+      return Recover.acrossLeaders(
+        request.topics.map((t) => t.topicName),
+        local,
+        leaders,
+        (leader) => {
           const c = options.peer(leader)
-          if (c === undefined) return
-          try {
-            const res = await c.request(RecoverMirrorTopics.api, request, 10_000)
-            for (const t of res.topics)
-              if (t.errorCode !== 0 && merged.get(t.topicName)?.errorCode === 0)
-                merged.set(t.topicName, {
-                  topicName: t.topicName,
-                  errorCode: t.errorCode,
-                  errorMessage: t.errorMessage
-                })
-          } catch (e) {
-            for (const t of request.topics)
-              merged.set(t.topicName, {
-                topicName: t.topicName,
-                errorCode: E.COORDINATOR_NOT_AVAILABLE,
-                errorMessage: `broker ${leader}: ${messageOf(e)}`
-              })
-          }
-        })
+          return c === undefined ? undefined : () => c.request(RecoverMirrorTopics.api, request, 10_000)
+        }
       )
-      const topics = request.topics.map((t) => toRecoverTopic(merged.get(t.topicName)!))
-      const first = topics.find((t) => t.errorCode !== 0)
-      return {
-        throttleTimeMs: 0,
-        errorCode: first?.errorCode ?? 0,
-        errorMessage: first?.errorMessage ?? null,
-        topics
-      }
     })
   }
 
@@ -821,16 +579,6 @@ class MirrorTarget implements MirrorFetcherManager.MirrorPartition {
     return this.accepted.delete(this.state.topic, this.state.partition)
   }
 }
-
-const toRecoverTopic = (r: {
-  readonly topicName: string
-  readonly errorCode: number
-  readonly errorMessage: string | null
-}) => ({
-  topicName: r.topicName,
-  errorCode: r.errorCode,
-  errorMessage: r.errorMessage
-})
 
 const mirrorTopic = (t: MetadataImage.TopicImage | undefined): MirrorMetadataManager.MirrorTopic | undefined =>
   t === undefined

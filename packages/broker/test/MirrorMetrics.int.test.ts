@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import * as MirrorMetrics from "../src/MirrorMetrics.js"
+import { MirrorMetrics } from "@clustermirror/mirror"
 
 describe("MirrorMetrics endpoint", () => {
   it("serves the exposition over HTTP at /metrics and nothing else", async () => {

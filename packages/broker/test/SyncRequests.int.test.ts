@@ -10,7 +10,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as BrokerConfig from "../src/BrokerConfig.js"
-import * as SyncRequests from "../src/internal/SyncRequests.js"
+import { SyncRequests } from "@clustermirror/mirror"
 import * as Node from "../src/Node.js"
 
 const TOPIC = "epochs"

@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from "@effect/vitest"
 import { RecordBatch } from "@clustermirror/protocol"
 import { PartitionLog, PartitionLogStore } from "@clustermirror/storage"
 import { ReplicaManager } from "../src/ReplicaManager.js"
-import * as TwoPhaseTruncation from "../src/internal/TwoPhaseTruncation.js"
+import { TwoPhaseTruncation } from "@clustermirror/mirror"
 
 const EPOCH = 5
 

@@ -7,7 +7,7 @@
  *
  * Translation only: what to copy, skip or clamp is decided in `MirrorSync`.
  */
-import { type ClusterClient, MirrorAdmin } from "@clustermirror/client"
+import { ClusterClient, MirrorAdmin } from "@clustermirror/client"
 import {
   DescribeConfigs,
   DescribeGroups,
@@ -18,6 +18,8 @@ import {
   OffsetCommit,
   OffsetFetch
 } from "@clustermirror/protocol"
+import { Cause, Effect, Either, Exit } from "effect"
+import * as Clock from "./Clock.js"
 
 type Client = ClusterClient.Client
 
@@ -111,19 +113,36 @@ export interface ListedGroup {
 }
 
 /** Every group of the cluster: ListGroups to each broker (each lists the groups it coordinates). */
-export const listGroups = async (client: Client): Promise<ReadonlyArray<ListedGroup>> => {
-  const brokers = (await client.metadata([])).brokers
-  const lists = await Promise.all(
-    [...brokers.values()].map(async (b) => {
-      const res = await client.sendToNode(b.nodeId, ListGroups.api, { statesFilter: [], typesFilter: [] })
-      if (res.errorCode !== 0) throw new SyncRequestError(res.errorCode, `ListGroups on broker ${b.nodeId}`)
-      return res.groups.map((g) => ({ groupId: g.groupId, protocolType: g.protocolType }))
-    })
-  )
-  const byId = new Map<string, ListedGroup>()
-  for (const g of lists.flat()) byId.set(g.groupId, g)
-  return [...byId.values()]
-}
+export const listGroups = (client: Client): Promise<ReadonlyArray<ListedGroup>> =>
+  Effect.runPromiseExit(
+    ClusterClient.fromClient(client)
+      .forEachBroker(
+        (b) =>
+          Effect.tryPromise({
+            try: () => client.sendToNode(b.nodeId, ListGroups.api, { statesFilter: [], typesFilter: [] }),
+            catch: (e) => e
+          }).pipe(
+            Effect.flatMap((res) =>
+              res.errorCode !== 0
+                ? Effect.fail(new SyncRequestError(res.errorCode, `ListGroups on broker ${b.nodeId}`))
+                : Effect.succeed(res.groups.map((g) => ({ groupId: g.groupId, protocolType: g.protocolType })))
+            )
+          ),
+        // Every broker must answer: a broker that fails would hide the groups it coordinates.
+        (outcomes) => {
+          const byId = new Map<string, ListedGroup>()
+          for (const { result } of outcomes) {
+            if (Either.isLeft(result)) return Either.left(result.left as unknown)
+            for (const g of result.right) byId.set(g.groupId, g)
+          }
+          return Either.right([...byId.values()])
+        }
+      )
+      .pipe(Effect.flatten)
+  ).then((exit) => {
+    if (Exit.isSuccess(exit)) return exit.value
+    throw Cause.squash(exit.cause)
+  })
 
 const FIND_COORDINATOR_ATTEMPTS = 5
 const FIND_COORDINATOR_BACKOFF_MS = 200
@@ -145,7 +164,7 @@ export const findGroupCoordinator = async (client: Client, group: string): Promi
     if (errorCode === 0 && nodeId >= 0) return nodeId
     if (!Errors.isRetriable(errorCode) || attempt >= FIND_COORDINATOR_ATTEMPTS)
       throw new SyncRequestError(errorCode, `FindCoordinator ${group}`, batched?.errorMessage ?? res.errorMessage)
-    await new Promise((r) => setTimeout(r, FIND_COORDINATOR_BACKOFF_MS * attempt))
+    await Clock.sleep(FIND_COORDINATOR_BACKOFF_MS * attempt)
   }
 }
 

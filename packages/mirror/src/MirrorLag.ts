@@ -8,8 +8,16 @@
  * It owns only the caught-up times of partitions and the sampling. It must not change partitions, fetchers
  * or states; it reads them through `LagPort`.
  */
-import type { ClusterClient } from "@clustermirror/client"
-import { Errors, ListOffsets, type MirrorPartitionState, TopicPartitionMap } from "@clustermirror/protocol"
+import { type ClusterClient, FanOut } from "@clustermirror/client"
+import {
+  type DescribeClusterMirrors,
+  Errors,
+  ListOffsets,
+  type MirrorPartitionState,
+  TopicPartitionMap
+} from "@clustermirror/protocol"
+import { Duration, Effect, Either } from "effect"
+import * as Clock from "./internal/Clock.js"
 import type { PartitionSample } from "./MirrorMetrics.js"
 
 const LATEST_TIMESTAMP = -1n
@@ -43,7 +51,7 @@ export class MirrorLag {
 
   constructor(
     private readonly port: LagPort,
-    private readonly now: () => number = Date.now
+    private readonly now: () => number = Clock.now
   ) {}
 
   /** A fetcher answer: the partition is caught up when its log end reached the source high watermark. */
@@ -129,43 +137,99 @@ export class MirrorLag {
   private async sourceHighWatermarks(mirror: string, parts: ReadonlyArray<Part>): Promise<TopicPartitionMap<number>> {
     const client = this.port.source(mirror)
     const found = new TopicPartitionMap<number>()
-    const ask = async () => {
-      const byLeader = await client.leadersFor(parts.map((p) => ({ topic: p.topic, partition: p.partition })))
-      await Promise.all(
-        [...byLeader].map(async ([node, tps]) => {
+    const ask = Effect.gen(function* () {
+      const byLeader = yield* Effect.tryPromise(() =>
+        client.leadersFor(parts.map((p) => ({ topic: p.topic, partition: p.partition })))
+      )
+      // One ListOffsets per source leader; a leader that fails or does not answer in time has no samples.
+      yield* FanOut.forEachBroker(
+        byLeader,
+        ([node, tps]) => {
           const byTopic = new Map<string, Array<number>>()
           for (const tp of tps) {
             let ps = byTopic.get(tp.topic)
             if (ps === undefined) byTopic.set(tp.topic, (ps = []))
             ps.push(tp.partition)
           }
-          const res = await client.sendToNode(node, ListOffsets.api, {
-            replicaId: -1,
-            isolationLevel: 0,
-            topics: [...byTopic].map(([name, ps]) => ({
-              name,
-              partitions: ps.map((partitionIndex) => ({
-                partitionIndex,
-                currentLeaderEpoch: -1,
-                timestamp: LATEST_TIMESTAMP
-              }))
-            })),
-            timeoutMs: SOURCE_TIMEOUT_MS
-          })
-          for (const t of res.topics)
-            for (const p of t.partitions)
-              if (p.errorCode === Errors.ErrorCode.NONE) found.set(t.name, p.partitionIndex, Number(p.offset))
-        })
+          return Effect.tryPromise(() =>
+            client.sendToNode(node, ListOffsets.api, {
+              replicaId: -1,
+              isolationLevel: 0,
+              topics: [...byTopic].map(([name, ps]) => ({
+                name,
+                partitions: ps.map((partitionIndex) => ({
+                  partitionIndex,
+                  currentLeaderEpoch: -1,
+                  timestamp: LATEST_TIMESTAMP
+                }))
+              })),
+              timeoutMs: SOURCE_TIMEOUT_MS
+            })
+          )
+        },
+        (outcomes) => {
+          for (const { result } of outcomes)
+            if (Either.isRight(result))
+              for (const t of result.right.topics)
+                for (const p of t.partitions)
+                  if (p.errorCode === Errors.ErrorCode.NONE) found.set(t.name, p.partitionIndex, Number(p.offset))
+        },
+        { timeoutMs: SOURCE_TIMEOUT_MS, describe: ([node]) => `source broker ${node}` }
       )
-    }
-    let timer: ReturnType<typeof setTimeout> | undefined
-    await Promise.race([
-      ask(),
-      new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, SOURCE_TIMEOUT_MS)
-        timer.unref()
-      })
-    ]).finally(() => clearTimeout(timer))
+    })
+    // The scrape waits at most SOURCE_TIMEOUT_MS in all; what arrived by then counts.
+    await Effect.runPromise(ask.pipe(Effect.timeout(Duration.millis(SOURCE_TIMEOUT_MS)), Effect.ignore))
     return found
+  }
+}
+
+/** States in which a partition has no fetcher for a while, so its lag comes from asking the source. */
+const UNFETCHED: ReadonlySet<string> = new Set(["PAUSED", "PAUSING", "FAILED"])
+
+/**
+ * A DescribeClusterMirrors answer with the lag of its paused and failed partitions: they have no fetcher to
+ * tell it, so the source is asked (within a short timeout) so that a describe shows how far behind they
+ * fall; partitions it does not answer for keep -1.
+ */
+export const withUnfetchedLag = async (
+  res: DescribeClusterMirrors.Response,
+  lag: MirrorLag,
+  highWatermark: (topic: string, partition: number) => number | undefined
+): Promise<DescribeClusterMirrors.Response> => {
+  const parts: Array<Part> = []
+  for (const m of res.mirrors)
+    for (const t of m.topics)
+      for (const p of t.partitions)
+        if (p.lag < 0n && UNFETCHED.has(p.stateValue))
+          parts.push({
+            mirror: m.mirrorName,
+            topic: t.topicName,
+            partition: p.partitionIndex,
+            state: p.stateValue as MirrorPartitionState.MirrorPartitionState
+          })
+  if (parts.length === 0) return res
+  const found = new TopicPartitionMap<{ readonly records: number; readonly seconds: number }>()
+  for (const sample of await lag.unfetched(parts))
+    if (sample.lag !== undefined) found.set(sample.topic, sample.partition, sample.lag)
+  return {
+    ...res,
+    mirrors: res.mirrors.map((m) => ({
+      ...m,
+      topics: m.topics.map((t) => ({
+        ...t,
+        partitions: t.partitions.map((p) => {
+          const l = p.lag < 0n ? found.get(t.topicName, p.partitionIndex) : undefined
+          const hw = highWatermark(t.topicName, p.partitionIndex)
+          if (l === undefined || hw === undefined) return p
+          return {
+            ...p,
+            sourceOffset: BigInt(hw + l.records),
+            destinationOffset: BigInt(hw),
+            lag: BigInt(l.records),
+            lagTimeMs: BigInt(Math.round(l.seconds * 1000))
+          }
+        })
+      }))
+    }))
   }
 }

@@ -20,6 +20,7 @@
  * this module uses its types only, and never changes mirror state.
  */
 import { type DescribeClusterMirrors, Errors } from "@clustermirror/protocol"
+import * as Clock from "./internal/Clock.js"
 import type { CoordinatorContext, CoordinatorTask } from "./MirrorRefresh.js"
 import {
   alterTopicConfigs,
@@ -322,7 +323,7 @@ export interface GroupOffsetsOptions {
 
 /** Runs one group-offset sync of a mirror and records every selected or filtered group's status. */
 export const syncGroupOffsets = async (ctx: CoordinatorContext, options: GroupOffsetsOptions): Promise<void> => {
-  const now = options.now ?? Date.now
+  const now = options.now ?? Clock.now
   const store = options.store
   const fail = (error: string) => ctx.syncError("group_offsets", `mirror ${ctx.mirror}: ${error}`)
   let include: ReadonlyArray<RegExp>

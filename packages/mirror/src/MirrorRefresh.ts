@@ -41,6 +41,7 @@ import {
   StartMirrorTopics,
   StopMirrorTopics
 } from "@clustermirror/protocol"
+import * as Clock from "./internal/Clock.js"
 import * as Plan from "./internal/refreshPlan.js"
 
 /** One of the mirror's topics on the destination (metadata image). */
@@ -107,7 +108,8 @@ const conditionKey = (kind: string, subject: string) => `${kind}\u0000${subject}
 
 interface Schedule {
   intervalMs: number
-  timer: ReturnType<typeof setTimeout> | undefined
+  /** Cancels the armed tick; undefined when none is armed. */
+  timer: (() => void) | undefined
   running: Promise<void> | undefined
   /** Lasting conditions reported and not yet cleared. */
   reported: Set<string>
@@ -129,7 +131,7 @@ export class MirrorRefresh {
     const names = mirrorNames(image)
     for (const [mirror, s] of this.schedules)
       if (!names.has(mirror)) {
-        if (s.timer !== undefined) clearTimeout(s.timer)
+        s.timer?.()
         this.schedules.delete(mirror)
       }
     for (const mirror of names) {
@@ -141,7 +143,7 @@ export class MirrorRefresh {
         this.arm(mirror, created)
       } else if (s.intervalMs !== intervalMs) {
         s.intervalMs = intervalMs
-        if (s.timer !== undefined) clearTimeout(s.timer)
+        s.timer?.()
         s.timer = undefined
         if (s.running === undefined) this.arm(mirror, s)
       }
@@ -166,7 +168,7 @@ export class MirrorRefresh {
     const s = this.schedules.get(mirror)
     if (s === undefined || this.closed) return Promise.resolve()
     if (s.running !== undefined) return s.running
-    if (s.timer !== undefined) clearTimeout(s.timer)
+    s.timer?.()
     s.timer = undefined
     const run = this.tick(mirror, s)
       .catch((e) => this.log(`mirror ${mirror}: refresh failed: ${messageOf(e)}`))
@@ -186,7 +188,7 @@ export class MirrorRefresh {
     this.closed = true
     const running: Array<Promise<void>> = []
     for (const s of this.schedules.values()) {
-      if (s.timer !== undefined) clearTimeout(s.timer)
+      s.timer?.()
       if (s.running !== undefined) running.push(s.running)
     }
     this.schedules.clear()
@@ -197,11 +199,10 @@ export class MirrorRefresh {
 
   private arm(mirror: string, s: Schedule): void {
     if (this.closed || s.intervalMs <= 0 || s.timer !== undefined) return
-    s.timer = setTimeout(() => {
+    s.timer = Clock.schedule(s.intervalMs, () => {
       s.timer = undefined
       void this.refresh(mirror)
-    }, s.intervalMs)
-    s.timer.unref?.()
+    })
   }
 
   private intervalOf(image: MetadataImage.MetadataImage, mirror: string): number {
