@@ -8,7 +8,8 @@
  * cluster-mirror command of `@clustermirror/cli` (the same as `clustermirror-mirrors`).
  */
 import * as MirrorsCommand from "@clustermirror/cli"
-import { BrokerConfig, Node } from "@clustermirror/broker"
+import { BrokerConfig } from "@clustermirror/broker-config"
+import { Node } from "@clustermirror/broker"
 import { Effect, Exit, Fiber } from "effect"
 
 const usage = `usage: clustermirror server [--port <port>] [--data-dir <dir>] [--config <file>] [--host <host>] [--node-id <id>] [--embedded <brokers>] [--metrics-port <port>]

@@ -30,8 +30,8 @@ import {
 } from "@clustermirror/protocol"
 import { Effect, Either } from "effect"
 import * as fs from "node:fs"
-import { Handlers } from "./RequestChannel.js"
-import * as SocketServer from "./SocketServer.js"
+import { Handlers } from "@clustermirror/network/RequestChannel"
+import * as SocketServer from "@clustermirror/network/SocketServer"
 
 export interface ControllerServerOptions {
   readonly nodeId: number

@@ -19,7 +19,7 @@ import {
 } from "@clustermirror/protocol"
 import { type GroupCoordinator, GroupShards } from "@clustermirror/group-coordinator"
 import type { BrokerContext } from "./KafkaApis.js"
-import type { Handlers } from "./RequestChannel.js"
+import type { Handlers } from "@clustermirror/network/RequestChannel"
 import * as CoordinatorLogs from "./CoordinatorLogs.js"
 
 export const OFFSETS_TOPIC = "__consumer_offsets"

@@ -15,13 +15,13 @@ import {
   OffsetForLeaderEpoch,
   Produce
 } from "@clustermirror/protocol"
-import type { BrokerConfig } from "./BrokerConfig.js"
-import * as DynamicBrokerConfig from "./DynamicBrokerConfig.js"
-import * as LogConfigs from "./LogConfigs.js"
+import type { BrokerConfig } from "@clustermirror/broker-config/BrokerConfig"
+import * as DynamicBrokerConfig from "@clustermirror/broker-config/DynamicBrokerConfig"
+import * as LogConfigs from "@clustermirror/broker-config/LogConfigs"
 import type * as MetadataView from "./MetadataView.js"
 import type * as MirrorApis from "./MirrorApis.js"
-import type * as ReplicaManager from "./ReplicaManager.js"
-import { type Handlers, NoResponse } from "./RequestChannel.js"
+import type * as ReplicaManager from "@clustermirror/replication/ReplicaManager"
+import { type Handlers, NoResponse } from "@clustermirror/network/RequestChannel"
 import { ConfigurationControl } from "@clustermirror/controller"
 
 const UNSET_OPS = -2147483648

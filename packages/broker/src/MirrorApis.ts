@@ -7,7 +7,7 @@
 import { ConfigurationControl } from "@clustermirror/controller"
 import { MetadataImage } from "@clustermirror/metadata-log"
 import { Errors, ListClusterMirrors } from "@clustermirror/protocol"
-import type { Handlers } from "./RequestChannel.js"
+import type { Handlers } from "@clustermirror/network/RequestChannel"
 
 /** Kafka's DescribeConfigs ConfigSource and ConfigType numbers used for mirror entries. */
 const DYNAMIC_BROKER_CONFIG = 2

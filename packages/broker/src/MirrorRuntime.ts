@@ -43,12 +43,12 @@ import {
   type Spec
 } from "@clustermirror/protocol"
 import { Either } from "effect"
-import type { BrokerConfig } from "./BrokerConfig.js"
-import type { Channel } from "./internal/Channel.js"
+import type { BrokerConfig } from "@clustermirror/broker-config/BrokerConfig"
+import type { Channel } from "@clustermirror/network/Channel"
 import * as CoordinatorLogs from "./CoordinatorLogs.js"
-import type { PartitionState as ReplicaPartitionState, ReplicaManager } from "./ReplicaManager.js"
+import type { PartitionState as ReplicaPartitionState, ReplicaManager } from "@clustermirror/replication/ReplicaManager"
 import type { PartitionLog } from "@clustermirror/storage"
-import type { Handlers } from "./RequestChannel.js"
+import type { Handlers } from "@clustermirror/network/RequestChannel"
 
 export const MIRROR_STATE_TOPIC = "__mirror_state"
 
@@ -90,8 +90,6 @@ export interface MirrorRuntime {
   readonly syncTasks: ReadonlyArray<MirrorSync.CoordinatorTask>
   readonly close: () => Promise<void>
 }
-
-const E = Errors.ErrorCode
 
 const parseServers = (s: string): ReadonlyArray<{ host: string; port: number }> =>
   s

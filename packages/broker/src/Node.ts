@@ -11,7 +11,7 @@ import { Uuid } from "@clustermirror/protocol"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
-import type { BrokerConfig } from "./BrokerConfig.js"
+import type { BrokerConfig } from "@clustermirror/broker-config/BrokerConfig"
 import * as ClusterBroker from "./ClusterBroker.js"
 import * as ControllerServer from "./ControllerServer.js"
 

@@ -6,7 +6,7 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Node from "../src/Node.js"
-import * as BrokerConfig from "../src/BrokerConfig.js"
+import * as BrokerConfig from "@clustermirror/broker-config/BrokerConfig"
 
 /** A minimal pipelined connection: responses resolved by correlation id. */
 const connect = (port: number) =>

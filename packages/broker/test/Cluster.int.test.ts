@@ -12,7 +12,7 @@ import { RecordBatch } from "@clustermirror/protocol"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as BrokerConfig from "../src/BrokerConfig.js"
+import * as BrokerConfig from "@clustermirror/broker-config/BrokerConfig"
 import * as ClusterBroker from "../src/ClusterBroker.js"
 import * as ControllerServer from "../src/ControllerServer.js"
 

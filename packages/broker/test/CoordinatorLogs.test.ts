@@ -8,7 +8,7 @@ import { MirrorStateRecords, RecordBatch, Uuid } from "@clustermirror/protocol"
 import { PartitionLog, PartitionLogStore } from "@clustermirror/storage"
 import { Effect } from "effect"
 import * as CoordinatorLogs from "../src/CoordinatorLogs.js"
-import { ReplicaManager } from "../src/ReplicaManager.js"
+import { ReplicaManager } from "@clustermirror/replication/ReplicaManager"
 
 const TOPIC = "__mirror_state"
 const TOPIC_ID = Uuid.random()

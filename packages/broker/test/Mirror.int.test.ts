@@ -18,7 +18,7 @@ import {
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as BrokerConfig from "../src/BrokerConfig.js"
+import * as BrokerConfig from "@clustermirror/broker-config/BrokerConfig"
 import * as Node from "../src/Node.js"
 
 const SOURCE_TOPIC_ID = "q83vEjRWeJCrze8SNFZ4kA"

@@ -13,12 +13,12 @@ import { Fetch, RecordBatch } from "@clustermirror/protocol"
 import { PartitionLog, PartitionLogStore } from "@clustermirror/storage"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
-import * as BrokerConfig from "../src/BrokerConfig.js"
+import * as BrokerConfig from "@clustermirror/broker-config/BrokerConfig"
 import { ProducerIdManager, register } from "../src/KafkaApis.js"
 import type * as MetadataView from "../src/MetadataView.js"
-import { ReplicaManager } from "../src/ReplicaManager.js"
-import { Handlers } from "../src/RequestChannel.js"
-import * as SocketServer from "../src/SocketServer.js"
+import { ReplicaManager } from "@clustermirror/replication/ReplicaManager"
+import { Handlers } from "@clustermirror/network/RequestChannel"
+import * as SocketServer from "@clustermirror/network/SocketServer"
 
 const MIRRORED = { name: "mirrored", id: "q83vEjRWeJCrze8SNFZ4kA" }
 const PLAIN = { name: "plain", id: "AAAAAAAAAAAAAAAAAAAAAQ" }

@@ -9,7 +9,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import * as BrokerConfig from "../src/BrokerConfig.js"
+import * as BrokerConfig from "@clustermirror/broker-config/BrokerConfig"
 import { SyncRequests } from "@clustermirror/mirror"
 import * as Node from "../src/Node.js"
 

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "@effect/vitest"
 import { RecordBatch } from "@clustermirror/protocol"
 import { PartitionLog, PartitionLogStore } from "@clustermirror/storage"
-import { ReplicaManager } from "../src/ReplicaManager.js"
+import { ReplicaManager } from "@clustermirror/replication/ReplicaManager"
 import { TwoPhaseTruncation } from "@clustermirror/mirror"
 
 const EPOCH = 5

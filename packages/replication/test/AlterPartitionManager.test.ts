@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { AlterPartition } from "@clustermirror/protocol"
-import * as AlterPartitionManager from "../src/internal/AlterPartitionManager.js"
+import * as AlterPartitionManager from "../src/AlterPartitionManager.js"
 
 const proposal = (partition: number) => ({
   topic: "t",

@@ -6,7 +6,7 @@
  * Owns no ISR state: each caller gets the controller's answer for its partition.
  */
 import { type AlterPartition, Errors } from "@clustermirror/protocol"
-import type { IsrChannel, Registration } from "../ReplicaManager.js"
+import type { IsrChannel, Registration } from "./ReplicaManager.js"
 
 type Proposal = Parameters<IsrChannel["alterPartition"]>[0]
 type Answer = Awaited<ReturnType<IsrChannel["alterPartition"]>>

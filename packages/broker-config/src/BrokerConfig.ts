@@ -75,7 +75,7 @@ export interface BrokerConfig {
   readonly properties: ReadonlyMap<string, string>
 }
 
-export const BrokerConfig = Context.GenericTag<BrokerConfig>("@clustermirror/broker/BrokerConfig")
+export const BrokerConfig = Context.GenericTag<BrokerConfig>("@clustermirror/broker-config/BrokerConfig")
 
 const HOUR = 60 * 60 * 1000
 

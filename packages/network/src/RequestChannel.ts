@@ -19,7 +19,7 @@ export interface RequestContext {
 }
 
 /** Returned by a handler when the request gets no response (Produce with acks=0). */
-export const NoResponse: unique symbol = Symbol.for("@clustermirror/broker/NoResponse")
+export const NoResponse: unique symbol = Symbol.for("@clustermirror/network/NoResponse")
 export type NoResponse = typeof NoResponse
 
 export type Handle<Req extends Spec.Fields, Res extends Spec.Fields> = (

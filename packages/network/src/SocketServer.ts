@@ -10,7 +10,7 @@
 import { Header } from "@clustermirror/protocol"
 import { Either } from "effect"
 import * as net from "node:net"
-import * as RateLimitedLog from "./internal/RateLimitedLog.js"
+import * as RateLimitedLog from "./RateLimitedLog.js"
 
 export interface Connection {
   readonly id: number

@@ -3,7 +3,7 @@
  * summary of what was dropped when the window ends (or on flush), then lines pass again.
  */
 import { describe, expect, it } from "vitest"
-import * as RateLimitedLog from "../src/internal/RateLimitedLog.js"
+import * as RateLimitedLog from "../src/RateLimitedLog.js"
 
 const harness = () => {
   let t = 0

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ApiVersions } from "@clustermirror/protocol"
-import { Channel } from "../src/internal/Channel.js"
+import { Channel } from "../src/Channel.js"
 import { Handlers } from "../src/RequestChannel.js"
 import * as SocketServer from "../src/SocketServer.js"
 

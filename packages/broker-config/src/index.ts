@@ -1,0 +1,6 @@
+/**
+ * @clustermirror/broker-config: A broker's configuration.
+ */
+export * as BrokerConfig from "./BrokerConfig.js"
+export * as DynamicBrokerConfig from "./DynamicBrokerConfig.js"
+export * as LogConfigs from "./LogConfigs.js"
