@@ -126,5 +126,6 @@ export const make = (options: Options): ((bumps: ReadonlyArray<Bump>) => Promise
         options.defer(flush)
       }
     })
+  // not a fan-out: the callers of one batched bump wait for their own partitions
   return (bumps) => Promise.all(bumps.map(one)).then(() => {})
 }

@@ -112,6 +112,7 @@ export class MirrorLag {
     now: number
   ): Promise<ReadonlyArray<PartitionSample>> {
     const out: Array<PartitionSample> = []
+    // not a fan-out: one ListOffsets scrape per mirror (each a different source cluster), fanned out per leader inside
     const answers = await Promise.all(
       [...byMirror].map(([mirror, list]) => this.sourceHighWatermarks(mirror, list).catch(() => undefined))
     )

@@ -192,6 +192,7 @@ export class MirrorRefresh {
       if (s.running !== undefined) running.push(s.running)
     }
     this.schedules.clear()
+    // not a fan-out: waits for this broker's own refresh loops to end
     return Promise.all(running).then(() => {})
   }
 

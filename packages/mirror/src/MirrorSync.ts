@@ -19,7 +19,9 @@
  * `internal/SyncRequests`. The task contract (context, task) is the refresh loop's, which runs the tasks;
  * this module uses its types only, and never changes mirror state.
  */
+import { FanOut } from "@clustermirror/client"
 import { type DescribeClusterMirrors, Errors } from "@clustermirror/protocol"
+import { Effect, Either } from "effect"
 import * as Clock from "./internal/Clock.js"
 import type { CoordinatorContext, CoordinatorTask } from "./MirrorRefresh.js"
 import {
@@ -39,6 +41,9 @@ import {
   logBounds,
   type TopicConfigs
 } from "./internal/SyncRequests.js"
+
+/** Time a destination group coordinator gets to answer DescribeGroups in a group offset sync. */
+const GROUP_DESCRIBE_TIMEOUT_MS = 30_000
 
 // ---------------------------------------------------------------------------------------------------
 // The refresh loop's task contract
@@ -123,6 +128,7 @@ export const syncTopicConfigs = async (ctx: CoordinatorContext): Promise<void> =
   let source: ReadonlyMap<string, TopicConfigs>
   let destination: ReadonlyMap<string, TopicConfigs>
   try {
+    // not a fan-out: one DescribeConfigs to each of the two clusters
     ;[source, destination] = await Promise.all([
       describeTopicConfigs(ctx.source, topics),
       describeTopicConfigs(ctx.destination, topics)
@@ -347,6 +353,7 @@ export const syncGroupOffsets = async (ctx: CoordinatorContext, options: GroupOf
   const coordinators = new Map<string, number>()
   const states = new Map<string, string>()
   try {
+    // not a fan-out: one FindCoordinator per group, each to any broker (the client picks and retries)
     await Promise.all(selected.map(async (g) => coordinators.set(g, await findGroupCoordinator(ctx.destination, g))))
     const byNode = new Map<number, Array<string>>()
     for (const [g, node] of coordinators) {
@@ -354,11 +361,20 @@ export const syncGroupOffsets = async (ctx: CoordinatorContext, options: GroupOf
       if (list === undefined) byNode.set(node, (list = []))
       list.push(g)
     }
-    await Promise.all(
-      [...byNode].map(async ([node, groups]) => {
-        for (const [g, s] of await describeGroupStates(ctx.destination, node, groups)) states.set(g, s)
-      })
+    // DescribeGroups to each destination coordinator at once; one that fails or does not answer stops the run.
+    const described = await Effect.runPromise(
+      FanOut.forEachBroker(
+        byNode,
+        ([node, groups]) =>
+          Effect.tryPromise({ try: () => describeGroupStates(ctx.destination, node, groups), catch: (e) => e }),
+        (outcomes) => outcomes,
+        { timeoutMs: GROUP_DESCRIBE_TIMEOUT_MS, describe: ([node]) => `broker ${node}` }
+      )
     )
+    for (const { result } of described) {
+      if (Either.isLeft(result)) throw result.left
+      for (const [g, s] of result.right) states.set(g, s)
+    }
   } catch (e) {
     return fail(`listing destination groups: ${messageOf(e)}`)
   }
@@ -413,6 +429,7 @@ export const syncGroupOffsets = async (ctx: CoordinatorContext, options: GroupOf
       const wanted = committed.filter((c) => mirroring(c.topic, c.partition))
       if (wanted.length === 0) continue
       const known = new Map<string, LogBounds | undefined>()
+      // not a fan-out: log bounds per partition, each from its leader through the client
       await Promise.all(
         wanted.map(async (c) => known.set(`${c.topic}\u0000${c.partition}`, await boundsFor(c.topic, c.partition)))
       )

@@ -287,8 +287,10 @@ export const logBounds = async (
   partitions: ReadonlyArray<{ readonly topic: string; readonly partition: number }>
 ): Promise<ReadonlyMap<string, LogBounds>> => {
   const out = new Map<string, LogBounds>()
+  // not a fan-out: one ListOffsets pair per partition, each routed to its leader by the client
   await Promise.all(
     partitions.map(async ({ topic, partition }) => {
+      // not a fan-out: the earliest and the latest offset of one partition
       const [earliest, latest] = await Promise.all([
         MirrorAdmin.listOffset(client, topic, partition, MirrorAdmin.EARLIEST),
         MirrorAdmin.listOffset(client, topic, partition, MirrorAdmin.LATEST)
