@@ -5,6 +5,10 @@
  * the refresh of that mirror. A changed interval reschedules the loop; a deleted mirror ends it. Ticks of
  * one mirror never overlap.
  *
+ * Each mirror's loop is a fiber in a `FiberMap` keyed by mirror, on the runtime the refresh gets from its
+ * creator (default: Effect's default runtime; `make` takes the caller's, so a test's `TestClock` drives
+ * the ticks): it waits `Schedule.spaced(interval)` after each tick ends. `close()` interrupts the loops.
+ *
  * Every broker, each tick: the source cluster-ID check (another cluster behind `bootstrap.servers` →
  * the mirror's partitions led here go FAILED, not retryable, and nothing else runs for the mirror), then
  * the source state of the topics desired MIRRORING (Metadata on the source): a topic the source no
@@ -41,7 +45,7 @@ import {
   StartMirrorTopics,
   StopMirrorTopics
 } from "@clustermirror/protocol"
-import * as Clock from "./internal/Clock.js"
+import { Effect, Exit, Fiber, FiberMap, Runtime, RuntimeFlags, Schedule as EffectSchedule, Scope } from "effect"
 import * as Plan from "./internal/refreshPlan.js"
 
 /** One of the mirror's topics on the destination (metadata image). */
@@ -108,8 +112,8 @@ const conditionKey = (kind: string, subject: string) => `${kind}\u0000${subject}
 
 interface Schedule {
   intervalMs: number
-  /** Cancels the armed tick; undefined when none is armed. */
-  timer: (() => void) | undefined
+  /** The fiber of the mirror's loop; undefined when none is armed. */
+  loop: Fiber.RuntimeFiber<void> | undefined
   running: Promise<void> | undefined
   /** Lasting conditions reported and not yet cleared. */
   reported: Set<string>
@@ -119,9 +123,51 @@ export class MirrorRefresh {
   private readonly schedules = new Map<string, Schedule>()
   private closed = false
   private readonly log: (line: string) => void
+  private readonly runtime: Runtime.Runtime<never>
+  private readonly scope: Scope.CloseableScope
+  /** The loop fiber of each mirror with an armed loop. */
+  private readonly loops: FiberMap.FiberMap<string>
+  private readonly runLoop: (key: string, effect: Effect.Effect<void>) => Fiber.RuntimeFiber<void>
 
-  constructor(private readonly options: MirrorRefreshOptions) {
+  /**
+   * A refresh whose loops run in `runtime` (default: Effect's default runtime, with the live clock).
+   * `close()` interrupts them.
+   */
+  constructor(
+    private readonly options: MirrorRefreshOptions,
+    runtime: Runtime.Runtime<never> = Runtime.defaultRuntime
+  ) {
     this.log = options.log ?? (() => {})
+    // A runtime captured where interruption is off (an acquire) could not interrupt a loop.
+    this.runtime = Runtime.enableRuntimeFlag(runtime, RuntimeFlags.Interruption)
+    const r = Runtime.runSync(this.runtime)(
+      Effect.gen(function* () {
+        const scope = yield* Scope.make()
+        const loops = yield* FiberMap.make<string>().pipe(Scope.extend(scope))
+        return { scope, loops, runLoop: yield* FiberMap.runtime(loops)<never>() }
+      })
+    )
+    this.scope = r.scope
+    this.loops = r.loops
+    this.runLoop = r.runLoop
+  }
+
+  /**
+   * A refresh whose loops run in the caller's runtime (its `Clock`: a test's `TestClock`), closed with
+   * the scope (which waits for the running ticks).
+   */
+  static make(options: MirrorRefreshOptions): Effect.Effect<MirrorRefresh, never, Scope.Scope> {
+    return Effect.flatMap(Effect.runtime<never>(), (rt) =>
+      Effect.acquireRelease(
+        Effect.sync(() => new MirrorRefresh(options, rt)),
+        (r) => Effect.promise(() => r.close())
+      )
+    )
+  }
+
+  /** Mirrors whose loop is armed (each holds one fiber). */
+  get armedLoops(): number {
+    return Runtime.runSync(this.runtime)(FiberMap.size(this.loops))
   }
 
   /** Follows the metadata: starts, reschedules and ends the loops of the mirrors. */
@@ -131,21 +177,21 @@ export class MirrorRefresh {
     const names = mirrorNames(image)
     for (const [mirror, s] of this.schedules)
       if (!names.has(mirror)) {
-        s.timer?.()
+        this.disarm(s)
         this.schedules.delete(mirror)
       }
     for (const mirror of names) {
       const intervalMs = this.intervalOf(image, mirror)
       const s = this.schedules.get(mirror)
       if (s === undefined) {
-        const created: Schedule = { intervalMs, timer: undefined, running: undefined, reported: new Set() }
+        const created: Schedule = { intervalMs, loop: undefined, running: undefined, reported: new Set() }
         this.schedules.set(mirror, created)
         this.arm(mirror, created)
       } else if (s.intervalMs !== intervalMs) {
         s.intervalMs = intervalMs
-        s.timer?.()
-        s.timer = undefined
-        if (s.running === undefined) this.arm(mirror, s)
+        this.disarm(s)
+        // The new loop first waits for a running tick, then spaces the next one from its end.
+        this.arm(mirror, s)
       }
     }
   }
@@ -163,20 +209,16 @@ export class MirrorRefresh {
     return st.partitions.get(p)?.leader === this.options.nodeId
   }
 
-  /** Runs one refresh of `mirror` now (or joins the one running). */
+  /** Runs one refresh of `mirror` now (or joins the one running); the loop then restarts from its end. */
   refresh(mirror: string): Promise<void> {
     const s = this.schedules.get(mirror)
     if (s === undefined || this.closed) return Promise.resolve()
     if (s.running !== undefined) return s.running
-    s.timer?.()
-    s.timer = undefined
-    const run = this.tick(mirror, s)
-      .catch((e) => this.log(`mirror ${mirror}: refresh failed: ${messageOf(e)}`))
-      .finally(() => {
-        s.running = undefined
-        if (this.schedules.get(mirror) === s) this.arm(mirror, s)
-      })
-    s.running = run
+    this.disarm(s)
+    const run = this.runOnce(mirror, s)
+    void run.then(() => {
+      if (this.schedules.get(mirror) === s) this.arm(mirror, s)
+    })
     return run
   }
 
@@ -185,12 +227,14 @@ export class MirrorRefresh {
    * calling this and before awaiting it, so that they end promptly.
    */
   close(): Promise<void> {
-    this.closed = true
-    const running: Array<Promise<void>> = []
-    for (const s of this.schedules.values()) {
-      s.timer?.()
-      if (s.running !== undefined) running.push(s.running)
+    if (!this.closed) {
+      this.closed = true
+      for (const s of this.schedules.values()) s.loop = undefined
+      // Interrupts every loop.
+      Runtime.runFork(this.runtime)(Scope.close(this.scope, Exit.void))
     }
+    const running: Array<Promise<void>> = []
+    for (const s of this.schedules.values()) if (s.running !== undefined) running.push(s.running)
     this.schedules.clear()
     // not a fan-out: waits for this broker's own refresh loops to end
     return Promise.all(running).then(() => {})
@@ -198,12 +242,41 @@ export class MirrorRefresh {
 
   // ------------------------------------------------------------------------------------------ schedule
 
+  /** One tick of `mirror`, or the one running; never rejects. */
+  private runOnce(mirror: string, s: Schedule): Promise<void> {
+    if (s.running !== undefined) return s.running
+    const run = this.tick(mirror, s)
+      .catch((e) => this.log(`mirror ${mirror}: refresh failed: ${messageOf(e)}`))
+      .finally(() => {
+        s.running = undefined
+      })
+    s.running = run
+    return run
+  }
+
+  /** Starts the mirror's loop: after a running tick, a tick every `intervalMs` after the last one ended. */
   private arm(mirror: string, s: Schedule): void {
-    if (this.closed || s.intervalMs <= 0 || s.timer !== undefined) return
-    s.timer = Clock.schedule(s.intervalMs, () => {
-      s.timer = undefined
-      void this.refresh(mirror)
-    })
+    if (this.closed || s.intervalMs <= 0 || s.loop !== undefined) return
+    const running = s.running
+    const tick = Effect.promise(() => this.runOnce(mirror, s))
+    const loop = Effect.schedule(tick, EffectSchedule.spaced(s.intervalMs)).pipe(Effect.asVoid)
+    s.loop = this.runLoop(
+      mirror,
+      running === undefined
+        ? loop
+        : Effect.zipRight(
+            Effect.promise(() => running),
+            loop
+          )
+    )
+  }
+
+  /** Interrupts the mirror's loop, if armed (a running tick goes on). */
+  private disarm(s: Schedule): void {
+    const fiber = s.loop
+    if (fiber === undefined) return
+    s.loop = undefined
+    Runtime.runFork(this.runtime)(Fiber.interrupt(fiber))
   }
 
   private intervalOf(image: MetadataImage.MetadataImage, mirror: string): number {

@@ -1,12 +1,13 @@
 /**
  * The periodic mirror refresh (§5.9, §5.3, §6.5): its pure decisions (interval precedence, patterns,
  * topic verdicts, pattern discovery, exclude enforcement, the periodic epoch bump) and its scheduling
- * on a fake clock.
+ * on a TestClock.
  */
 import { MetadataDelta, MetadataImage, MetadataProvenance } from "@clustermirror/metadata-log"
 import { MetadataRecords, Uuid } from "@clustermirror/protocol"
 import fc from "fast-check"
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest"
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, TestClock } from "effect"
 import * as Plan from "../src/internal/refreshPlan.js"
 import * as MirrorRefresh from "../src/MirrorRefresh.js"
 
@@ -216,11 +217,14 @@ describe("MirrorRefresh scheduling", () => {
   const MIRROR = MetadataImage.ConfigResourceType.CLUSTER_MIRROR
   const BROKER = MetadataImage.ConfigResourceType.BROKER
 
-  /** A refresh over an image the test changes; each tick is seen when it asks for the source, which fails. */
-  const setup = () => {
+  /**
+   * A refresh over an image the test changes, on the test's runtime (TestClock: time moves only by
+   * `TestClock.adjust`); each tick is seen when it asks for the source, which fails.
+   */
+  const setup = Effect.gen(function* () {
     let image = MetadataImage.empty
     const ticks: Array<string> = []
-    const refresh = new MirrorRefresh.MirrorRefresh({
+    const refresh = yield* MirrorRefresh.MirrorRefresh.make({
       nodeId: 1,
       image: () => image,
       manager: { sourceFailed: () => {}, sourceLeaderKnown: () => {}, stateOf: () => undefined },
@@ -239,53 +243,77 @@ describe("MirrorRefresh scheduling", () => {
       refresh.onMetadataUpdate()
     }
     return { refresh, ticks, replay }
-  }
+  })
+  const advance = (ms: number) => TestClock.adjust(Duration.millis(ms))
 
-  beforeEach(() => {
-    vi.useFakeTimers()
-  })
-  afterEach(() => {
-    vi.useRealTimers()
-  })
+  it.scoped(
+    "ticks every interval of the mirror, reschedules on a new interval, stops at 0 and when the mirror is deleted",
+    () =>
+      Effect.gen(function* () {
+        const { refresh, ticks, replay } = yield* setup
+        replay(
+          config(MIRROR, "m", "bootstrap.servers", "127.0.0.1:1"),
+          config(MIRROR, "m", Plan.REFRESH_INTERVAL_KEY, "100")
+        )
+        expect(refresh.intervalMs("m")).toBe(100)
+        yield* advance(350)
+        expect(ticks.length).toBe(3)
+        replay(config(MIRROR, "m", Plan.REFRESH_INTERVAL_KEY, "0"))
+        yield* advance(1000)
+        expect(ticks.length).toBe(3)
+        expect(refresh.armedLoops).toBe(0)
+        replay(config(MIRROR, "m", Plan.REFRESH_INTERVAL_KEY, "200"))
+        yield* advance(450)
+        expect(ticks.length).toBe(5)
+        replay(config(MIRROR, "m", "bootstrap.servers", null), config(MIRROR, "m", Plan.REFRESH_INTERVAL_KEY, null))
+        expect(refresh.intervalMs("m")).toBeUndefined()
+        yield* advance(1000)
+        expect(ticks).toEqual(["m", "m", "m", "m", "m"])
+        expect(refresh.armedLoops).toBe(0)
+        yield* Effect.promise(() => refresh.close())
+      })
+  )
 
-  it("ticks every interval of the mirror, reschedules on a new interval, stops at 0 and when the mirror is deleted", async () => {
-    const { refresh, ticks, replay } = setup()
-    replay(
-      config(MIRROR, "m", "bootstrap.servers", "127.0.0.1:1"),
-      config(MIRROR, "m", Plan.REFRESH_INTERVAL_KEY, "100")
-    )
-    expect(refresh.intervalMs("m")).toBe(100)
-    await vi.advanceTimersByTimeAsync(350)
-    expect(ticks.length).toBe(3)
-    replay(config(MIRROR, "m", Plan.REFRESH_INTERVAL_KEY, "0"))
-    await vi.advanceTimersByTimeAsync(1000)
-    expect(ticks.length).toBe(3)
-    replay(config(MIRROR, "m", Plan.REFRESH_INTERVAL_KEY, "200"))
-    await vi.advanceTimersByTimeAsync(450)
-    expect(ticks.length).toBe(5)
-    replay(config(MIRROR, "m", "bootstrap.servers", null), config(MIRROR, "m", Plan.REFRESH_INTERVAL_KEY, null))
-    expect(refresh.intervalMs("m")).toBeUndefined()
-    await vi.advanceTimersByTimeAsync(1000)
-    expect(ticks).toEqual(["m", "m", "m", "m", "m"])
-    await refresh.close()
-  })
+  it.scoped("uses the broker's dynamic interval when the mirror sets none, and keeps one loop per mirror", () =>
+    Effect.gen(function* () {
+      const { refresh, ticks, replay } = yield* setup
+      replay(
+        config(MIRROR, "a", "bootstrap.servers", "127.0.0.1:1"),
+        config(MIRROR, "b", "bootstrap.servers", "127.0.0.1:1"),
+        config(MIRROR, "b", Plan.REFRESH_INTERVAL_KEY, "500"),
+        config(BROKER, "", Plan.REFRESH_INTERVAL_KEY, "300")
+      )
+      expect([refresh.intervalMs("a"), refresh.intervalMs("b")]).toEqual([300, 500])
+      replay(config(BROKER, "1", Plan.REFRESH_INTERVAL_KEY, "250"))
+      expect(refresh.intervalMs("a")).toBe(250)
+      yield* advance(1000)
+      expect(ticks.filter((m) => m === "a").length).toBe(4)
+      expect(ticks.filter((m) => m === "b").length).toBe(2)
+      expect(refresh.armedLoops).toBe(2)
+      yield* Effect.promise(() => refresh.close())
+      yield* advance(1000)
+      expect(ticks.length).toBe(6)
+      expect(refresh.armedLoops).toBe(0)
+    })
+  )
 
-  it("uses the broker's dynamic interval when the mirror sets none, and keeps one loop per mirror", async () => {
-    const { refresh, ticks, replay } = setup()
-    replay(
-      config(MIRROR, "a", "bootstrap.servers", "127.0.0.1:1"),
-      config(MIRROR, "b", "bootstrap.servers", "127.0.0.1:1"),
-      config(MIRROR, "b", Plan.REFRESH_INTERVAL_KEY, "500"),
-      config(BROKER, "", Plan.REFRESH_INTERVAL_KEY, "300")
-    )
-    expect([refresh.intervalMs("a"), refresh.intervalMs("b")]).toEqual([300, 500])
-    replay(config(BROKER, "1", Plan.REFRESH_INTERVAL_KEY, "250"))
-    expect(refresh.intervalMs("a")).toBe(250)
-    await vi.advanceTimersByTimeAsync(1000)
-    expect(ticks.filter((m) => m === "a").length).toBe(4)
-    expect(ticks.filter((m) => m === "b").length).toBe(2)
-    await refresh.close()
-    await vi.advanceTimersByTimeAsync(1000)
-    expect(ticks.length).toBe(6)
-  })
+  it.scoped("runs a tick on demand, joins a running one, and spaces the next one from its end", () =>
+    Effect.gen(function* () {
+      const { refresh, ticks, replay } = yield* setup
+      replay(
+        config(MIRROR, "m", "bootstrap.servers", "127.0.0.1:1"),
+        config(MIRROR, "m", Plan.REFRESH_INTERVAL_KEY, "100")
+      )
+      yield* advance(60)
+      const first = refresh.refresh("m")
+      expect(refresh.refresh("m")).toBe(first)
+      yield* Effect.promise(() => first)
+      expect(ticks.length).toBe(1)
+      // The loop restarted at 60: nothing at 100, the next tick at 160.
+      yield* advance(50)
+      expect(ticks.length).toBe(1)
+      yield* advance(50)
+      expect(ticks.length).toBe(2)
+    })
+  )
 })
