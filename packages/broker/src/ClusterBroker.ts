@@ -323,7 +323,7 @@ export const start = async (
     describeMirrorConfigs: (name, keys) => MirrorApis.describeMirrorConfigs(image, name, keys),
     mirrorProduceState: (topic, partition) => mirrors.produceState(topic, partition)
   }
-  const groups = GroupApis.shards(ctx)
+  const groups = GroupApis.shards(ctx, log)
 
   // Channels to the other brokers of this cluster (mirror state coordinators, recover fan-out).
   const peers = new Map<number, Channel>()

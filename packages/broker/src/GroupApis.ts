@@ -28,7 +28,7 @@ export const OFFSETS_TOPIC = "__consumer_offsets"
  * The group coordinators of this broker, one shard per `__consumer_offsets` partition it leads
  * (reloaded per leader epoch), on this broker's partition logs.
  */
-export const shards = (ctx: BrokerContext): GroupShards.GroupShards =>
+export const shards = (ctx: BrokerContext, log: (line: string) => void): GroupShards.GroupShards =>
   new GroupShards.GroupShards({
     log: CoordinatorLogs.make({
       replicas: ctx.replicas,
@@ -41,7 +41,9 @@ export const shards = (ctx: BrokerContext): GroupShards.GroupShards =>
       groupInitialRebalanceDelayMs: ctx.config.groupInitialRebalanceDelayMs,
       groupMinSessionTimeoutMs: ctx.config.groupMinSessionTimeoutMs,
       groupMaxSessionTimeoutMs: ctx.config.groupMaxSessionTimeoutMs
-    })
+    }),
+    onLoadFailed: (partition, message) =>
+      log(`${OFFSETS_TOPIC}-${partition} not loaded, its groups have no coordinator here: ${message}`)
   })
 
 /** Creates `__consumer_offsets` through the topic admin when it does not exist yet. */

@@ -138,6 +138,8 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
   const coordinator = new ClusterMirrorCoordinator.ClusterMirrorCoordinator({
     log: stateLog,
     onLoaded: (partition, ms) => metrics?.coordinatorLoaded(partition, ms),
+    onLoadFailed: (partition, message) =>
+      log(`${MIRROR_STATE_TOPIC}-${partition} not loaded, its mirror states have no coordinator here: ${message}`),
     context: {
       topicId: topicIdOf,
       leaderEpoch: (topicId, partition) =>

@@ -50,6 +50,8 @@ export interface ClusterMirrorCoordinatorOptions {
   readonly context: MirrorStateShard.Context
   /** Called after a partition was loaded on leadership gain, with the replay's duration (metrics). */
   readonly onLoaded?: (partition: number, ms: number) => void
+  /** A partition whose load failed (its log could not be read): it answers NOT_COORDINATOR until leadership changes. */
+  readonly onLoadFailed?: (partition: number, message: string) => void
   /** Most records in one append (default: the runtime's). */
   readonly maxBatchRecords?: number
 }
@@ -128,7 +130,10 @@ export class ClusterMirrorCoordinator {
       this.numPartitions = numPartitions
     }
     const loaded = Effect.runSync(Effect.either(this.runtime.onLeadership(partition, leaderEpoch)))
-    if (Either.isLeft(loaded)) return []
+    if (Either.isLeft(loaded)) {
+      this.options.onLoadFailed?.(partition, loaded.left.message)
+      return []
+    }
     const state = this.stateOf(partition)
     return state === undefined ? [] : MirrorStateShard.entries(state)
   }

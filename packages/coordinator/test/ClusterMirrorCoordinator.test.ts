@@ -122,6 +122,24 @@ describe("ClusterMirrorCoordinator", () => {
     expect(await c.deleteMirror("m")).toBe(0)
   })
 
+  it("a partition whose log cannot be read is not loaded, says why, and answers NOT_COORDINATOR", async () => {
+    const log = CoordinatorLog.memory<MirrorStateRecords.MirrorStateRecord>()
+    const failed: Array<{ partition: number; message: string }> = []
+    const c = new ClusterMirrorCoordinator({
+      log,
+      context: { topicId: (n: string) => (n === "t" ? TOPIC_ID : undefined), leaderEpoch: () => 0 },
+      onLoadFailed: (partition, message) => failed.push({ partition, message })
+    })
+    const p = c.partitionFor(MirrorStateRecords.key("m", TOPIC_ID, 0), N)
+    await Effect.runPromise(log.failNextRead(p))
+    expect(c.onBecomeLeader(p, 0, N)).toEqual([])
+    expect(failed.map((f) => f.partition)).toEqual([p])
+    expect(failed[0]!.message).not.toBe("")
+    const res = await c.write(write([0], "LOG_TRUNCATION"))
+    expect(res.topics[0]!.partitions[0]!.errorCode).toBe(Errors.ErrorCode.NOT_COORDINATOR)
+    await c.close()
+  })
+
   it("a partition led A→B→A, seen by A as a higher leader epoch, is reloaded with what B wrote", async () => {
     const log = CoordinatorLog.memory<MirrorStateRecords.MirrorStateRecord>()
     const context = { topicId: (n: string) => (n === "t" ? TOPIC_ID : undefined), leaderEpoch: () => 0 }

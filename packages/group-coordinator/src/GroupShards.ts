@@ -35,6 +35,8 @@ export interface Options {
   /** The Effect runtime whose `Clock` the shards' timers run on (`TestClock` in tests). */
   readonly runtime?: Runtime.Runtime<never>
   readonly randomUuid?: () => string
+  /** A partition whose load failed (its log could not be read): it has no coordinator until leadership changes. */
+  readonly onLoadFailed?: (partition: number, message: string) => void
 }
 
 interface Shard {
@@ -96,8 +98,9 @@ export class GroupShards {
       )
     )
     // A load that fails leaves the partition without a coordinator: requests get NOT_COORDINATOR.
-    coordinator.catch(() => {
+    coordinator.catch((e: unknown) => {
       if (this.shards.get(partition)?.coordinator === coordinator) this.shards.delete(partition)
+      this.options.onLoadFailed?.(partition, e instanceof Error ? e.message : String(e))
     })
     this.shards.set(partition, {
       leaderEpoch,

@@ -85,6 +85,29 @@ const stableThenMoved = async (runtime: Runtime.Runtime<never>) => {
 }
 
 describe("GroupShards", () => {
+  it.effect("a partition whose log cannot be read has no coordinator and the failure is reported", () =>
+    Effect.gen(function* () {
+      const runtime = yield* Effect.runtime<never>()
+      yield* Effect.promise(async () => {
+        const log = CoordinatorLog.memory<GroupRecords.GroupRecord>()
+        const failed: Array<number> = []
+        const shards = new GroupShards.GroupShards({
+          log,
+          partitionCount: () => 1,
+          runtime,
+          onLoadFailed: (partition) => failed.push(partition)
+        })
+        await Effect.runPromise(log.failNextRead(0))
+        shards.onLeadership(0, true, 1)
+        await expect(shards.forGroup("g")!).rejects.toBeDefined()
+        await new Promise((resolve) => setImmediate(resolve))
+        expect(failed).toEqual([0])
+        expect(shards.forGroup("g")).toBeUndefined()
+        await shards.close()
+      })
+    })
+  )
+
   it.effect(
     "given leadership bouncing A→B→A seen by A in one delta, when B committed meanwhile, then A reloads and serves B's commits",
     () =>
