@@ -8,10 +8,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+started=$(date +%s)
+# The install set-up made (a fresh npm project of the tarballs, redone whenever a package changed), so the
+# packages are installed once per change; the checks run from an empty folder that sees only that install.
+install="$root/.cache/install"
+bash scripts/install-packages.sh "$install"
 work=$(mktemp -d "${TMPDIR:-/tmp}/clustermirror-pack-check.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-started=$(date +%s)
-bash scripts/install-packages.sh "$work"
+cp "$install/package.json" "$work/package.json"
+ln -s "$install/node_modules" "$work/node_modules"
 mapfile -t packages < <(node scripts/package-shape.mjs --list)
 cp scripts/pack-check.mjs "$work/pack-check.mjs"
 (cd "$work" && node pack-check.mjs "$root" "${packages[@]}") || {
