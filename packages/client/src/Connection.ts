@@ -23,6 +23,7 @@ import {
   UnsupportedVersion
 } from "./ClientError.js"
 import { fromPromise } from "./internal/effect.js"
+import type { ClientSecurity } from "./Security.js"
 
 export interface Options {
   readonly host: string
@@ -39,6 +40,8 @@ export interface Options {
   readonly negotiate?: boolean
   readonly clientSoftwareName?: string
   readonly clientSoftwareVersion?: string
+  /** TLS and SASL for this connection; absent: PLAINTEXT. */
+  readonly security?: ClientSecurity
 }
 
 export interface RequestOptions {
@@ -110,6 +113,15 @@ export class Connection {
   /** Connects and, unless `negotiate` is false, negotiates API versions. */
   static open(options: Options): Promise<Connection> {
     const connectTimeoutMs = options.connectTimeoutMs ?? 10_000
+    if (options.security?.tls !== undefined || options.security?.sasl !== undefined)
+      return Promise.reject(
+        new ConnectionError({
+          host: options.host,
+          port: options.port,
+          reason: "connect",
+          message: `connect to ${options.host}:${options.port}: TLS and SASL are not implemented yet`
+        })
+      )
     return new Promise<Connection>((resolve, reject) => {
       const socket = net.connect({ host: options.host, port: options.port })
       const timer = setTimeout(() => {

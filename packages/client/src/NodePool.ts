@@ -8,6 +8,7 @@
 import { ClientClosed, ConnectionError } from "./ClientError.js"
 import * as Connection from "./Connection.js"
 import * as Retry from "./Retry.js"
+import type { ClientSecurity } from "./Security.js"
 
 export interface Address {
   readonly host: string
@@ -23,6 +24,8 @@ export interface Options {
   /** Cap on the reconnect delay; default 1 s. */
   readonly reconnectBackoffMaxMs?: number
   readonly negotiate?: boolean
+  /** TLS and SASL for every connection of the pool; absent: PLAINTEXT. */
+  readonly security?: ClientSecurity
 }
 
 export const addressKey = (a: Address): string => `${a.host}:${a.port}`
@@ -115,7 +118,8 @@ export class NodePool {
           ...(this.options.clientId === undefined ? {} : { clientId: this.options.clientId }),
           ...(this.options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: this.options.connectTimeoutMs }),
           ...(this.options.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: this.options.requestTimeoutMs }),
-          ...(this.options.negotiate === undefined ? {} : { negotiate: this.options.negotiate })
+          ...(this.options.negotiate === undefined ? {} : { negotiate: this.options.negotiate }),
+          ...(this.options.security === undefined ? {} : { security: this.options.security })
         })
       })
       .then(

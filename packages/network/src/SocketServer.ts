@@ -12,10 +12,24 @@ import { Either } from "effect"
 import * as net from "node:net"
 import * as RateLimitedLog from "./RateLimitedLog.js"
 
+/** Kafka's security protocols (`listener.security.protocol.map` values). */
+export type SecurityProtocol = "PLAINTEXT" | "SSL" | "SASL_PLAINTEXT" | "SASL_SSL"
+
+/** The principal of a connection that has not authenticated (Kafka's `User:ANONYMOUS`). */
+export const ANONYMOUS = "User:ANONYMOUS"
+
 export interface Connection {
   readonly id: number
   readonly remoteHost: string
   readonly remotePort: number
+  /** The listener the connection came in on (e.g. `PLAINTEXT`, `SASL_SSL`, `CONTROLLER`). */
+  readonly listenerName: string
+  readonly securityProtocol: SecurityProtocol
+  /**
+   * Who the connection acts as, `User:<name>` in Kafka's form: `User:ANONYMOUS` on PLAINTEXT, the mapped
+   * certificate subject on SSL with client authentication, the SASL user once SASL has succeeded.
+   */
+  principal: string
 }
 
 /** What the handler asks the server to do with a request frame. */
@@ -31,6 +45,8 @@ export interface SocketServerOptions {
   readonly port: number
   readonly maxFrameBytes: number
   readonly handle: FrameHandler
+  /** The listener's name, reported on each connection (default `PLAINTEXT`). */
+  readonly listenerName?: string
   readonly log?: (line: string) => void
   /** How many "closing connection" lines per interval reach the log (default 10 per 10 s). */
   readonly closeLogLimit?: RateLimitedLog.RateLimitOptions
@@ -57,7 +73,10 @@ export const start = (options: SocketServerOptions): Promise<SocketServer> =>
       const connection: Connection = {
         id: nextId++,
         remoteHost: socket.remoteAddress ?? "unknown",
-        remotePort: socket.remotePort ?? 0
+        remotePort: socket.remotePort ?? 0,
+        listenerName: options.listenerName ?? "PLAINTEXT",
+        securityProtocol: "PLAINTEXT",
+        principal: ANONYMOUS
       }
       const decoder = new Header.FrameDecoder(options.maxFrameBytes)
       const queue: Buffer[] = []
