@@ -12,6 +12,7 @@ import * as ConfigurationControl from "./ConfigurationControl.js"
 import * as FeatureControl from "./FeatureControl.js"
 import * as ProducerIdControl from "./ProducerIdControl.js"
 import * as ReplicationControl from "./ReplicationControl.js"
+import * as ScramControl from "./ScramControl.js"
 
 export interface ControllerState {
   readonly cluster: ClusterControl.State
@@ -19,6 +20,7 @@ export interface ControllerState {
   readonly features: FeatureControl.State
   readonly producerIds: ProducerIdControl.State
   readonly replication: ReplicationControl.State
+  readonly scram: ScramControl.State
 }
 
 export const empty: ControllerState = {
@@ -26,7 +28,8 @@ export const empty: ControllerState = {
   configs: ConfigurationControl.empty,
   features: FeatureControl.empty,
   producerIds: ProducerIdControl.empty,
-  replication: ReplicationControl.empty
+  replication: ReplicationControl.empty,
+  scram: ScramControl.empty
 }
 
 /**
@@ -90,6 +93,9 @@ const replaySlices = (state: ControllerState, record: MetadataRecords.MetadataRe
       return { ...state, features: FeatureControl.replay(state.features, record) }
     case "ProducerIdsRecord":
       return { ...state, producerIds: ProducerIdControl.replay(state.producerIds, record) }
+    case "UserScramCredentialRecord":
+    case "RemoveUserScramCredentialRecord":
+      return { ...state, scram: ScramControl.replay(state.scram, record) }
     // Replication's alone.
     case "PartitionRecord":
     case "PartitionChangeRecord":

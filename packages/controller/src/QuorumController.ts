@@ -15,6 +15,7 @@ import {
   type CreatePartitions,
   type CreateTopics,
   type DeleteTopics,
+  type AlterUserScramCredentials,
   type IncrementalAlterConfigs,
   type MetadataRecords,
   Uuid
@@ -42,6 +43,7 @@ import * as FeatureControl from "./FeatureControl.js"
 import * as MirrorControl from "./MirrorControl.js"
 import * as ProducerIdControl from "./ProducerIdControl.js"
 import * as ReplicationControl from "./ReplicationControl.js"
+import * as ScramControl from "./ScramControl.js"
 
 export interface QuorumControllerOptions {
   readonly nodeId: number
@@ -764,6 +766,16 @@ export class QuorumController {
       ConfigurationControl.legacyAlterConfigs(state.configs, resources, validateOnly, {
         topicExists: (name) => ReplicationControl.topicByName(state.replication, name) !== undefined
       })
+    )
+  }
+
+  /** AlterUserScramCredentials (51): see `ScramControl.alterUserScramCredentials`. */
+  alterUserScramCredentials(
+    request: AlterUserScramCredentials.Request
+  ): Promise<ReadonlyArray<ScramControl.UserResult>> {
+    return this.write(
+      (state) => ScramControl.alterUserScramCredentials(state.scram, request),
+      "AlterUserScramCredentials"
     )
   }
 
