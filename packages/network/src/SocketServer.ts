@@ -34,7 +34,12 @@ export interface Connection {
 
 /** What the handler asks the server to do with a request frame. */
 export type FrameResult =
-  | { readonly _tag: "Respond"; readonly chunks: ReadonlyArray<Buffer> }
+  | {
+      readonly _tag: "Respond"
+      readonly chunks: ReadonlyArray<Buffer>
+      /** Close the connection once the response is written (e.g. after a failed authentication). */
+      readonly closeAfter?: string
+    }
   | { readonly _tag: "NoResponse" }
   | { readonly _tag: "Close"; readonly reason: string }
 
@@ -47,6 +52,8 @@ export interface SocketServerOptions {
   readonly handle: FrameHandler
   /** The listener's name, reported on each connection (default `PLAINTEXT`). */
   readonly listenerName?: string
+  /** The listener's security protocol, reported on each connection (default `PLAINTEXT`). */
+  readonly securityProtocol?: SecurityProtocol
   readonly log?: (line: string) => void
   /** How many "closing connection" lines per interval reach the log (default 10 per 10 s). */
   readonly closeLogLimit?: RateLimitedLog.RateLimitOptions
@@ -75,7 +82,7 @@ export const start = (options: SocketServerOptions): Promise<SocketServer> =>
         remoteHost: socket.remoteAddress ?? "unknown",
         remotePort: socket.remotePort ?? 0,
         listenerName: options.listenerName ?? "PLAINTEXT",
-        securityProtocol: "PLAINTEXT",
+        securityProtocol: options.securityProtocol ?? "PLAINTEXT",
         principal: ANONYMOUS
       }
       const decoder = new Header.FrameDecoder(options.maxFrameBytes)
@@ -115,6 +122,14 @@ export const start = (options: SocketServerOptions): Promise<SocketServer> =>
             if (result._tag === "Close") return close(result.reason)
             if (result._tag === "Respond") {
               write(result.chunks)
+              if (result.closeAfter !== undefined) {
+                closed = true
+                closeLog.log(
+                  `closing connection ${connection.remoteHost}:${connection.remotePort}: ${result.closeAfter}`
+                )
+                socket.end(() => socket.destroy())
+                return
+              }
               if (socket.writableNeedDrain)
                 await new Promise<void>((resolve) => {
                   const done = () => {
