@@ -39,8 +39,10 @@ const buildConfig = (args: Map<string, string>): BrokerConfig.BrokerConfig => {
   const overrides = new Map<string, string>()
   for (const [k, v] of args) {
     if (k === "config" || k === "embedded") continue
-    if (k === "port") overrides.set("listeners", `PLAINTEXT://${args.get("host") ?? config.host}:${v}`)
-    else if (k === "host") overrides.set("listeners", `PLAINTEXT://${v}:${args.get("port") ?? config.port}`)
+    // The client listener keeps its name (and so its protocol) from the config file.
+    if (k === "port") overrides.set("listeners", `${config.listenerName}://${args.get("host") ?? config.host}:${v}`)
+    else if (k === "host")
+      overrides.set("listeners", `${config.listenerName}://${v}:${args.get("port") ?? config.port}`)
     else if (k === "data-dir") overrides.set("log.dirs", v)
     else if (k === "node-id") overrides.set("node.id", v)
     else if (k === "metrics-port") overrides.set("metrics.port", v)

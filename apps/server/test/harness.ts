@@ -19,6 +19,8 @@ export interface ServerOptions {
   readonly config?: Properties.Properties
   /** Reuse an existing data dir (it is then not removed by `stop()`). */
   readonly dataDir?: string
+  /** Keep the server's complete output in this file. */
+  readonly logFile?: string
 }
 
 export interface ServerHandle extends ServerProcess.ServerHandle {
@@ -31,7 +33,8 @@ export const startServer = async (opts: ServerOptions = {}): Promise<ServerHandl
   const server = await ServerProcess.start({
     config: Properties.merge(ServerProcess.TEST_DEFAULTS, opts.config),
     tempPrefix: "clustermirror-int-",
-    ...(opts.dataDir === undefined ? {} : { dataDir: opts.dataDir })
+    ...(opts.dataDir === undefined ? {} : { dataDir: opts.dataDir }),
+    ...(opts.logFile === undefined ? {} : { logFile: opts.logFile })
   })
   return withKafka(server)
 }
@@ -56,6 +59,8 @@ export interface ClusterOptions {
   readonly controllerConfig?: Properties.Properties
   /** Every broker's settings, over the test defaults. */
   readonly brokerConfig?: Properties.Properties
+  /** The brokers' client listener name (default `PLAINTEXT`). */
+  readonly brokerListenerName?: string
 }
 
 /** A node of a cluster: its server handle (it follows the node's restarts) with the node's id and `log.dirs`. */
@@ -86,7 +91,8 @@ export const startCluster = async (opts: ClusterOptions): Promise<Cluster> => {
       baseDir,
       brokers: opts.brokers,
       controllerConfig: Properties.merge(ServerProcess.TEST_DEFAULTS, opts.controllerConfig),
-      brokerConfig: Properties.merge(ServerProcess.TEST_DEFAULTS, opts.brokerConfig)
+      brokerConfig: Properties.merge(ServerProcess.TEST_DEFAULTS, opts.brokerConfig),
+      ...(opts.brokerListenerName === undefined ? {} : { brokerListenerName: opts.brokerListenerName })
     })
   } catch (e) {
     rmSync(baseDir, { recursive: true, force: true })

@@ -8,6 +8,7 @@
 import { ConfigurationControl } from "@clustermirror/controller"
 import { Context } from "effect"
 import * as fs from "node:fs"
+import * as SaslConfig from "./SaslConfig.js"
 
 export interface BrokerConfig {
   readonly nodeId: number
@@ -71,9 +72,28 @@ export interface BrokerConfig {
   readonly mirrorFailedRetryMaxAttempts: number
   /** `metrics.port` (our own key): the Prometheus endpoint's port on the broker host; 0 turns it off. */
   readonly metricsPort: number
+  /** The client listener's name in `listeners` (default `PLAINTEXT`). */
+  readonly listenerName: string
+  /** The client listener's protocol under `listener.security.protocol.map`. */
+  readonly listenerSecurityProtocol: ListenerProtocol
+  /** The CONTROLLER listener's protocol (PLAINTEXT unless the map says otherwise, as in Kafka). */
+  readonly controllerSecurityProtocol: ListenerProtocol
+  /** `listener.security.protocol.map` entries, listener name → protocol. */
+  readonly securityProtocolMap: ReadonlyMap<string, string>
+  /** `sasl.enabled.mechanisms` (Kafka's default GSSAPI, which we refuse once a SASL listener needs it). */
+  readonly saslEnabledMechanisms: ReadonlyArray<string>
+  /** `sasl.mechanism.inter.broker.protocol`: how this broker authenticates to the other brokers. */
+  readonly saslMechanismInterBrokerProtocol: string
+  /** `sasl.mechanism.controller.protocol`: how this broker authenticates to the controller. */
+  readonly saslMechanismControllerProtocol: string
+  /** `connections.max.reauth.ms` (KIP-368): the SASL session lifetime; 0 never expires. */
+  readonly connectionsMaxReauthMs: number
   /** The keys and values this config was read from (properties file and overrides): STATIC_BROKER_CONFIG. */
   readonly properties: ReadonlyMap<string, string>
 }
+
+/** The listener protocols we serve (TLS ones are not implemented yet). */
+export type ListenerProtocol = "PLAINTEXT" | "SASL_PLAINTEXT"
 
 export const BrokerConfig = Context.GenericTag<BrokerConfig>("@clustermirror/broker-config/BrokerConfig")
 
@@ -124,6 +144,14 @@ export const defaults: BrokerConfig = {
   mirrorFailedRetryMaxBackoffMs: 300000,
   mirrorFailedRetryMaxAttempts: 100,
   metricsPort: 0,
+  listenerName: "PLAINTEXT",
+  listenerSecurityProtocol: "PLAINTEXT",
+  controllerSecurityProtocol: "PLAINTEXT",
+  securityProtocolMap: new Map(),
+  saslEnabledMechanisms: ["GSSAPI"],
+  saslMechanismInterBrokerProtocol: "GSSAPI",
+  saslMechanismControllerProtocol: "GSSAPI",
+  connectionsMaxReauthMs: 0,
   properties: new Map()
 }
 
@@ -155,14 +183,11 @@ const str =
   (v) =>
     ({ [field]: v.trim() }) as Partial<BrokerConfig>
 
-/** Why a TLS or SASL setting is refused: the listeners (and connections to sources) speak PLAINTEXT only. */
-const NO_TLS_OR_SASL = "TLS and SASL are not implemented yet: listeners are PLAINTEXT only"
+/** Why a TLS setting is refused: listeners speak PLAINTEXT or SASL_PLAINTEXT only. */
+const NO_TLS = "TLS is not implemented yet: listeners are PLAINTEXT or SASL_PLAINTEXT"
 
-/** Kafka's security protocols; a listener named after one of the others would use TLS or SASL. */
+/** Kafka's security protocols. */
 const SECURITY_PROTOCOLS = new Set(["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"])
-
-/** A listener name that means TLS or SASL under Kafka's default protocol map. */
-const securedListenerName = (name: string): boolean => name === "SSL" || name.startsWith("SASL_")
 
 /** `NAME://host:port[,NAME://host:port]`: the CONTROLLER entry is the controller listener, the other the client one. */
 const listener: Parser = (v, key) => {
@@ -171,8 +196,6 @@ const listener: Parser = (v, key) => {
     const m = /^(?:([A-Z_]+):\/\/)?([^:,]*):(\d+)$/.exec(entry.trim())
     if (!m) throw new Error(`${key}=${v}: expected NAME://host:port`)
     const [, name, host, port] = m
-    if (name !== undefined && securedListenerName(name))
-      throw new Error(`${key}=${v}: listener ${name} is not supported: ${NO_TLS_OR_SASL}`)
     if (name === "CONTROLLER") {
       if (key === "listeners") {
         out.controllerHost = host || "0.0.0.0"
@@ -182,6 +205,7 @@ const listener: Parser = (v, key) => {
     else {
       out.host = host || "0.0.0.0"
       out.port = Number(port)
+      out.listenerName = name ?? "PLAINTEXT"
     }
   }
   return out
@@ -194,17 +218,25 @@ const controllerBootstrap: Parser = (v, key) => {
   return { controllerBootstrap: { host: m[1]!, port: Number(m[2]) } }
 }
 
-/** `NAME:PROTOCOL[,...]`: accepted only where every listener maps to PLAINTEXT (what we speak). */
+/** `NAME:PROTOCOL[,...]`: PLAINTEXT and SASL_PLAINTEXT (TLS is refused). */
 const securityProtocolMap: Parser = (v, key) => {
+  const map = new Map<string, string>()
   for (const entry of v.split(",")) {
     if (entry.trim() === "") continue
     const m = /^([A-Za-z0-9_]+):([A-Z_]+)$/.exec(entry.trim())
     if (!m || !SECURITY_PROTOCOLS.has(m[2]!)) throw new Error(`${key}=${v}: expected NAME:PROTOCOL entries`)
-    if (m[2] !== "PLAINTEXT")
-      throw new Error(`${key}=${v}: ${m[2]} for listener ${m[1]} is not supported: ${NO_TLS_OR_SASL}`)
+    if (m[2] === "SSL" || m[2] === "SASL_SSL")
+      throw new Error(`${key}=${v}: ${m[2]} for listener ${m[1]} is not supported: ${NO_TLS}`)
+    map.set(m[1]!, m[2]!)
   }
-  return {}
+  return { securityProtocolMap: map }
 }
+
+const mechanismList = (v: string): Array<string> =>
+  v
+    .split(",")
+    .map((x) => x.trim())
+    .filter((x) => x !== "")
 
 const roles: Parser = (v, key) => {
   const rs = v
@@ -277,8 +309,19 @@ const parsers: Record<string, Parser> = {
   "mirror.failed.retry.max.backoff.ms": int("mirrorFailedRetryMaxBackoffMs", 1),
   "mirror.failed.retry.max.attempts": int("mirrorFailedRetryMaxAttempts", 0),
   "metrics.port": int("metricsPort", 0),
-  "listener.security.protocol.map": securityProtocolMap
+  "listener.security.protocol.map": securityProtocolMap,
+  "sasl.enabled.mechanisms": (v) => ({ saslEnabledMechanisms: mechanismList(v) }),
+  "sasl.mechanism.inter.broker.protocol": (v) => ({ saslMechanismInterBrokerProtocol: v.trim() }),
+  "sasl.mechanism.controller.protocol": (v) => ({ saslMechanismControllerProtocol: v.trim() }),
+  "connections.max.reauth.ms": long("connectionsMaxReauthMs")
 }
+
+/**
+ * Per-listener SASL keys, read through `SaslConfig` from the properties: the JAAS entry of a mechanism
+ * (`listener.name.<l>.<mechanism>.sasl.jaas.config`) and the listener's own `sasl.enabled.mechanisms`.
+ */
+const LISTENER_SASL_KEY =
+  /^listener\.name\.[a-z0-9_]+\.((plain|scram-sha-256|scram-sha-512)\.sasl\.jaas\.config|sasl\.enabled\.mechanisms)$/
 
 /**
  * Keys accepted for compatibility with Kafka config files, without effect: the listener names (there
@@ -320,8 +363,17 @@ export const fromProperties = (props: ReadonlyMap<string, string>, base: BrokerC
     const parse = Object.hasOwn(parsers, key) ? parsers[key] : undefined
     if (parse === undefined) {
       if (NO_OP_PROPERTIES.has(key)) continue
-      if (/^(ssl|sasl|security)\./.test(key) || /^listener\.name\.[^.]+\.(ssl|sasl)\./.test(key))
-        throw new Error(`broker config "${key}" is not supported: ${NO_TLS_OR_SASL}`)
+      if (LISTENER_SASL_KEY.test(key)) continue
+      if (/^(ssl|security)\./.test(key) || /^listener\.name\.[^.]+\.ssl\./.test(key))
+        throw new Error(`broker config "${key}" is not supported: ${NO_TLS}`)
+      if (key === "sasl.jaas.config")
+        throw new Error(
+          `broker config "${key}" is not supported: brokers take the JAAS entry per listener and mechanism, as listener.name.<listener>.<mechanism>.sasl.jaas.config`
+        )
+      if (/^(sasl|listener\.name\.[^.]+\.([^.]+\.)?sasl)\./.test(key))
+        throw new Error(
+          `broker config "${key}" is not supported: SASL is PLAIN and SCRAM-SHA-256/512 with listener.name.<listener>.<mechanism>.sasl.jaas.config (no GSSAPI, OAUTHBEARER, callback handlers or login settings)`
+        )
       const why = ConfigurationControl.unsupportedBrokerConfig(key)
       if (why !== null) throw new Error(`broker config "${key}" is not supported: ${why}`)
       throw new Error(`unknown broker config "${key}"`)
@@ -331,7 +383,27 @@ export const fromProperties = (props: ReadonlyMap<string, string>, base: BrokerC
   }
   if (!advertised && props.has("listeners"))
     cfg = { ...cfg, advertisedHost: cfg.host === "0.0.0.0" ? "127.0.0.1" : cfg.host }
-  return { ...cfg, properties: new Map([...base.properties, ...props]) }
+  cfg = {
+    ...cfg,
+    listenerSecurityProtocol: protocolOf(cfg, cfg.listenerName, "PLAINTEXT"),
+    controllerSecurityProtocol: protocolOf(cfg, "CONTROLLER", "PLAINTEXT"),
+    properties: new Map([...base.properties, ...props])
+  }
+  // A SASL listener without usable settings fails here, at start, naming the key.
+  if (cfg.listenerSecurityProtocol === "SASL_PLAINTEXT") SaslConfig.forListener(cfg, cfg.listenerName)
+  if (cfg.controllerSecurityProtocol === "SASL_PLAINTEXT" && cfg.processRoles.includes("controller"))
+    SaslConfig.forListener(cfg, "CONTROLLER")
+  return cfg
+}
+
+/**
+ * A listener's protocol: its `listener.security.protocol.map` entry, else its name when that is a protocol
+ * (Kafka's default map), else `fallback`. TLS protocols are refused.
+ */
+const protocolOf = (cfg: BrokerConfig, name: string, fallback: ListenerProtocol): ListenerProtocol => {
+  const p = cfg.securityProtocolMap.get(name) ?? (SECURITY_PROTOCOLS.has(name) ? name : fallback)
+  if (p === "PLAINTEXT" || p === "SASL_PLAINTEXT") return p
+  throw new Error(`listeners: listener ${name} (${p}) is not supported: ${NO_TLS}`)
 }
 
 /**

@@ -15,6 +15,7 @@ import {
   AllocateProducerIds,
   AlterConfigs,
   AlterPartition,
+  AlterUserScramCredentials,
   BrokerHeartbeat,
   BrokerRegistration,
   BumpLeaderEpochs,
@@ -26,6 +27,7 @@ import {
   Errors,
   Fetch,
   IncrementalAlterConfigs,
+  Scram,
   type Api,
   type Spec,
   Uuid
@@ -42,6 +44,10 @@ import { type BrokerContext, INTERNAL_TOPICS, ProducerIdManager, register } from
 import type * as MetadataView from "./MetadataView.js"
 import * as MirrorApis from "./MirrorApis.js"
 import * as MirrorRuntime from "./MirrorRuntime.js"
+import * as ScramApis from "./ScramApis.js"
+import * as SaslConfig from "@clustermirror/broker-config/SaslConfig"
+import * as SaslAuthenticator from "@clustermirror/network/SaslAuthenticator"
+import type { Security } from "@clustermirror/client"
 import { CLOSE_BUDGET_MS, ReplicaManager } from "@clustermirror/replication/ReplicaManager"
 import { Handlers } from "@clustermirror/network/RequestChannel"
 import * as SocketServer from "@clustermirror/network/SocketServer"
@@ -64,6 +70,9 @@ export interface ClusterBroker {
   readonly mirrorSyncTasks: ReadonlyArray<MirrorSync.CoordinatorTask>
   readonly close: () => Promise<void>
 }
+
+/** Kafka's SecurityProtocol ids, as broker registrations carry them. */
+const SECURITY_PROTOCOL_IDS = { PLAINTEXT: 0, SSL: 1, SASL_PLAINTEXT: 2, SASL_SSL: 3 } as const
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
@@ -140,13 +149,42 @@ export const start = async (
   if (bootstrap === null) throw new Error("a broker in a cluster needs controller.quorum.bootstrap.servers")
   fs.mkdirSync(requested.dataDir, { recursive: true })
   const handlers = new Handlers()
+  // SCRAM credentials come from the metadata image, which is loaded after the listener is up.
+  let scramImage: () => MetadataImage.MetadataImage = () => MetadataImage.empty
+  const listenerSasl =
+    requested.listenerSecurityProtocol === "SASL_PLAINTEXT"
+      ? SaslConfig.forListener(requested, requested.listenerName)
+      : undefined
   const server = await SocketServer.start({
     host: requested.host,
     port: requested.port,
     maxFrameBytes: requested.socketRequestMaxBytes,
-    handle: handlers.frameHandler(log),
+    listenerName: requested.listenerName,
+    securityProtocol: requested.listenerSecurityProtocol,
+    handle:
+      listenerSasl === undefined
+        ? handlers.frameHandler(log)
+        : SaslAuthenticator.wrap(handlers.frameHandler(log), {
+            enabledMechanisms: listenerSasl.enabledMechanisms,
+            plainPassword: (u) => listenerSasl.plainUsers.get(u),
+            scramCredential: (u, m) => MetadataImage.scramCredential(scramImage(), u, Scram.mechanismId(m)),
+            maxReauthMs: listenerSasl.maxReauthMs,
+            log
+          }),
     log
   })
+  // The broker's own connections: to the controller with sasl.mechanism.controller.protocol, to the other
+  // brokers (their client listener) with sasl.mechanism.inter.broker.protocol, as Kafka does.
+  const controllerSecurity: Security.ClientSecurity | undefined =
+    requested.controllerSecurityProtocol === "SASL_PLAINTEXT"
+      ? { sasl: SaslConfig.clientCredentials(requested, "CONTROLLER", "sasl.mechanism.controller.protocol") }
+      : undefined
+  const interBrokerSecurity: Security.ClientSecurity | undefined =
+    requested.listenerSecurityProtocol === "SASL_PLAINTEXT"
+      ? {
+          sasl: SaslConfig.clientCredentials(requested, requested.listenerName, "sasl.mechanism.inter.broker.protocol")
+        }
+      : undefined
   const config: BrokerConfig = { ...requested, port: server.port }
   const nodeId = config.nodeId
   const clusterId = config.clusterId ?? clusterIdFrom(config.dataDir)
@@ -160,13 +198,14 @@ export const start = async (
   const metadataLog = await Effect.runPromise(MetadataLog.makeFile(path.join(config.dataDir, "metadata")))
   const loader = await Effect.runPromise(MetadataPublisher.make())
   let image = await Effect.runPromise(metadataLog.loadInto(loader))
+  scramImage = () => image
   // The config in force: the properties under the dynamic broker configs of the metadata log.
   let effectiveConfig = DynamicBrokerConfig.effective(DynamicBrokerConfig.layersOf(config, image))
   // Three connections to the controller, since it answers each connection's requests in order: heartbeats
   // (and registration) must never wait behind a long-polling metadata fetch, nor behind forwarded requests.
-  const controller = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-controller`)
-  const heartbeats = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-heartbeat`)
-  const metadataChannel = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-metadata`)
+  const controller = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-controller`, controllerSecurity)
+  const heartbeats = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-heartbeat`, controllerSecurity)
+  const metadataChannel = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-metadata`, controllerSecurity)
   let brokerEpoch = -1n
   let stopped = false
 
@@ -212,7 +251,7 @@ export const start = async (
     b: MetadataImage.BrokerRegistration,
     l: { readonly host: string; readonly port: number }
   ): ReplicaFetcher.ReplicaFetcher => {
-    const channel = new Channel(l.host, l.port, `broker-${nodeId}-fetcher-${leaderId}`)
+    const channel = new Channel(l.host, l.port, `broker-${nodeId}-fetcher-${leaderId}`, interBrokerSecurity)
     const fetcher = new ReplicaFetcher.ReplicaFetcher({
       brokerId: nodeId,
       brokerEpoch: () => brokerEpoch,
@@ -333,7 +372,7 @@ export const start = async (
     const b = image.cluster.brokers.get(id)
     const l = b?.listeners.find((x) => x.name !== "CONTROLLER") ?? b?.listeners[0]
     if (l === undefined) return undefined
-    const c = new Channel(l.host, l.port, `broker-${nodeId}-peer-${id}`)
+    const c = new Channel(l.host, l.port, `broker-${nodeId}-peer-${id}`, interBrokerSecurity)
     peers.set(id, c)
     return c
   }
@@ -496,6 +535,8 @@ export const start = async (
   forward(AlterConfigs.api)
   forward(ElectLeaders.api)
   forward(BumpLeaderEpochs.api)
+  forward(AlterUserScramCredentials.api)
+  ScramApis.register(handlers, () => image)
   // KIP-1279: mirrors are created by the controller; the topic operations are validated here first (§5.8).
   forward(CreateClusterMirror.api)
   MirrorApis.register(handlers, () => image)
@@ -516,7 +557,14 @@ export const start = async (
       brokerId: nodeId,
       clusterId,
       incarnationId,
-      listeners: [{ name: "PLAINTEXT", host: config.advertisedHost, port: config.port, securityProtocol: 0 }],
+      listeners: [
+        {
+          name: config.listenerName,
+          host: config.advertisedHost,
+          port: config.port,
+          securityProtocol: SECURITY_PROTOCOL_IDS[config.listenerSecurityProtocol]
+        }
+      ],
       features: [...FeatureControl.SUPPORTED].map(([name, r]) => ({
         name,
         minSupportedVersion: r.min,

@@ -1,15 +1,17 @@
 /**
  * A controller node's network face: the Kafka API server on the controller listener, translating
  * the controller-bound requests (broker registration and heartbeats, AlterPartition, topic and config
- * changes, producer-id blocks, BumpLeaderEpochs) into `QuorumController` operations, and serving the
+ * changes, producer-id blocks, BumpLeaderEpochs, AlterUserScramCredentials) into `QuorumController`
+ * operations (after SASL authentication when the listener is SASL_PLAINTEXT), and serving the
  * metadata log to brokers with Fetch on `__cluster_metadata`. Decisions live in the controller package.
  */
-import { QuorumController } from "@clustermirror/controller"
+import { QuorumController, ScramControl } from "@clustermirror/controller"
 import { MetadataLog } from "@clustermirror/metadata-log"
 import {
   AllocateProducerIds,
   AlterConfigs,
   AlterPartition,
+  AlterUserScramCredentials,
   ApiVersions,
   BrokerHeartbeat,
   BrokerRegistration,
@@ -25,6 +27,9 @@ import {
   IncrementalAlterConfigs,
   PauseMirrorTopics,
   ResumeMirrorTopics,
+  SaslAuthenticate,
+  SaslHandshake,
+  Scram,
   StartMirrorTopics,
   StopMirrorTopics
 } from "@clustermirror/protocol"
@@ -32,6 +37,8 @@ import { Effect, Either } from "effect"
 import * as fs from "node:fs"
 import { Handlers } from "@clustermirror/network/RequestChannel"
 import * as SocketServer from "@clustermirror/network/SocketServer"
+import * as SaslAuthenticator from "@clustermirror/network/SaslAuthenticator"
+import type * as SaslConfig from "@clustermirror/broker-config/SaslConfig"
 
 export interface ControllerServerOptions {
   readonly nodeId: number
@@ -49,6 +56,8 @@ export interface ControllerServerOptions {
   readonly autoLeaderRebalanceEnable?: boolean
   readonly leaderImbalanceCheckIntervalMs?: number
   readonly leaderImbalancePerBrokerPercentage?: number
+  /** SASL on the CONTROLLER listener (its protocol is SASL_PLAINTEXT); absent: PLAINTEXT. */
+  readonly sasl?: SaslConfig.ListenerSasl
   readonly log?: (line: string) => void
 }
 
@@ -118,6 +127,17 @@ const registerHandlers = (
           }
     })
     .register(BumpLeaderEpochs.api, async (_req, request) => controller.bumpLeaderEpochs(request))
+    .register(AlterUserScramCredentials.api, async (_req, request) => ({
+      throttleTimeMs: 0,
+      results: [...(await controller.alterUserScramCredentials(request))]
+    }))
+    .register(SaslHandshake.api, () => ({ errorCode: E.ILLEGAL_SASL_STATE, mechanisms: [] }))
+    .register(SaslAuthenticate.api, () => ({
+      errorCode: E.ILLEGAL_SASL_STATE,
+      errorMessage: "SaslAuthenticate on a listener without SASL",
+      authBytes: Buffer.alloc(0),
+      sessionLifetimeMs: 0n
+    }))
     .register(CreateClusterMirror.api, async (_req, request) => controller.createClusterMirror(request))
     .register(StartMirrorTopics.api, async (_req, request) => controller.startMirrorTopics(request))
     .register(StopMirrorTopics.api, async (_req, request) => controller.stopMirrorTopics(request))
@@ -207,11 +227,23 @@ export const start = async (options: ControllerServerOptions): Promise<Controlle
   })
   const handlers = registerHandlers(new Handlers(), controller, metadataLog)
   const log = options.log ?? (() => {})
+  const sasl = options.sasl
   const server = await SocketServer.start({
     host: options.host,
     port: options.port,
     maxFrameBytes: options.maxFrameBytes,
-    handle: handlers.frameHandler(log),
+    listenerName: "CONTROLLER",
+    securityProtocol: sasl === undefined ? "PLAINTEXT" : "SASL_PLAINTEXT",
+    handle:
+      sasl === undefined
+        ? handlers.frameHandler(log)
+        : SaslAuthenticator.wrap(handlers.frameHandler(log), {
+            enabledMechanisms: sasl.enabledMechanisms,
+            plainPassword: (u) => sasl.plainUsers.get(u),
+            scramCredential: (u, m) => ScramControl.credential(controller.current.scram, u, Scram.mechanismId(m)),
+            maxReauthMs: sasl.maxReauthMs,
+            log
+          }),
     log
   })
   log(`controller ${options.nodeId} of cluster ${options.clusterId} serving on ${options.host}:${server.port}`)

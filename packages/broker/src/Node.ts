@@ -12,6 +12,7 @@ import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
 import type { BrokerConfig } from "@clustermirror/broker-config/BrokerConfig"
+import * as SaslConfig from "@clustermirror/broker-config/SaslConfig"
 import * as ClusterBroker from "./ClusterBroker.js"
 import * as ControllerServer from "./ControllerServer.js"
 
@@ -80,6 +81,9 @@ export const start = async (
       autoLeaderRebalanceEnable: config.autoLeaderRebalanceEnable,
       leaderImbalanceCheckIntervalMs: config.leaderImbalanceCheckIntervalSeconds * 1000,
       leaderImbalancePerBrokerPercentage: config.leaderImbalancePerBrokerPercentage,
+      ...(config.controllerSecurityProtocol === "SASL_PLAINTEXT"
+        ? { sasl: SaslConfig.forListener(config, "CONTROLLER") }
+        : {}),
       log
     })
   }

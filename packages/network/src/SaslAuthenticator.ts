@@ -44,7 +44,7 @@ export interface Options {
 type Step =
   | { readonly _tag: "Challenge"; readonly token: Buffer; readonly next: Exchange }
   | { readonly _tag: "Done"; readonly token: Buffer; readonly username: string }
-  | { readonly _tag: "Failed"; readonly message: string }
+  | { readonly _tag: "Failed"; readonly message: string; readonly reason?: string }
 
 /** One mechanism's server side: evaluates the client's next token. */
 interface Exchange {
@@ -83,14 +83,16 @@ const scramExchange = (mechanism: Scram.Mechanism, options: Options, reauth: boo
       // A credential below the mechanism's minimum is refused as Kafka does.
       return c === undefined || c.iterations < Scram.MIN_ITERATIONS ? undefined : c
     })
-    if (Scram.isFailure(first)) return { _tag: "Failed", message: invalidCredentials(mechanism, reauth) }
+    if (Scram.isFailure(first))
+      return { _tag: "Failed", message: invalidCredentials(mechanism, reauth), reason: first.message }
     return {
       _tag: "Challenge",
       token: Buffer.from(first.response, "utf8"),
       next: {
         step: (final) => {
           const done = Scram.serverFinal(first.state, final.toString("utf8"))
-          if (Scram.isFailure(done)) return { _tag: "Failed", message: invalidCredentials(mechanism, reauth) }
+          if (Scram.isFailure(done))
+            return { _tag: "Failed", message: invalidCredentials(mechanism, reauth), reason: done.message }
           return { _tag: "Done", token: Buffer.from(done.response, "utf8"), username: done.username }
         }
       }
@@ -155,8 +157,11 @@ export const wrap = (inner: FrameHandler, options: Options): FrameHandler => {
   const log = options.log ?? (() => {})
   const maxReauthMs = options.maxReauthMs ?? 0
 
-  const failed = (connection: Connection, message: string) =>
-    log(`Failed authentication with ${connection.remoteHost}:${connection.remotePort} (${message})`)
+  // The reason is for the operator only (the client gets Kafka's message, which says less).
+  const failed = (connection: Connection, message: string, reason?: string) =>
+    log(
+      `Failed authentication with ${connection.remoteHost}:${connection.remotePort} (${message}${reason === undefined ? "" : `: ${reason}`})`
+    )
 
   const handshake = (
     frame: Buffer,
@@ -214,8 +219,8 @@ export const wrap = (inner: FrameHandler, options: Options): FrameHandler => {
     const clientSupportsReauth = state.clientSupportsReauth || version > 0
     const step = state.exchange.step(Buffer.from(decoded.right.body.authBytes))
     const reauth = state.session !== null
-    const failure = (message: string): FrameResult => {
-      failed(connection, message)
+    const failure = (message: string, reason?: string): FrameResult => {
+      failed(connection, message, reason)
       states.delete(connection)
       return authenticateResponse(
         version,
@@ -231,7 +236,7 @@ export const wrap = (inner: FrameHandler, options: Options): FrameHandler => {
     }
     switch (step._tag) {
       case "Failed":
-        return failure(step.message)
+        return failure(step.message, step.reason)
       case "Challenge":
         states.set(connection, { ...state, exchange: step.next, clientSupportsReauth })
         return authenticateResponse(version, correlationId, {
@@ -270,7 +275,7 @@ export const wrap = (inner: FrameHandler, options: Options): FrameHandler => {
       const step = state.exchange.step(frame)
       switch (step._tag) {
         case "Failed":
-          failed(connection, step.message)
+          failed(connection, step.message, step.reason)
           return close(`SASL authentication failed: ${step.message}`)
         case "Challenge":
           states.set(connection, { ...state, exchange: step.next })

@@ -32,6 +32,7 @@ import * as SaslAuthenticate from "./apis/SaslAuthenticate.js"
 import * as DescribeAcls from "./apis/DescribeAcls.js"
 import * as CreateAcls from "./apis/CreateAcls.js"
 import * as DeleteAcls from "./apis/DeleteAcls.js"
+import * as DescribeClientQuotas from "./apis/DescribeClientQuotas.js"
 import * as DescribeUserScramCredentials from "./apis/DescribeUserScramCredentials.js"
 import * as AlterUserScramCredentials from "./apis/AlterUserScramCredentials.js"
 import * as EndTxn from "./apis/EndTxn.js"
@@ -95,6 +96,7 @@ export const all: ReadonlyArray<AnyApi> = [
   DescribeAcls.api,
   CreateAcls.api,
   DeleteAcls.api,
+  DescribeClientQuotas.api,
   DescribeUserScramCredentials.api,
   AlterUserScramCredentials.api,
   EndTxn.api,

@@ -256,7 +256,9 @@ export const serverFinal = (
   const final = parseClientFinal(clientFinal)
   if (isFailure(final)) return final
   const expectedNonce = /^r=([^,]*)/.exec(state.serverFirst)![1]!
-  if (final.nonce !== expectedNonce) return fail("protocol", "Invalid nonce in SCRAM client final message")
+  // Kafka accepts a final nonce that ends with the server-first nonce, and librdkafka relies on it: it
+  // sends the client nonce again in front of the whole nonce.
+  if (!final.nonce.endsWith(expectedNonce)) return fail("protocol", "Invalid nonce in SCRAM client final message")
   if (final.channelBinding !== Buffer.from(state.first.gs2Header, "utf8").toString("base64"))
     return fail("protocol", "Invalid channel binding in SCRAM client final message")
   const m = state.mechanism
