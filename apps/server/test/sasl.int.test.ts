@@ -105,6 +105,45 @@ describe("SASL on a server (PLAIN admin, SCRAM users from the metadata log)", ()
     expect(described.stdout).toContain(
       "SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096"
     )
+    // A user of its own to delete from: alice's credentials are used by the tests below. Two mechanisms of
+    // one user in one request are refused as Kafka refuses them (one AlterUserScramCredentials per user).
+    const twice = await configs([
+      "--alter",
+      "--add-config",
+      "SCRAM-SHA-256=[password=carol-pw-1],SCRAM-SHA-512=[password=carol-pw-2]",
+      "--entity-type",
+      "users",
+      "--entity-name",
+      "carol"
+    ])
+    expect(twice.stderr).toContain(
+      "DuplicateResourceException: A user credential cannot be altered twice in the same request"
+    )
+    for (const mechanism of ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+      JavaTools.expectSuccess(
+        "kafka-configs --alter",
+        await configs([
+          "--alter",
+          "--add-config",
+          `${mechanism}=[password=carol-pw]`,
+          "--entity-type",
+          "users",
+          "--entity-name",
+          "carol"
+        ])
+      )
+    JavaTools.expectSuccess(
+      "kafka-configs --delete-config",
+      await configs(["--alter", "--delete-config", "SCRAM-SHA-256", "--entity-type", "users", "--entity-name", "carol"])
+    )
+    const carol = JavaTools.expectSuccess(
+      "kafka-configs --describe",
+      await configs(["--describe", "--entity-type", "users", "--entity-name", "carol"])
+    )
+    expect(carol.stdout).toContain(
+      "SCRAM credential configs for user-principal 'carol' are SCRAM-SHA-512=iterations=4096"
+    )
+    expect(carol.stdout).not.toContain("SCRAM-SHA-256")
     const tooMany = await configs([
       "--alter",
       "--add-config",
@@ -322,4 +361,12 @@ describe("a cluster whose client, inter-broker and controller traffic is SASL_PL
       await conn.close()
     }
   }, 180_000)
+
+  it("no password appears in any node's output", () => {
+    for (const node of [cluster.cluster.controller, ...cluster.cluster.brokers]) {
+      const output = readFileSync(node.logFile, "utf8")
+      expect(output, node.logFile).toContain("listening on")
+      for (const secret of SECRETS) expect(output, node.logFile).not.toContain(secret)
+    }
+  })
 })

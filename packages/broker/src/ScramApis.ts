@@ -3,7 +3,7 @@
  * image (mechanisms and iteration counts only, never salts or keys); AlterUserScramCredentials is
  * forwarded to the controller by the caller, like every metadata write.
  */
-import { MetadataImage } from "@clustermirror/metadata-log"
+import type { MetadataImage } from "@clustermirror/metadata-log"
 import { DescribeUserScramCredentials, Errors } from "@clustermirror/protocol"
 import type { Handlers } from "@clustermirror/network/RequestChannel"
 
@@ -55,6 +55,3 @@ export const describe = (
 
 export const register = (handlers: Handlers, image: () => MetadataImage.MetadataImage): Handlers =>
   handlers.register(DescribeUserScramCredentials.api, (_ctx, request) => describe(image(), request))
-
-/** A user's credential for a SCRAM mechanism id, for the SASL authenticator. */
-export const credential = MetadataImage.scramCredential
