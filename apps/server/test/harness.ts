@@ -61,6 +61,8 @@ export interface ClusterOptions {
   readonly brokerConfig?: Properties.Properties
   /** The brokers' client listener name (default `PLAINTEXT`). */
   readonly brokerListenerName?: string
+  /** Extra `server` arguments of the controller (e.g. `--add-scram`). */
+  readonly controllerArgs?: ReadonlyArray<string>
 }
 
 /** A node of a cluster: its server handle (it follows the node's restarts) with the node's id and `log.dirs`. */
@@ -92,7 +94,8 @@ export const startCluster = async (opts: ClusterOptions): Promise<Cluster> => {
       brokers: opts.brokers,
       controllerConfig: Properties.merge(ServerProcess.TEST_DEFAULTS, opts.controllerConfig),
       brokerConfig: Properties.merge(ServerProcess.TEST_DEFAULTS, opts.brokerConfig),
-      ...(opts.brokerListenerName === undefined ? {} : { brokerListenerName: opts.brokerListenerName })
+      ...(opts.brokerListenerName === undefined ? {} : { brokerListenerName: opts.brokerListenerName }),
+      ...(opts.controllerArgs === undefined ? {} : { controllerArgs: opts.controllerArgs })
     })
   } catch (e) {
     rmSync(baseDir, { recursive: true, force: true })

@@ -4,7 +4,8 @@
  * kafkajs and Kafka's console producer and consumer produce and consume as those users with
  * SCRAM-SHA-512; a wrong password gets SASL_AUTHENTICATION_FAILED (kcat fails, our client's error names
  * it); no password reaches the server's output. Then a controller and three brokers whose client,
- * inter-broker and controller traffic is all SASL_PLAINTEXT replicate a topic.
+ * inter-broker and controller traffic is all SASL_PLAINTEXT replicate a topic: once with PLAIN between
+ * the nodes, once with SCRAM-SHA-512, its broker user bootstrapped with the controller's `--add-scram`.
  */
 import { Connection, type ClientError } from "@clustermirror/client"
 import { Errors, Metadata } from "@clustermirror/protocol"
@@ -18,7 +19,8 @@ import { type Cluster, type ServerHandle, startCluster, startServer } from "./ha
 const ADMIN_PASSWORD = "admin-secret-7d1f"
 const ALICE_PASSWORD = "alice-secret-93ac"
 const WRONG_PASSWORD = "not-alices-password-5be0"
-const SECRETS = [ADMIN_PASSWORD, ALICE_PASSWORD, WRONG_PASSWORD]
+const BROKER_PASSWORD = "broker-secret-41c2"
+const SECRETS = [ADMIN_PASSWORD, ALICE_PASSWORD, WRONG_PASSWORD, BROKER_PASSWORD]
 
 const plainJaas = (extraUsers = "") =>
   `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="${ADMIN_PASSWORD}" user_admin="${ADMIN_PASSWORD}"${extraUsers};`
@@ -369,4 +371,79 @@ describe("a cluster whose client, inter-broker and controller traffic is SASL_PL
       for (const secret of SECRETS) expect(output, node.logFile).not.toContain(secret)
     }
   })
+})
+
+describe("a cluster whose inter-broker and controller traffic authenticates with SCRAM-SHA-512", () => {
+  let cluster: Cluster
+
+  beforeAll(async () => {
+    const scramListener = (listener: string) => ({
+      [`listener.name.${listener}.scram-sha-512.sasl.jaas.config`]: scramJaas("broker", BROKER_PASSWORD)
+    })
+    const map = { "listener.security.protocol.map": "CONTROLLER:SASL_PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT" }
+    cluster = await startCluster({
+      brokers: 3,
+      brokerListenerName: "SASL_PLAINTEXT",
+      controllerArgs: ["--add-scram", `SCRAM-SHA-512=[name=broker,password=${BROKER_PASSWORD}]`],
+      controllerConfig: { ...map, "sasl.enabled.mechanisms": "SCRAM-SHA-512", "broker.session.timeout.ms": 3000 },
+      brokerConfig: {
+        ...map,
+        ...scramListener("controller"),
+        ...scramListener("sasl_plaintext"),
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+        "sasl.mechanism.controller.protocol": "SCRAM-SHA-512",
+        "broker.heartbeat.interval.ms": 300,
+        "default.replication.factor": 3
+      }
+    })
+  }, 240_000)
+
+  afterAll(async () => {
+    await cluster?.stop()
+  })
+
+  it("replicates a topic to all three brokers, and no node logs the password", async () => {
+    const bootstrap = cluster.brokers.map((b) => b.bootstrap).join(",")
+    const values = Array.from({ length: 100 }, (_, i) => `scram-replicated-${i}`)
+    await Kcat.kcat(
+      ["-b", bootstrap, ...kcatScram("broker", BROKER_PASSWORD), "-P", "-t", "scram-cluster", "-X", "acks=all"],
+      { input: `${values.join("\n")}\n` }
+    )
+    const conn = await Connection.open({
+      host: "127.0.0.1",
+      port: cluster.brokers[0]!.port,
+      requestTimeoutMs: 60_000,
+      security: { sasl: { mechanism: "SCRAM-SHA-512", username: "broker", password: BROKER_PASSWORD } }
+    })
+    try {
+      for (;;) {
+        const md = await conn.call(Metadata.api, {
+          topics: [{ name: "scram-cluster", topicId: "AAAAAAAAAAAAAAAAAAAAAA" }],
+          allowAutoTopicCreation: false,
+          includeTopicAuthorizedOperations: false
+        })
+        if (md.topics[0]?.partitions[0]?.isrNodes.length === 3) break
+        await new Promise((r) => setTimeout(r, 200))
+      }
+    } finally {
+      await conn.close()
+    }
+    const consumed = await Kcat.kcat([
+      "-b",
+      bootstrap,
+      ...kcatScram("broker", BROKER_PASSWORD),
+      "-C",
+      "-t",
+      "scram-cluster",
+      "-o",
+      "beginning",
+      "-e",
+      "-c",
+      String(values.length)
+    ])
+    expect(lines(consumed.stdout)).toEqual(values)
+    for (const node of [cluster.cluster.controller, ...cluster.cluster.brokers])
+      for (const secret of SECRETS) expect(readFileSync(node.logFile, "utf8"), node.logFile).not.toContain(secret)
+  }, 180_000)
 })

@@ -88,6 +88,8 @@ export interface BrokerConfig {
   readonly saslMechanismControllerProtocol: string
   /** `connections.max.reauth.ms` (KIP-368): the SASL session lifetime; 0 never expires. */
   readonly connectionsMaxReauthMs: number
+  /** `--add-scram` (as `kafka-storage format --add-scram`): credentials a new metadata log starts with. */
+  readonly bootstrapScramCredentials: ReadonlyArray<SaslConfig.BootstrapScramCredential>
   /** The keys and values this config was read from (properties file and overrides): STATIC_BROKER_CONFIG. */
   readonly properties: ReadonlyMap<string, string>
 }
@@ -152,6 +154,7 @@ export const defaults: BrokerConfig = {
   saslMechanismInterBrokerProtocol: "GSSAPI",
   saslMechanismControllerProtocol: "GSSAPI",
   connectionsMaxReauthMs: 0,
+  bootstrapScramCredentials: [],
   properties: new Map()
 }
 

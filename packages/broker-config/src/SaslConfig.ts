@@ -91,3 +91,44 @@ export const clientCredentials = (
     )
   return { mechanism, ...creds }
 }
+
+/** A SCRAM credential the controller writes when it creates a new metadata log (`--add-scram`). */
+export interface BootstrapScramCredential {
+  readonly mechanism: "SCRAM-SHA-256" | "SCRAM-SHA-512"
+  readonly name: string
+  readonly password: string
+  readonly iterations: number
+}
+
+/**
+ * Kafka's `kafka-storage format --add-scram` syntax: `SCRAM-SHA-512=[name=admin,password=admin-secret]`,
+ * optionally with `iterations=8192` (default 4096). Values may be double-quoted. Errors never quote the
+ * password.
+ */
+export const parseAddScram = (text: string): BootstrapScramCredential => {
+  const m = /^(SCRAM-SHA-256|SCRAM-SHA-512)=\[(.*)\]$/s.exec(text.trim())
+  if (m === null)
+    throw new Error(
+      "--add-scram: expected SCRAM-SHA-256=[name=<user>,password=<password>] or SCRAM-SHA-512=[...], optionally with iterations=<n>"
+    )
+  const fields = new Map<string, string>()
+  for (const part of m[2]!.split(",")) {
+    const eq = part.indexOf("=")
+    if (eq <= 0) throw new Error(`--add-scram ${m[1]}: expected key=value entries`)
+    const key = part.slice(0, eq).trim()
+    const raw = part.slice(eq + 1).trim()
+    fields.set(key, raw.startsWith('"') && raw.endsWith('"') && raw.length >= 2 ? raw.slice(1, -1) : raw)
+  }
+  for (const key of fields.keys())
+    if (key !== "name" && key !== "password" && key !== "iterations")
+      throw new Error(`--add-scram ${m[1]}: ${key} is not supported (name, password, iterations)`)
+  const name = fields.get("name")
+  const password = fields.get("password")
+  if (name === undefined || name === "") throw new Error(`--add-scram ${m[1]}: name is required`)
+  if (password === undefined || password === "")
+    throw new Error(`--add-scram ${m[1]} for ${name}: password is required`)
+  const iterations = Number(fields.get("iterations") ?? "4096")
+  if (!Number.isInteger(iterations) || iterations < 4096 || iterations > 16384)
+    throw new Error(`--add-scram ${m[1]} for ${name}: iterations must be an integer from 4096 to 16384`)
+  return { mechanism: m[1] as BootstrapScramCredential["mechanism"], name, password, iterations }
+}

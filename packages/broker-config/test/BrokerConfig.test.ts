@@ -147,3 +147,39 @@ describe("BrokerConfig", () => {
     )
   })
 })
+
+describe("SaslConfig.parseAddScram", () => {
+  it("reads Kafka's --add-scram syntax", () => {
+    expect(SaslConfig.parseAddScram("SCRAM-SHA-512=[name=admin,password=admin-secret]")).toEqual({
+      mechanism: "SCRAM-SHA-512",
+      name: "admin",
+      password: "admin-secret",
+      iterations: 4096
+    })
+    expect(SaslConfig.parseAddScram('SCRAM-SHA-256=[name="bob",iterations=8192,password="b-pw"]')).toEqual({
+      mechanism: "SCRAM-SHA-256",
+      name: "bob",
+      password: "b-pw",
+      iterations: 8192
+    })
+  })
+
+  it("refuses malformed entries without quoting the password", () => {
+    for (const text of [
+      "PLAIN=[name=a,password=top-secret]",
+      "SCRAM-SHA-512=[name=a]",
+      "SCRAM-SHA-512=[password=top-secret]",
+      "SCRAM-SHA-512=[name=a,password=top-secret,iterations=100]",
+      "SCRAM-SHA-512=[name=a,password=top-secret,salt=abc]"
+    ]) {
+      let message = ""
+      try {
+        SaslConfig.parseAddScram(text)
+      } catch (e) {
+        message = (e as Error).message
+      }
+      expect(message, text).toMatch(/^--add-scram/)
+      expect(message).not.toContain("top-secret")
+    }
+  })
+})

@@ -56,6 +56,8 @@ export interface ControllerServerOptions {
   readonly autoLeaderRebalanceEnable?: boolean
   readonly leaderImbalanceCheckIntervalMs?: number
   readonly leaderImbalancePerBrokerPercentage?: number
+  /** Credentials a new metadata log starts with (`--add-scram`). */
+  readonly bootstrapScramCredentials?: ReadonlyArray<QuorumController.BootstrapScramCredential>
   /** SASL on the CONTROLLER listener (its protocol is SASL_PLAINTEXT); absent: PLAINTEXT. */
   readonly sasl?: SaslConfig.ListenerSasl
   readonly log?: (line: string) => void
@@ -222,6 +224,9 @@ export const start = async (options: ControllerServerOptions): Promise<Controlle
       : {}),
     ...(options.leaderImbalancePerBrokerPercentage !== undefined
       ? { leaderImbalancePerBrokerPercentage: options.leaderImbalancePerBrokerPercentage }
+      : {}),
+    ...(options.bootstrapScramCredentials !== undefined
+      ? { bootstrapScramCredentials: options.bootstrapScramCredentials }
       : {}),
     ...(options.log !== undefined ? { log_: options.log } : {})
   })

@@ -81,6 +81,7 @@ export const start = async (
       autoLeaderRebalanceEnable: config.autoLeaderRebalanceEnable,
       leaderImbalanceCheckIntervalMs: config.leaderImbalanceCheckIntervalSeconds * 1000,
       leaderImbalancePerBrokerPercentage: config.leaderImbalancePerBrokerPercentage,
+      bootstrapScramCredentials: config.bootstrapScramCredentials,
       ...(config.controllerSecurityProtocol === "SASL_PLAINTEXT"
         ? { sasl: SaslConfig.forListener(config, "CONTROLLER") }
         : {}),

@@ -157,6 +157,42 @@ describe("QuorumController SCRAM credentials across restarts", () => {
     expect(Buffer.from(stored.serverKey).equals(Buffer.from(expected.serverKey))).toBe(true)
   }
 
+  it("a new cluster starts with the bootstrap credentials; a restart keeps the log's own", async () => {
+    const log = MetadataLog.makeMemory()
+    const lines: string[] = []
+    const options = {
+      nodeId: 1000,
+      clusterId: CLUSTER_ID,
+      log,
+      log_: (l: string) => lines.push(l),
+      bootstrapScramCredentials: [
+        { mechanism: "SCRAM-SHA-512" as const, name: "broker", password: "broker-secret", iterations: 8192 },
+        { mechanism: "SCRAM-SHA-256" as const, name: "broker", password: "broker-secret", iterations: 4096 }
+      ]
+    }
+    const first = await QuorumController.open(options)
+    const stored = ScramControl.credential(first.current.scram, "broker", SHA512)!
+    expect(stored.iterations).toBe(8192)
+    expect(ScramControl.credential(first.current.scram, "broker", SHA256)?.iterations).toBe(4096)
+    // The server side of an exchange checks the password against what was stored.
+    const client = Scram.clientStart("SCRAM-SHA-512", "broker", "broker-secret")
+    const serverFirst = Scram.serverFirst("SCRAM-SHA-512", client.message, () => stored)
+    if (Scram.isFailure(serverFirst)) throw new Error(serverFirst.message)
+    const final = Scram.clientFinal(client.state, serverFirst.response)
+    if (Scram.isFailure(final)) throw new Error(final.message)
+    expect(Scram.isFailure(Scram.serverFinal(serverFirst.state, final.message))).toBe(false)
+    await first.alterUserScramCredentials({ deletions: [{ name: "broker", mechanism: SHA256 }], upsertions: [] })
+    await first.close()
+    const second = await QuorumController.open(options)
+    try {
+      expect(ScramControl.credential(second.current.scram, "broker", SHA256)).toBeUndefined()
+      expect(lines.some((l) => l.includes("the metadata log exists already"))).toBe(true)
+      expect(lines.join("\n")).not.toContain("broker-secret")
+    } finally {
+      await second.close()
+    }
+  })
+
   it("a controller reopened from a snapshot has the credentials", async () => {
     const log = MetadataLog.makeMemory()
     const first = await QuorumController.open({ nodeId: 1000, clusterId: CLUSTER_ID, log })
