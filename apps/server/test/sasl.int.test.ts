@@ -7,9 +7,9 @@
  * inter-broker and controller traffic is all SASL_PLAINTEXT replicate a topic: once with PLAIN between
  * the nodes, once with SCRAM-SHA-512, its broker user bootstrapped with the controller's `--add-scram`.
  */
-import { Connection, type ClientError } from "@clustermirror/client"
+import { type ClientError, ClusterClient, Connection, MirrorAdmin } from "@clustermirror/client"
 import { Errors, Metadata } from "@clustermirror/protocol"
-import { JavaTools, Kcat } from "@clustermirror/testkit"
+import { JavaTools, Kcat, Wait } from "@clustermirror/testkit"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -445,5 +445,70 @@ describe("a cluster whose inter-broker and controller traffic authenticates with
     expect(lines(consumed.stdout)).toEqual(values)
     for (const node of [cluster.cluster.controller, ...cluster.cluster.brokers])
       for (const secret of SECRETS) expect(readFileSync(node.logFile, "utf8"), node.logFile).not.toContain(secret)
+  }, 180_000)
+})
+
+describe("a mirror into a SASL_PLAINTEXT destination", () => {
+  let source: ServerHandle
+  let destination: ServerHandle
+  let dst: ClusterClient.Client
+
+  beforeAll(async () => {
+    source = await startServer()
+    destination = await startServer({ config: { ...saslListener, "mirror.metadata.refresh.interval.ms": 1000 } })
+    dst = new ClusterClient.Client({
+      bootstrapServers: [destination.bootstrap],
+      requestTimeoutMs: 30_000,
+      security: { sasl: { mechanism: "PLAIN", username: "admin", password: ADMIN_PASSWORD } }
+    })
+  }, 120_000)
+
+  afterAll(async () => {
+    await dst?.close()
+    await destination?.stop()
+    await source?.stop()
+  })
+
+  it("mirrors a topic, and the periodic refresh grows its partitions over the destination's SASL listener", async () => {
+    const values = Array.from({ length: 20 }, (_, i) => `mirrored-${i}`)
+    await source.kcat(["-P", "-t", "mt"], { input: `${values.join("\n")}\n` })
+    const admin = new MirrorAdmin.MirrorAdmin(dst)
+    await admin.createClusterMirror("m", new Map([["bootstrap.servers", source.bootstrap]]))
+    const started = await admin.startMirrorTopics("m", ["mt"])
+    expect(started.map((t) => [t.name, t.error, t.source])).toEqual([["mt", null, "present"]])
+    const plainAdmin = [
+      "-X",
+      "security.protocol=sasl_plaintext",
+      "-X",
+      "sasl.mechanisms=PLAIN",
+      "-X",
+      "sasl.username=admin",
+      "-X",
+      `sasl.password=${ADMIN_PASSWORD}`
+    ]
+    const consumed = await Wait.eventually("the mirrored records on the destination", async () => {
+      const r = await destination
+        .kcat([...plainAdmin, "-C", "-t", "mt", "-o", "beginning", "-e"])
+        .catch(() => ({ stdout: "" }))
+      const got = lines(r.stdout)
+      return got.length === values.length ? got : undefined
+    })
+    expect(consumed).toEqual(values)
+    JavaTools.expectSuccess(
+      "kafka-topics --alter",
+      await JavaTools.kafkaTopics([
+        "--bootstrap-server",
+        source.bootstrap,
+        "--alter",
+        "--topic",
+        "mt",
+        "--partitions",
+        "2"
+      ])
+    )
+    await Wait.eventually("2 partitions of mt on the destination", async () => {
+      const md = await dst.metadata(["mt"])
+      return md.topics.get("mt")?.partitions.size === 2 ? true : undefined
+    })
   }, 180_000)
 })

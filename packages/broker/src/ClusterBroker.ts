@@ -378,6 +378,7 @@ export const start = async (
   }
   const mirrors = MirrorRuntime.make({
     config,
+    ...(interBrokerSecurity === undefined ? {} : { ownClusterSecurity: interBrokerSecurity }),
     effectiveConfig: () => effectiveConfig,
     clusterId,
     image: () => image,

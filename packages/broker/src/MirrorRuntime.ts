@@ -9,7 +9,7 @@
  * controller channel, source clusters) and wires events between them. Decisions are the manager's and the
  * controller's; it must not decide state transitions itself.
  */
-import { ClusterClient, Connection } from "@clustermirror/client"
+import { ClusterClient, Connection, type Security } from "@clustermirror/client"
 import { ClusterMirrorCoordinator, MirrorMetadataManager } from "@clustermirror/coordinator"
 import { MirrorFetcherManager, type SourceCluster } from "@clustermirror/fetcher"
 import { MetadataImage } from "@clustermirror/metadata-log"
@@ -73,6 +73,8 @@ export interface MirrorRuntimeOptions {
   readonly onSyncError?: (mirror: string, kind: string, error: string) => void
   /** Where the mirror metrics are counted and their gauges collected; none when absent. */
   readonly metrics?: MirrorMetrics.MirrorMetrics
+  /** How the mirror's own connections to this cluster authenticate (the inter-broker credentials). */
+  readonly ownClusterSecurity?: Security.ClientSecurity
 }
 
 export interface MirrorRuntime {
@@ -402,7 +404,8 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
       (destination ??= new ClusterClient.Client({
         bootstrapServers: [`${config.advertisedHost}:${config.port}`],
         clientId: `broker-${nodeId}-mirror-refresh`,
-        requestTimeoutMs: 30_000
+        requestTimeoutMs: 30_000,
+        ...(options.ownClusterSecurity === undefined ? {} : { security: options.ownClusterSecurity })
       })),
     bumpLeaderEpochs: partitions.bumpLeaderEpochs,
     intervalMs: config.mirrorMetadataRefreshIntervalMs,
