@@ -5,8 +5,17 @@
  * `user_<name>` options), `sasl.mechanism.inter.broker.protocol`, `sasl.mechanism.controller.protocol`
  * and `connections.max.reauth.ms`. Errors name the key; none quotes a value (they hold passwords).
  */
-import type { BrokerConfig } from "./BrokerConfig.js"
 import * as Jaas from "./Jaas.js"
+
+/** The parts of a broker's config SASL reads (a `BrokerConfig` is one). */
+export interface BrokerConfig {
+  readonly saslEnabledMechanisms: ReadonlyArray<string>
+  readonly saslMechanismInterBrokerProtocol: string
+  readonly saslMechanismControllerProtocol: string
+  readonly connectionsMaxReauthMs: number
+  /** The properties, for the per-listener keys. */
+  readonly properties: ReadonlyMap<string, string>
+}
 
 export type Mechanism = "PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512"
 
