@@ -261,7 +261,13 @@ describe("SASL on a server (PLAIN admin, SCRAM users from the metadata log)", ()
     expect(JavaTools.lines(consumed.stdout)).toEqual(["a", "b", "c"])
   }, 120_000)
 
-  it("no password appears in the server's output", () => {
+  it("no password appears in the broker's described configs nor in the server's output", async () => {
+    const described = JavaTools.expectSuccess(
+      "kafka-configs --describe brokers",
+      await configs(["--describe", "--entity-type", "brokers", "--entity-name", "0", "--all"])
+    )
+    expect(described.stdout).toContain("All configs for broker 0 are:")
+    for (const secret of SECRETS) expect(described.stdout).not.toContain(secret)
     const output = readFileSync(logFile, "utf8")
     expect(output).toContain("Failed authentication with")
     for (const secret of SECRETS) expect(output).not.toContain(secret)
