@@ -25,7 +25,8 @@ import * as SocketServer from "../src/SocketServer.js"
 const salt = Buffer.from("salt-of-alice")
 const credentials = new Map<string, Scram.Credential>([
   ["alice:SCRAM-SHA-512", Scram.credentialFromPassword("SCRAM-SHA-512", "alice-secret", salt, 4096)],
-  ["alice:SCRAM-SHA-256", Scram.credentialFromPassword("SCRAM-SHA-256", "alice-secret", salt, 4096)]
+  ["alice:SCRAM-SHA-256", Scram.credentialFromPassword("SCRAM-SHA-256", "alice-secret", salt, 4096)],
+  ["bob:SCRAM-SHA-512", Scram.credentialFromPassword("SCRAM-SHA-512", "bob-secret", salt, 4096)]
 ])
 const plainUsers = new Map([["admin", "admin-secret"]])
 
@@ -250,6 +251,58 @@ describe("SaslAuthenticator session lifetime (connections.max.reauth.ms)", () =>
         await c.close()
       }
     } finally {
+      await s.server.close()
+    }
+  })
+})
+
+describe("SaslAuthenticator re-authentication (KIP-368)", () => {
+  it("re-authenticates the same principal on a live connection, and refuses a change of principal", async () => {
+    const s = await startServer(60_000)
+    const socket = net.connect(s.server.port, "127.0.0.1")
+    const frames = frameReader(socket)
+    let correlation = 1
+    const scram = async (user: string, password: string) => {
+      socket.write(
+        Either.getOrThrow(Api.encodeRequest(SaslHandshake.api, 1, correlation++, "t", { mechanism: "SCRAM-SHA-512" }))
+      )
+      await frames.next()
+      const round = async (token: string) => {
+        socket.write(
+          Either.getOrThrow(
+            Api.encodeRequest(SaslAuthenticate.api, 2, correlation++, "t", { authBytes: Buffer.from(token) })
+          )
+        )
+        return Either.getOrThrow(Api.decodeResponse(SaslAuthenticate.api, 2, await frames.next())).body
+      }
+      const start = Scram.clientStart("SCRAM-SHA-512", user, password)
+      const first = await round(start.message)
+      const final = Scram.clientFinal(start.state, Buffer.from(first.authBytes).toString())
+      if (Scram.isFailure(final)) throw new Error(final.message)
+      return round(final.message)
+    }
+    const describe = async () => {
+      socket.write(
+        Either.getOrThrow(
+          Api.encodeRequest(DescribeCluster.api, 0, correlation++, "t", { includeClusterAuthorizedOperations: false })
+        )
+      )
+      return Either.getOrThrow(Api.decodeResponse(DescribeCluster.api, 0, await frames.next())).body.clusterId
+    }
+    try {
+      expect(await scram("alice", "alice-secret")).toMatchObject({ errorCode: 0, sessionLifetimeMs: 60_000n })
+      expect(await describe()).toBe("User:alice")
+      s.clock.now += 50_000
+      expect(await scram("alice", "alice-secret")).toMatchObject({ errorCode: 0, sessionLifetimeMs: 60_000n })
+      // The new session runs from the re-authentication: past the first session's end, still served.
+      s.clock.now += 50_000
+      expect(await describe()).toBe("User:alice")
+      expect(await scram("bob", "bob-secret")).toMatchObject({
+        errorCode: Errors.ErrorCode.SASL_AUTHENTICATION_FAILED,
+        errorMessage: "Cannot change principals during re-authentication from User:alice: User:bob"
+      })
+    } finally {
+      socket.destroy()
       await s.server.close()
     }
   })

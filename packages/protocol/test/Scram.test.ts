@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
+import * as crypto from "node:crypto"
 import * as SaslPlain from "../src/SaslPlain.js"
 import * as Scram from "../src/Scram.js"
 
@@ -69,6 +70,22 @@ describe("Scram", () => {
     })
     const otherNonce = vector.clientFinal.replace("k0,p=", "k1,p=")
     expect(Scram.serverFinal(first.state, otherNonce)).toMatchObject({ _tag: "Failure", kind: "protocol" })
+  })
+
+  it("accepts a final nonce that ends with the server-first nonce, as Kafka does (librdkafka repeats the client nonce)", () => {
+    const credential = Scram.credentialFromPassword("SCRAM-SHA-256", "pencil", vector.salt, 4096)
+    const first = ok(Scram.serverFirst("SCRAM-SHA-256", vector.clientFirst, () => credential, vector.serverNonce))
+    const nonce = `${vector.clientNonce}${vector.clientNonce}${vector.serverNonce}`
+    const withoutProof = `c=biws,r=${nonce}`
+    const auth = `n=user,r=${vector.clientNonce},${vector.serverFirst},${withoutProof}`
+    const salted = Scram.saltedPassword("SCRAM-SHA-256", "pencil", vector.salt, 4096)
+    const ck = Scram.clientKey("SCRAM-SHA-256", salted)
+    const signature = crypto.createHmac("sha256", Scram.storedKey("SCRAM-SHA-256", ck)).update(auth).digest()
+    const proof = Buffer.from(ck.map((b, i) => b ^ signature[i]!))
+    const done = ok(Scram.serverFinal(first.state, `${withoutProof},p=${proof.toString("base64")}`))
+    expect(done.username).toBe("user")
+    const other = `c=biws,r=${vector.clientNonce}other,p=${proof.toString("base64")}`
+    expect(Scram.serverFinal(first.state, other)).toMatchObject({ _tag: "Failure", kind: "protocol" })
   })
 
   it("parses Kafka's extensions after the nonce and ignores them", () => {
