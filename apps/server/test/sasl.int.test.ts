@@ -5,11 +5,12 @@
  * SCRAM-SHA-512; a wrong password gets SASL_AUTHENTICATION_FAILED (kcat fails, our client's error names
  * it); no password reaches the server's output. Then a controller and three brokers whose client,
  * inter-broker and controller traffic is all SASL_PLAINTEXT replicate a topic: once with PLAIN between
- * the nodes, once with SCRAM-SHA-512, its broker user bootstrapped with the controller's `--add-scram`.
+ * the nodes, once with SCRAM-SHA-512, its broker user bootstrapped with the controller's `--add-scram`. A
+ * mirror writes into a SASL destination; confluent-kafka re-authenticates within `connections.max.reauth.ms`.
  */
 import { type ClientError, ClusterClient, Connection, MirrorAdmin } from "@clustermirror/client"
 import { Errors, Metadata } from "@clustermirror/protocol"
-import { JavaTools, Kcat, Wait } from "@clustermirror/testkit"
+import { ConfluentKafka, JavaTools, Kcat, Wait } from "@clustermirror/testkit"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -517,4 +518,61 @@ describe("a mirror into a SASL_PLAINTEXT destination", () => {
       return md.topics.get("mt")?.partitions.size === 2 ? true : undefined
     })
   }, 180_000)
+})
+
+const reauthScript = `
+import json, sys, time
+from confluent_kafka import Producer
+
+bootstrap, password, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+delivered, errors = [0], []
+def on_delivery(err, msg):
+    if err is None:
+        delivered[0] += 1
+    else:
+        errors.append(str(err))
+producer = Producer({"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                     "sasl.mechanism": "PLAIN", "sasl.username": "admin", "sasl.password": password,
+                     "acks": "all"})
+sent = 0
+deadline = time.time() + seconds
+while time.time() < deadline:
+    producer.produce("reauth", value=f"r-{sent}".encode(), on_delivery=on_delivery)
+    sent += 1
+    producer.poll(0.25)
+producer.flush(60)
+print(json.dumps({"sent": sent, "delivered": delivered[0], "errors": errors}))
+`
+
+describe("connections.max.reauth.ms with confluent-kafka 2.16 (librdkafka re-authenticates)", () => {
+  let server: ServerHandle
+  let dir: string
+  let logFile: string
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "clustermirror-reauth-"))
+    logFile = join(dir, "server.log")
+    server = await startServer({ config: { ...saslListener, "connections.max.reauth.ms": 2000 }, logFile })
+  }, 120_000)
+
+  afterAll(async () => {
+    await server?.stop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it("a producer running for three session lifetimes keeps its connections: it re-authenticates in time", async () => {
+    const { result } = await ConfluentKafka.run<{ sent: number; delivered: number; errors: string[] }>(reauthScript, [
+      server.bootstrap,
+      ADMIN_PASSWORD,
+      "6"
+    ])
+    expect(result.errors).toEqual([])
+    expect(result.delivered).toBe(result.sent)
+    const output = readFileSync(logFile, "utf8")
+    // Sessions of 2 s over 6 s: the producer re-authenticated (a log line each time), no session expired.
+    expect(output.match(/Re-authenticated User:admin on /g)?.length ?? 0).toBeGreaterThanOrEqual(2)
+    expect(output).not.toContain("its SASL session expired")
+    expect(output).not.toContain("Failed authentication")
+    expect(output).not.toContain(ADMIN_PASSWORD)
+  }, 120_000)
 })

@@ -259,6 +259,7 @@ export const wrap = (inner: FrameHandler, options: Options): FrameHandler => {
         }
         states.set(connection, { _tag: "Authenticated", session })
         connection.principal = principal
+        if (reauth) log(`Re-authenticated ${principal} on ${connection.remoteHost}:${connection.remotePort}`)
         return authenticateResponse(version, correlationId, {
           errorCode: Errors.ErrorCode.NONE,
           errorMessage: null,
