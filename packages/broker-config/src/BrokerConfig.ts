@@ -393,9 +393,20 @@ export const fromProperties = (props: ReadonlyMap<string, string>, base: BrokerC
     properties: new Map([...base.properties, ...props])
   }
   // A SASL listener without usable settings fails here, at start, naming the key.
-  if (cfg.listenerSecurityProtocol === "SASL_PLAINTEXT") SaslConfig.forListener(cfg, cfg.listenerName)
-  if (cfg.controllerSecurityProtocol === "SASL_PLAINTEXT" && cfg.processRoles.includes("controller"))
-    SaslConfig.forListener(cfg, "CONTROLLER")
+  const broker = cfg.processRoles.length === 0 || cfg.processRoles.includes("broker")
+  if (cfg.listenerSecurityProtocol === "SASL_PLAINTEXT" && broker) {
+    const sasl = SaslConfig.forListener(cfg, cfg.listenerName)
+    // The inter-broker connections go to this same listener of the other brokers, as in Kafka.
+    const own = SaslConfig.clientCredentials(cfg, cfg.listenerName, "sasl.mechanism.inter.broker.protocol")
+    if (!sasl.enabledMechanisms.includes(own.mechanism))
+      throw new Error(
+        `sasl.mechanism.inter.broker.protocol=${own.mechanism} must be one of the enabled mechanisms of listener ${cfg.listenerName} (${sasl.enabledMechanisms.join(", ")})`
+      )
+  }
+  if (cfg.controllerSecurityProtocol === "SASL_PLAINTEXT") {
+    if (cfg.processRoles.includes("controller")) SaslConfig.forListener(cfg, "CONTROLLER")
+    if (broker) SaslConfig.clientCredentials(cfg, "CONTROLLER", "sasl.mechanism.controller.protocol")
+  }
   return cfg
 }
 

@@ -48,10 +48,17 @@ describe("BrokerConfig security settings", () => {
       username: "admin",
       password: "admin-secret"
     })
+    const scramJaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="b" password="b-pw";'
     const mapped = parse({
+      "process.roles": "broker,controller",
       listeners: "BROKER://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
       "listener.security.protocol.map": "BROKER:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
-      "listener.name.broker.sasl.enabled.mechanisms": "SCRAM-SHA-256"
+      "listener.name.broker.sasl.enabled.mechanisms": "SCRAM-SHA-256",
+      "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+      "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-256",
+      "sasl.mechanism.controller.protocol": "SCRAM-SHA-512",
+      "listener.name.broker.scram-sha-256.sasl.jaas.config": scramJaas,
+      "listener.name.controller.scram-sha-512.sasl.jaas.config": scramJaas
     })()
     expect([mapped.listenerSecurityProtocol, mapped.controllerSecurityProtocol]).toEqual([
       "SASL_PLAINTEXT",
@@ -84,13 +91,36 @@ describe("BrokerConfig security settings", () => {
       message = (e as Error).message
     }
     expect(message).not.toContain("top-secret")
-    const scram = parse({
-      listeners: "SASL_PLAINTEXT://127.0.0.1:9092",
-      "sasl.enabled.mechanisms": "SCRAM-SHA-512",
-      "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512"
-    })()
-    expect(() => SaslConfig.clientCredentials(scram, "SASL_PLAINTEXT", "sasl.mechanism.inter.broker.protocol")).toThrow(
+    expect(
+      parse({
+        listeners: "SASL_PLAINTEXT://127.0.0.1:9092",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512"
+      })
+    ).toThrow(
       "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config: sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512 needs username and password in the listener's JAAS entry"
+    )
+    expect(parse({ listeners: "SASL_PLAINTEXT://127.0.0.1:9092", "sasl.enabled.mechanisms": "SCRAM-SHA-512" })).toThrow(
+      "sasl.mechanism.inter.broker.protocol: SASL mechanism GSSAPI is not supported"
+    )
+    expect(
+      parse({
+        listeners: "SASL_PLAINTEXT://127.0.0.1:9092",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS
+      })
+    ).toThrow(
+      "sasl.mechanism.inter.broker.protocol=PLAIN must be one of the enabled mechanisms of listener SASL_PLAINTEXT (SCRAM-SHA-512)"
+    )
+    expect(
+      parse({
+        "process.roles": "broker",
+        "listener.security.protocol.map": "CONTROLLER:SASL_PLAINTEXT",
+        "sasl.mechanism.controller.protocol": "PLAIN"
+      })
+    ).toThrow(
+      "listener.name.controller.plain.sasl.jaas.config: sasl.mechanism.controller.protocol=PLAIN needs username"
     )
   })
 
