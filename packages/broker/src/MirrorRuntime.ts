@@ -570,11 +570,21 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     onStatePartition: (partition, leader, leaderEpoch, numPartitions) =>
       manager.onStatePartition(partition, leader === nodeId ? leaderEpoch : -1, numPartitions),
     onMetadataUpdate: () => {
-      for (const [mirror, f] of fetcherManagers)
-        if (metadata.mirrorConfigs(mirror) === undefined) {
+      for (const [mirror, f] of fetcherManagers) {
+        const configs = metadata.mirrorConfigs(mirror)
+        if (configs === undefined) {
           void f.manager.close()
           fetcherManagers.delete(mirror)
+        } else if (connectionKey(configs) !== f.key) {
+          // The source's address or security changed: its partitions move to fetchers connected anew
+          // (nothing is appended by the old ones once they are removed from them).
+          const moved = f.manager.partitionList()
+          f.manager.removePartitions(moved)
+          void f.manager.close()
+          fetcherManagers.delete(mirror)
+          if (moved.length > 0) fetcherFor(mirror)?.addPartitions(moved)
         }
+      }
       groupSync.retain(new Set(metadata.mirrorNames()))
       manager.onMetadataUpdate()
       refresh.onMetadataUpdate()
