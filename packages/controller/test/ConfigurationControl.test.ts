@@ -800,4 +800,16 @@ describe("ConfigurationControl tables", () => {
     expect(m.get("sasl.jaas.config")!.type).toBe("password")
     expect(ConfigurationControl.MIRROR_FILTER_CONFIGS.has("mirror.acls.include")).toBe(true)
   })
+
+  it("password-type configs are sensitive for every resource type, including prefixed broker keys", () => {
+    const { CLUSTER_MIRROR: M, BROKER: B, TOPIC: T } = ConfigurationControl.ResourceType
+    const sensitive = (type: number, key: string) => ConfigurationControl.isSensitive(type, key)
+    for (const key of [...ConfigurationControl.MIRROR_CONFIG_DEFS.values()].filter((d) => d.type === "password"))
+      expect([key.name, sensitive(M, key.name)]).toEqual([key.name, true])
+    expect(sensitive(B, "listener.name.sasl_ssl.plain.sasl.jaas.config")).toBe(true)
+    expect(sensitive(B, "listener.name.ssl.ssl.truststore.password")).toBe(true)
+    expect(sensitive(M, "bootstrap.servers")).toBe(false)
+    expect(sensitive(M, "sasl.mechanism")).toBe(false)
+    expect(sensitive(T, "retention.ms")).toBe(false)
+  })
 })
