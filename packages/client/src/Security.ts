@@ -170,7 +170,7 @@ const tokenize = (text: string): Either.Either<ReadonlyArray<Token>, JaasError> 
           const e = text[i + 1]
           if (e === undefined) return Either.left(new JaasError({ message: "unterminated quoted value" }))
           if (/[0-7]/.test(e)) {
-            // Up to three octal digits (at most two when the first is above 3), as Java's tokenizer reads them.
+            // Up to three octal digits (at most two when the first is above 3), as Kafka's JAAS configs are read.
             let digits = e
             const max = e <= "3" ? 3 : 2
             while (digits.length < max && /[0-7]/.test(text[i + 1 + digits.length] ?? ""))
@@ -213,8 +213,9 @@ export const parseJaas = (text: string): Either.Either<ReadonlyArray<JaasEntry>,
     while (i < tokens.length) {
       const module = tokens[i++]!
       if (module.kind !== "word") return fail("expected a login module class name")
-      const flag = tokens[i++]
-      if (flag === undefined || flag.kind !== "word" || !FLAGS.some((f) => f === flag.text.toLowerCase()))
+      const flagToken = tokens[i++]
+      const flag = flagToken?.kind === "word" ? FLAGS.find((f) => f === flagToken.text.toLowerCase()) : undefined
+      if (flag === undefined)
         return fail(`expected a control flag (${FLAGS.join(", ")}) after the login module ${module.text}`)
       const options: Array<readonly [string, string]> = []
       for (;;) {
@@ -232,7 +233,7 @@ export const parseJaas = (text: string): Either.Either<ReadonlyArray<JaasEntry>,
           return fail(`the option ${t.text} is given twice in the entry of login module ${module.text}`)
         options.push([t.text, value.text])
       }
-      entries.push({ loginModule: module.text, flag: flag.text.toLowerCase() as JaasFlag, options })
+      entries.push({ loginModule: module.text, flag, options })
     }
     return Either.right(entries)
   })
@@ -255,8 +256,9 @@ export interface ParseOptions {
 
 type Props = ReadonlyMap<string, string> | Readonly<Record<string, string>>
 
-const entriesOf = (props: Props): ReadonlyMap<string, string> =>
-  props instanceof Map ? props : new Map(Object.entries(props as Readonly<Record<string, string>>))
+const isMap = (props: Props): props is ReadonlyMap<string, string> => props instanceof Map
+
+const entriesOf = (props: Props): ReadonlyMap<string, string> => (isMap(props) ? props : new Map(Object.entries(props)))
 
 class Refusal {
   constructor(readonly error: SecurityConfigError) {}
@@ -542,7 +544,9 @@ export const fromConfig = (
         ...checkIdentity,
         rejectUnauthorized: true
       }
-      if (readFiles) {
+      // Inline material is checked whether files are read or not: it is all there is.
+      const files = get("ssl.truststore.location") !== undefined || get("ssl.keystore.location") !== undefined
+      if (readFiles || !files) {
         try {
           tls.createSecureContext(options)
         } catch (e) {

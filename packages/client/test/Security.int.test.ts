@@ -208,16 +208,16 @@ describe("Security.fromConfig with key and trust store files", () => {
     )
     expect(await connect(s.tls!)).toBe("hello")
     expect(clients.at(-1)).toBe("mirror-client")
-    expect(
-      refused(
-        ssl({
-          "ssl.keystore.type": "PEM",
-          "ssl.keystore.certificate.chain": fs.readFileSync(file("client.pem"), "utf8"),
-          "ssl.keystore.key": fs.readFileSync(file("client-encrypted.key"), "utf8"),
-          "ssl.key.password": "not-the-key-password"
-        })
-      )[0]
-    ).toBe("ssl.keystore.key")
+    const wrongKeyPassword = ssl({
+      "ssl.keystore.type": "PEM",
+      "ssl.keystore.certificate.chain": fs.readFileSync(file("client.pem"), "utf8"),
+      "ssl.keystore.key": fs.readFileSync(file("client-encrypted.key"), "utf8"),
+      "ssl.key.password": "not-the-key-password"
+    })
+    expect(refused(wrongKeyPassword)[0]).toBe("ssl.keystore.key")
+    // Inline material is all there is, so it is checked without reading files too (as a controller does).
+    const validated = Security.validate(wrongKeyPassword)
+    expect(Either.isLeft(validated) && validated.left.key).toBe("ssl.keystore.key")
   })
 
   it("PKCS12 key and trust stores (OpenSSL's and keytool's), and a wrong password refused without showing it", async () => {
