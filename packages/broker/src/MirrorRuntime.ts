@@ -129,12 +129,21 @@ const clientSecurity = (settings: SourceSettings): Security.ClientSecurity | (()
     }
   })
 
+/** Connection keys by config map: a mirror's configs are one map until they change (one start, many partitions). */
+const connectionKeys = new WeakMap<ReadonlyMap<string, string>, string>()
+
 /** `SourceSettings.key` without reading any file. */
-const connectionKey = (configs: ReadonlyMap<string, string>): string =>
-  JSON.stringify([
-    configs.get("bootstrap.servers") ?? "",
-    [...configs].filter(([k]) => Security.isSecurityConfig(k)).sort((a, b) => (a[0] < b[0] ? -1 : 1))
-  ])
+const connectionKey = (configs: ReadonlyMap<string, string>): string => {
+  let key = connectionKeys.get(configs)
+  if (key === undefined) {
+    key = JSON.stringify([
+      configs.get("bootstrap.servers") ?? "",
+      [...configs].filter(([k]) => Security.isSecurityConfig(k)).sort((a, b) => (a[0] < b[0] ? -1 : 1))
+    ])
+    connectionKeys.set(configs, key)
+  }
+  return key
+}
 
 /** A source connection over the client package's connection. */
 const connector = (clientId: string, settings: SourceSettings): SourceCluster.SourceConnector => ({
