@@ -42,6 +42,8 @@ export interface Config {
   readonly fanOutConcurrency?: number
   /** Per-broker timeout of `forEachBroker`; default the request timeout. */
   readonly fanOutTimeoutMs?: number
+  /** TLS and SASL for every connection (see `NodePool.Options.security`); absent: PLAINTEXT. */
+  readonly security?: NodePool.Options["security"]
 }
 
 export interface SendOptions {
@@ -113,7 +115,8 @@ export class Client {
       ...(config.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: config.connectTimeoutMs }),
       ...(config.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: config.requestTimeoutMs }),
       ...(config.reconnectBackoffMs === undefined ? {} : { reconnectBackoffMs: config.reconnectBackoffMs }),
-      ...(config.reconnectBackoffMaxMs === undefined ? {} : { reconnectBackoffMaxMs: config.reconnectBackoffMaxMs })
+      ...(config.reconnectBackoffMaxMs === undefined ? {} : { reconnectBackoffMaxMs: config.reconnectBackoffMaxMs }),
+      ...(config.security === undefined ? {} : { security: config.security })
     })
   }
 
