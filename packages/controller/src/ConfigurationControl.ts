@@ -261,7 +261,6 @@ export const BROKER_UNSUPPORTED_CONFIGS: ReadonlyMap<string, string> = new Map([
   ["sasl.", SECURITY],
   ["listener.name.", SECURITY],
   ["security.inter.broker.protocol", SECURITY],
-  ["authorizer.class.name", "authorization is not implemented yet"],
   ["remote.log.storage.system.enable", "tiered storage is not implemented"]
 ])
 
