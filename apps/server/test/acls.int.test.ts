@@ -12,7 +12,7 @@ import { readFileSync, writeFileSync } from "node:fs"
 import { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes } from "kafkajs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { JavaTools, Kcat, Wait } from "@clustermirror/testkit"
-import { type Cluster, startCluster } from "./harness.js"
+import { type Cluster, cli, startCluster } from "./harness.js"
 
 const AUTHORIZER = {
   "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
@@ -185,5 +185,45 @@ describe("ACLs with kafka-acls, kafkajs and kcat (separate processes)", () => {
     })
     expect(topics).toContain("open-1")
     expect((await acls(["--list", "--topic", "described"])).stdout).not.toContain("operation=DESCRIBE")
+  }, 120_000)
+
+  it("our CLI manages ClusterMirror ACLs (--cluster-mirror) and the others like kafka-acls", async () => {
+    const acl = (args: ReadonlyArray<string>) => cli(["acls", "--bootstrap-server", bootstrap, ...args])
+    const add = await acl([
+      "--add",
+      "--allow-principal",
+      "User:ops",
+      "--operation",
+      "Alter",
+      "--operation",
+      "Describe",
+      "--cluster-mirror",
+      "*"
+    ])
+    expect(add.stderr).toBe("")
+    expect(add.code).toBe(0)
+    expect(add.stdout).toContain(
+      "Adding ACLs for resource `ResourcePattern(resourceType=CLUSTER_MIRROR, name=*, patternType=LITERAL)`"
+    )
+    const listed = await acl(["--list", "--cluster-mirror", "*"])
+    expect(listed.code).toBe(0)
+    expect(listed.stdout).toContain("(principal=User:ops, host=*, operation=ALTER, permissionType=ALLOW)")
+    expect(listed.stdout).toContain("(principal=User:ops, host=*, operation=DESCRIBE, permissionType=ALLOW)")
+    // READ is not an operation of a cluster mirror (KIP-1279 §8.1).
+    const bad = await acl(["--add", "--allow-principal", "User:ops", "--operation", "Read", "--cluster-mirror", "m"])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toContain("READ is not valid for --cluster-mirror")
+    const topic = await acl(["--list", "--topic", "open-", "--resource-pattern-type", "prefixed"])
+    expect(topic.stdout).toContain("(principal=User:ANONYMOUS, host=*, operation=ALL, permissionType=ALLOW)")
+    const removed = await acl(["--remove", "--force", "--cluster-mirror", "*"])
+    expect(removed.code).toBe(0)
+    expect(removed.stdout).toContain(
+      "Removed ACLs for resource `ResourcePattern(resourceType=CLUSTER_MIRROR, name=*, patternType=LITERAL)`"
+    )
+    const after = await Wait.eventually("the mirror ACLs removed", async () => {
+      const r = await acl(["--list", "--cluster-mirror", "*"])
+      return r.stdout.includes("User:ops") ? undefined : r
+    })
+    expect(after.code).toBe(0)
   }, 120_000)
 })
