@@ -9,6 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Acl } from "@clustermirror/authorizer"
 import {
   Api,
+  BrokerHeartbeat,
+  BrokerRegistration,
   BumpLeaderEpochs,
   CreateAcls,
   CreateClusterMirror,
@@ -691,6 +693,48 @@ describe("authorization (StandardAuthorizer, KIP-1279 §8.2)", () => {
       async () => expect((await remove()).errorCode).toBe(E.CLUSTER_MIRROR_AUTHORIZATION_FAILED),
       async () => expect((await remove()).errorCode).toBe(0)
     )
+  })
+  it("the controller: brokers' RPCs need CLUSTER_ACTION, admin requests their own permission", async () => {
+    const controller = await connect(cluster.controllerPort, "127.0.0.2")
+    try {
+      const register = () =>
+        controller.call(BrokerRegistration.api, {
+          brokerId: 99,
+          clusterId: cluster.clusterId,
+          incarnationId: "q83vEjRWeJCrze8SNFZ4kA",
+          listeners: [{ name: "PLAINTEXT", host: "127.0.0.2", port: 1, securityProtocol: 0 }],
+          features: [],
+          rack: null,
+          isMigratingZkBroker: false,
+          logDirs: [],
+          previousBrokerEpoch: -1n
+        })
+      const heartbeat = () =>
+        controller.call(BrokerHeartbeat.api, {
+          brokerId: 1,
+          brokerEpoch: 0n,
+          currentMetadataOffset: 0n,
+          wantFence: false,
+          wantShutDown: false
+        })
+      const createTopic = () =>
+        controller.call(CreateTopics.api, {
+          topics: [{ name: "direct", numPartitions: 1, replicationFactor: 1, assignments: [], configs: [] }],
+          timeoutMs: 10_000,
+          validateOnly: true
+        })
+      const createAcl = () => controller.call(CreateAcls.api, { creations: [creation(binding({ resourceName: "x" }))] })
+      expect((await register()).errorCode).toBe(E.CLUSTER_AUTHORIZATION_FAILED)
+      expect((await heartbeat()).errorCode).toBe(E.CLUSTER_AUTHORIZATION_FAILED)
+      expect((await createTopic()).topics.map((t) => t.errorCode)).toEqual([E.TOPIC_AUTHORIZATION_FAILED])
+      expect((await createAcl()).results.map((r) => r.errorCode)).toEqual([E.CLUSTER_AUTHORIZATION_FAILED])
+      // The controller decides with the ACLs it committed: no broker to catch up with.
+      await grant([binding({ resourceName: "direct", operation: Op.CREATE })])
+      expect((await createTopic()).topics.map((t) => t.errorCode)).toEqual([0])
+      await revoke([binding({ resourceName: "direct", operation: Op.CREATE })])
+    } finally {
+      controller.close()
+    }
   })
 })
 
