@@ -175,6 +175,10 @@ const configResource = (
   }
 }
 
+/** The cluster's authorized operations as Kafka reports them: none to a principal that may not describe it. */
+const clusterOperations = (c: Checks): number =>
+  c.cluster(Op.DESCRIBE) ? c.az.authorizedOperations(c.id, Res.CLUSTER, CLUSTER) : 0
+
 /** Installs the checks of every API this broker serves. Call after all handlers are registered. */
 export const install = (handlers: Handlers, ctx: AuthorizationContext): void => {
   const src = ctx
@@ -219,9 +223,7 @@ export const install = (handlers: Handlers, ctx: AuthorizationContext): void => 
     return {
       ...out,
       topics: [...topics, ...refused.map((r) => ({ ...r, partitions: [], topicAuthorizedOperations: UNSET_OPS }))],
-      clusterAuthorizedOperations: request.includeClusterAuthorizedOperations
-        ? c.az.authorizedOperations(c.id, Res.CLUSTER, CLUSTER)
-        : UNSET_OPS
+      clusterAuthorizedOperations: request.includeClusterAuthorizedOperations ? clusterOperations(c) : UNSET_OPS
     }
   })
 
@@ -229,7 +231,7 @@ export const install = (handlers: Handlers, ctx: AuthorizationContext): void => 
     // Kafka authorizes nothing beyond authentication here; only the authorized operations depend on ACLs.
     const out = await resolved(next(req, request))
     if (out === NoResponse || !request.includeClusterAuthorizedOperations) return out
-    return { ...out, clusterAuthorizedOperations: c.az.authorizedOperations(c.id, Res.CLUSTER, CLUSTER) }
+    return { ...out, clusterAuthorizedOperations: clusterOperations(c) }
   })
 
   // -------------------------------------------------------------------------------------------------

@@ -732,6 +732,38 @@ describe("authorization (StandardAuthorizer, KIP-1279 §8.2)", () => {
       await grant([binding({ resourceName: "direct", operation: Op.CREATE })])
       expect((await createTopic()).topics.map((t) => t.errorCode)).toEqual([0])
       await revoke([binding({ resourceName: "direct", operation: Op.CREATE })])
+
+      // §8.2's controller column: DeleteClusterMirror needs ALTER on the mirror there, Start (and the other
+      // topic operations) ALTER and ALTER_CONFIGS, BumpLeaderEpochs CLUSTER_ACTION.
+      const remove = () => controller.call(DeleteClusterMirror.api, { mirrorName: "m2", stateValidationOffset: -1n })
+      await row(
+        [mirror("m2", Op.ALTER)],
+        async () => expect((await remove()).errorCode).toBe(E.CLUSTER_MIRROR_AUTHORIZATION_FAILED),
+        async () => expect((await remove()).errorCode).not.toBe(E.CLUSTER_MIRROR_AUTHORIZATION_FAILED)
+      )
+      const start = () =>
+        controller.call(StartMirrorTopics.api, {
+          mirrorName: "m1",
+          topics: topicsOf("direct-mirrored"),
+          stateValidationOffset: -1n
+        })
+      await row(
+        [mirror("m1", Op.ALTER), binding({ resourceName: "direct-mirrored", operation: Op.ALTER_CONFIGS })],
+        async () => expect((await start()).errorCode).toBe(E.CLUSTER_MIRROR_AUTHORIZATION_FAILED),
+        async () => {
+          const res = await start()
+          expect([res.errorCode, ...res.topics.map((t) => t.errorCode)]).not.toContain(
+            E.CLUSTER_MIRROR_AUTHORIZATION_FAILED
+          )
+          expect(res.topics.map((t) => t.errorCode)).not.toContain(E.TOPIC_AUTHORIZATION_FAILED)
+        }
+      )
+      const bump = () => controller.call(BumpLeaderEpochs.api, { topics: [] })
+      await row(
+        [binding({ resourceType: Res.CLUSTER, resourceName: Acl.CLUSTER_NAME, operation: Op.CLUSTER_ACTION })],
+        async () => expect((await bump()).errorCode).toBe(E.CLUSTER_AUTHORIZATION_FAILED),
+        async () => expect((await bump()).errorCode).toBe(0)
+      )
     } finally {
       controller.close()
     }
