@@ -10,6 +10,8 @@ import { Acl, type StandardAuthorizer } from "@clustermirror/authorizer"
 import { ConfigurationControl } from "@clustermirror/controller"
 import {
   AllocateProducerIds,
+  ApiVersions,
+  Apis,
   AlterConfigs,
   AlterPartition,
   BrokerHeartbeat,
@@ -131,6 +133,9 @@ const partition = <A>(items: ReadonlyArray<A>, ok: (a: A) => boolean): [Array<A>
   return [yes, no]
 }
 
+/** The APIs `guard` wrapped, per handler table (what `failClosed` leaves alone). */
+const guardedKeys = new WeakMap<Handlers, Set<number>>()
+
 /**
  * Wraps the handler of `api` with `check`, which gets the request's checks, the request and the
  * handler. No-op for an API this broker does not serve.
@@ -147,6 +152,9 @@ const guard = <Req extends Spec.Fields, Res extends Spec.Fields>(
   ) => ReturnType<Handle<Req, Res>>
 ): void => {
   const trust = ctx.trustClusterAction === true
+  if (!handlers.has(api.key)) return
+  const keys = guardedKeys.get(handlers) ?? new Set<number>()
+  guardedKeys.set(handlers, keys.add(api.key))
   handlers.wrap(api, (next) => (req, request) => {
     const checks = new Checks(ctx.authorizer(), req)
     return trust && checks.cluster(Op.CLUSTER_ACTION) ? next(req, request) : check(checks, req, request, next)
@@ -179,8 +187,43 @@ const configResource = (
 const clusterOperations = (c: Checks): number =>
   c.cluster(Op.DESCRIBE) ? c.az.authorizedOperations(c.id, Res.CLUSTER, CLUSTER) : 0
 
+/**
+ * APIs without a rule here: ApiVersions and SASL need no permission (a client negotiates and
+ * authenticates before any authorization), the ACL APIs check their own (`AclApis`).
+ */
+const NOT_GUARDED_HERE: ReadonlySet<string> = new Set([
+  "ApiVersions",
+  "SaslHandshake",
+  "SaslAuthenticate",
+  "CreateAcls",
+  "DescribeAcls",
+  "DeleteAcls"
+])
+
+/**
+ * Fail closed: a served API without a rule here answers nobody but super users; anyone else has the
+ * connection closed with the reason logged, so an API added later is never served unauthorized.
+ */
+const failClosed = (handlers: Handlers, ctx: AuthorizationContext): void => {
+  const guarded = guardedKeys.get(handlers) ?? new Set()
+  for (const { apiKey } of handlers.versions()) {
+    const api = Apis.byKey.get(apiKey)
+    if (api === undefined || guarded.has(apiKey) || NOT_GUARDED_HERE.has(api.name) || apiKey === ApiVersions.api.key)
+      continue
+    handlers.wrap(api, (next) => (req, request) => {
+      if (ctx.authorizer().config.superUsers.has(req.connection.principal)) return next(req, request)
+      throw new Error(`${api.name} has no authorization rule: refused to ${req.connection.principal}`)
+    })
+  }
+}
+
 /** Installs the checks of every API this broker serves. Call after all handlers are registered. */
 export const install = (handlers: Handlers, ctx: AuthorizationContext): void => {
+  installChecks(handlers, ctx)
+  failClosed(handlers, ctx)
+}
+
+const installChecks = (handlers: Handlers, ctx: AuthorizationContext): void => {
   const src = ctx
 
   // -------------------------------------------------------------------------------------------------
@@ -789,7 +832,7 @@ export const install = (handlers: Handlers, ctx: AuthorizationContext): void => 
  * requests need what they need on a broker, unless a broker forwards them (`trustClusterAction`).
  */
 export const installController = (handlers: Handlers, ctx: AuthorizationContext): void => {
-  install(handlers, ctx)
+  installChecks(handlers, ctx)
   const refusal = { throttleTimeMs: 0, errorCode: E.CLUSTER_AUTHORIZATION_FAILED }
   const clusterAction = <Req extends Spec.Fields, Res extends Spec.Fields>(
     api: Api.ApiDef<Req, Res>,
@@ -800,4 +843,5 @@ export const installController = (handlers: Handlers, ctx: AuthorizationContext)
   clusterAction(BrokerHeartbeat.api, { ...refusal, isCaughtUp: false, isFenced: true, shouldShutDown: false })
   clusterAction(AlterPartition.api, { ...refusal, topics: [] })
   clusterAction(AllocateProducerIds.api, { ...refusal, producerIdStart: -1n, producerIdLen: 0 })
+  failClosed(handlers, ctx)
 }
