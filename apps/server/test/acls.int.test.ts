@@ -213,6 +213,9 @@ describe("ACLs with kafka-acls, kafkajs and kcat (separate processes)", () => {
     const bad = await acl(["--add", "--allow-principal", "User:ops", "--operation", "Read", "--cluster-mirror", "m"])
     expect(bad.code).toBe(2)
     expect(bad.stderr).toContain("READ is not valid for --cluster-mirror")
+    // Kafka's own kafka-acls (4.4, before KIP-1279) still lists everything with mirror ACLs present.
+    const java = (await acls(["--list"])).stdout
+    expect(java).toContain("(principal=User:ops, host=*, operation=ALTER, permissionType=ALLOW)")
     const topic = await acl(["--list", "--topic", "open-", "--resource-pattern-type", "prefixed"])
     expect(topic.stdout).toContain("(principal=User:ANONYMOUS, host=*, operation=ALL, permissionType=ALLOW)")
     const removed = await acl(["--remove", "--force", "--cluster-mirror", "*"])
