@@ -445,7 +445,15 @@ const installChecks = (handlers: Handlers, ctx: AuthorizationContext): void => {
 
   guard(handlers, src, CreateTopics.api, async (c, req, request, next) => {
     const [allowed, refused] = partition(request.topics, (t) => c.createTopic(t.name))
-    if (refused.length === 0) return next(req, request)
+    // The created topics' configs only for a principal that may describe them, as Kafka answers.
+    const withConfigs = <T extends { readonly name?: string; readonly errorCode?: number }>(t: T) =>
+      (t.errorCode ?? 0) !== 0 || c.topic(Op.DESCRIBE_CONFIGS, t.name ?? "")
+        ? t
+        : { ...t, configs: [], topicConfigErrorCode: E.TOPIC_AUTHORIZATION_FAILED }
+    if (refused.length === 0) {
+      const out = await resolved(next(req, request))
+      return out === NoResponse ? out : { ...out, topics: (out.topics ?? []).map(withConfigs) }
+    }
     const refusedTopics = refused.map((t) => ({
       name: t.name,
       errorCode: E.TOPIC_AUTHORIZATION_FAILED,
@@ -455,7 +463,7 @@ const installChecks = (handlers: Handlers, ctx: AuthorizationContext): void => {
     }))
     const out = allowed.length === 0 ? { topics: [] } : await resolved(next(req, { ...request, topics: allowed }))
     if (out === NoResponse) return out
-    return { throttleTimeMs: 0, ...out, topics: [...(out.topics ?? []), ...refusedTopics] }
+    return { throttleTimeMs: 0, ...out, topics: [...(out.topics ?? []).map(withConfigs), ...refusedTopics] }
   })
 
   guard(handlers, src, DeleteTopics.api, async (c, req, request, next) => {

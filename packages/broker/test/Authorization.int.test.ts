@@ -440,7 +440,12 @@ describe("authorization (StandardAuthorizer, KIP-1279 §8.2)", () => {
     await row(
       [binding({ resourceName: "made", operation: Op.CREATE })],
       async () => expect((await create()).topics.map((t) => t.errorCode)).toEqual([E.TOPIC_AUTHORIZATION_FAILED]),
-      async () => expect((await create()).topics.map((t) => t.errorCode)).toEqual([0])
+      async () => {
+        const res = await create()
+        expect(res.topics.map((t) => t.errorCode)).toEqual([0])
+        // Without DESCRIBE_CONFIGS the created topic's configs are withheld.
+        expect(res.topics.map((t) => [t.topicConfigErrorCode, t.configs])).toEqual([[E.TOPIC_AUTHORIZATION_FAILED, []]])
+      }
     )
     const describe = () =>
       client.call(DescribeConfigs.api, {
