@@ -193,6 +193,8 @@ export const BROKER_CLUSTER_ONLY_CONFIGS: ReadonlySet<string> = new Set(["unclea
  */
 export const BROKER_READ_ONLY_CONFIGS: ReadonlySet<string> = new Set([
   "advertised.listeners",
+  "allow.everyone.if.no.acl.found",
+  "authorizer.class.name",
   "auto.create.topics.enable",
   "broker.heartbeat.interval.ms",
   "broker.id",
@@ -226,6 +228,7 @@ export const BROKER_READ_ONLY_CONFIGS: ReadonlySet<string> = new Set([
   "socket.receive.buffer.bytes",
   "socket.request.max.bytes",
   "socket.send.buffer.bytes",
+  "super.users",
   "transaction.state.log.min.isr",
   "transaction.state.log.replication.factor"
 ])
