@@ -414,6 +414,38 @@ describe("authorization (StandardAuthorizer, KIP-1279 §8.2)", () => {
         expect((await list()).topics[0]!.partitions[0]!.errorCode).toBe(0)
       }
     )
+    // Transactional records need WRITE on the request's transactional id, and a transactional id at all.
+    const transactional = (transactionalId: string | null) =>
+      client.call(
+        Produce.api,
+        {
+          transactionalId,
+          acks: -1,
+          timeoutMs: 10_000,
+          topicData: [
+            {
+              name: "payments",
+              partitionData: [
+                {
+                  index: 0,
+                  records: RecordBatch.build({
+                    records: [{ value: Buffer.from("t") }],
+                    timestamp: Date.now(),
+                    isTransactional: true,
+                    producerId: 1n,
+                    producerEpoch: 0
+                  })
+                }
+              ]
+            }
+          ]
+        },
+        9
+      )
+    for (const id of [null, "txn-1"])
+      expect((await transactional(id)).responses[0]!.partitionResponses[0]!.errorCode).toBe(
+        E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+      )
     // A follower's fetch needs CLUSTER_ACTION.
     const follower = await client.call(
       Fetch.api,
