@@ -9,6 +9,7 @@
 import { ClientError, ClusterClient, MirrorAdmin, Security } from "@clustermirror/client"
 import { Either } from "effect"
 import * as fs from "node:fs"
+import * as AclsCommand from "./AclsCommand.js"
 import * as JsonOutput from "./JsonOutput.js"
 
 export const usage = `usage: clustermirror-mirrors --bootstrap-server <host:port> <action> [options]
@@ -27,6 +28,7 @@ actions (exactly one):
   --describe --groups --mirror <name> [--json]        per consumer group, what the offset sync did
   --describe --configs --mirror <name> [--json]       the mirror's configs (secrets shown as sensitive, never their value)
   --delete   --mirror <name>
+  acls ...   manage ACLs (ClusterMirror ACLs too) like kafka-acls: "acls --help"
 options:
   --command-config <file>   admin client properties: client.id, request.timeout.ms (how long each request
                             waits for the cluster's answer, default 30000; a request that times out is
@@ -624,9 +626,11 @@ export const run = async (command: Command, io: Io): Promise<number> => {
 
 /**
  * The whole command: usage on no arguments or `--help`, parsing, then `run`. Both entrypoints use it:
- * `clustermirror-mirrors ...` and `clustermirror mirrors ...`.
+ * `clustermirror-mirrors ...` and `clustermirror mirrors ...`; `acls ...` runs the ACL command
+ * (`clustermirror acls ...`).
  */
 export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number> => {
+  if (argv[0] === "acls") return AclsCommand.main(argv.slice(1), io, commandConfig)
   if (argv.length === 0 || argv.includes("--help")) {
     io.out(usage)
     return argv.length === 0 ? 2 : 0

@@ -2,10 +2,12 @@
 /**
  * `clustermirror server --port <port> --data-dir <dir> [--config <file>] [--host <host>] [--metrics-port <port>]`
  * `clustermirror mirrors --bootstrap-server <host:port> <action> ...`
+ * `clustermirror acls --bootstrap-server <host:port> --add|--remove|--list ...`
  *
  * The only entrypoint of the server app: builds the broker from its config and runs it until SIGTERM
  * or SIGINT, then shuts down cleanly (sockets closed, logs flushed and closed). `mirrors` runs the
- * cluster-mirror command of `@clustermirror/cli` (the same as `clustermirror-mirrors`).
+ * cluster-mirror command of `@clustermirror/cli` (the same as `clustermirror-mirrors`), `acls` its ACL
+ * command (kafka-acls' options, plus `--cluster-mirror`).
  */
 import * as MirrorsCommand from "@clustermirror/cli"
 import { BrokerConfig } from "@clustermirror/broker-config"
@@ -13,7 +15,8 @@ import { Node } from "@clustermirror/broker"
 import { Effect, Exit, Fiber } from "effect"
 
 const usage = `usage: clustermirror server [--port <port>] [--data-dir <dir>] [--config <file>] [--host <host>] [--node-id <id>] [--embedded <brokers>] [--metrics-port <port>]
-       clustermirror mirrors --bootstrap-server <host:port> <action> ...   (cluster mirrors; --help for the actions)`
+       clustermirror mirrors --bootstrap-server <host:port> <action> ...   (cluster mirrors; --help for the actions)
+       clustermirror acls --bootstrap-server <host:port> --add|--remove|--list ...   (ACLs; --help for the options)`
 
 const parseArgs = (argv: ReadonlyArray<string>): Map<string, string> => {
   const out = new Map<string, string>()
@@ -53,8 +56,8 @@ const log = (line: string) => process.stdout.write(`[${new Date().toISOString()}
 
 const main = async () => {
   const [command, ...rest] = process.argv.slice(2)
-  if (command === "mirrors") {
-    process.exitCode = await MirrorsCommand.main(rest, {
+  if (command === "mirrors" || command === "acls") {
+    process.exitCode = await MirrorsCommand.main(command === "acls" ? ["acls", ...rest] : rest, {
       out: (line) => process.stdout.write(`${line}\n`),
       err: (line) => process.stderr.write(`${line}\n`)
     })

@@ -5,6 +5,7 @@
  * behaviour clustermirror does not have, are rejected with a message naming the key and why; thread
  * counts and socket buffer sizes are accepted without effect (see the README).
  */
+import { StandardAuthorizer } from "@clustermirror/authorizer"
 import { ConfigurationControl } from "@clustermirror/controller"
 import { Context } from "effect"
 import * as fs from "node:fs"
@@ -71,6 +72,11 @@ export interface BrokerConfig {
   readonly mirrorFailedRetryMaxAttempts: number
   /** `metrics.port` (our own key): the Prometheus endpoint's port on the broker host; 0 turns it off. */
   readonly metricsPort: number
+  /**
+   * `authorizer.class.name`: the StandardAuthorizer (ACLs in the metadata log) when set to its class
+   * name; null without an authorizer (everything is allowed, the ACL APIs answer SECURITY_DISABLED).
+   */
+  readonly authorizer: StandardAuthorizer.AuthorizerConfig | null
   /** The keys and values this config was read from (properties file and overrides): STATIC_BROKER_CONFIG. */
   readonly properties: ReadonlyMap<string, string>
 }
@@ -124,6 +130,7 @@ export const defaults: BrokerConfig = {
   mirrorFailedRetryMaxBackoffMs: 300000,
   mirrorFailedRetryMaxAttempts: 100,
   metricsPort: 0,
+  authorizer: null,
   properties: new Map()
 }
 
@@ -277,7 +284,44 @@ const parsers: Record<string, Parser> = {
   "mirror.failed.retry.max.backoff.ms": int("mirrorFailedRetryMaxBackoffMs", 1),
   "mirror.failed.retry.max.attempts": int("mirrorFailedRetryMaxAttempts", 0),
   "metrics.port": int("metricsPort", 0),
-  "listener.security.protocol.map": securityProtocolMap
+  "listener.security.protocol.map": securityProtocolMap,
+  "authorizer.class.name": (v, key) => {
+    const name = v.trim()
+    if (name === "") return { authorizer: null }
+    if (name !== StandardAuthorizer.CLASS_NAME)
+      throw new Error(`${key}=${v}: only ${StandardAuthorizer.CLASS_NAME} is supported`)
+    return { authorizer: StandardAuthorizer.defaultConfig }
+  },
+  "super.users": () => ({}),
+  "allow.everyone.if.no.acl.found": (v, key) => {
+    const t = v.trim().toLowerCase()
+    if (t !== "true" && t !== "false") throw new Error(`${key}=${v}: expected true or false`)
+    return {}
+  }
+}
+
+/**
+ * The authorizer's settings, read after all keys: `super.users` and `allow.everyone.if.no.acl.found`
+ * belong to the authorizer `authorizer.class.name` enables, and are refused without one (they would
+ * have no effect).
+ */
+const authorizerSettings = (cfg: BrokerConfig, props: ReadonlyMap<string, string>): BrokerConfig => {
+  const superUsers = props.get("super.users")
+  const everyone = props.get("allow.everyone.if.no.acl.found")
+  if (cfg.authorizer === null) {
+    for (const key of ["super.users", "allow.everyone.if.no.acl.found"])
+      if (props.has(key))
+        throw new Error(`broker config "${key}" needs authorizer.class.name=${StandardAuthorizer.CLASS_NAME}`)
+    return cfg
+  }
+  return {
+    ...cfg,
+    authorizer: {
+      superUsers: superUsers === undefined ? cfg.authorizer.superUsers : StandardAuthorizer.parseSuperUsers(superUsers),
+      allowEveryoneIfNoAclFound:
+        everyone === undefined ? cfg.authorizer.allowEveryoneIfNoAclFound : everyone.trim().toLowerCase() === "true"
+    }
+  }
 }
 
 /**
@@ -331,6 +375,7 @@ export const fromProperties = (props: ReadonlyMap<string, string>, base: BrokerC
   }
   if (!advertised && props.has("listeners"))
     cfg = { ...cfg, advertisedHost: cfg.host === "0.0.0.0" ? "127.0.0.1" : cfg.host }
+  cfg = authorizerSettings(cfg, props)
   return { ...cfg, properties: new Map([...base.properties, ...props]) }
 }
 

@@ -46,6 +46,39 @@ describe("BrokerConfig security settings", () => {
   })
 })
 
+describe("BrokerConfig authorizer settings", () => {
+  const STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+  const parse = (entries: Record<string, string>) => BrokerConfig.fromProperties(new Map(Object.entries(entries)))
+
+  it("has no authorizer by default and enables the StandardAuthorizer by its class name", () => {
+    expect(parse({}).authorizer).toBeNull()
+    const cfg = parse({
+      "authorizer.class.name": STANDARD,
+      "super.users": "User:admin;User:broker",
+      "allow.everyone.if.no.acl.found": "true"
+    })
+    expect(cfg.authorizer).toEqual({
+      superUsers: new Set(["User:admin", "User:broker"]),
+      allowEveryoneIfNoAclFound: true
+    })
+    expect(parse({ "authorizer.class.name": STANDARD }).authorizer).toEqual({
+      superUsers: new Set(),
+      allowEveryoneIfNoAclFound: false
+    })
+  })
+
+  it("refuses other authorizers, bad principals, and authorizer settings without an authorizer, naming the key", () => {
+    expect(() => parse({ "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer" })).toThrow(
+      /authorizer.class.name=kafka.security.authorizer.AclAuthorizer: only org.apache.kafka.metadata.authorizer.StandardAuthorizer/
+    )
+    expect(() => parse({ "authorizer.class.name": STANDARD, "super.users": "admin" })).toThrow(/super.users=admin/)
+    expect(() => parse({ "super.users": "User:admin" })).toThrow(/"super.users" needs authorizer.class.name/)
+    expect(() => parse({ "allow.everyone.if.no.acl.found": "true" })).toThrow(
+      /"allow.everyone.if.no.acl.found" needs authorizer.class.name/
+    )
+  })
+})
+
 describe("BrokerConfig", () => {
   it("has Kafka's leader rebalance defaults", () => {
     expect(BrokerConfig.defaults).toMatchObject({

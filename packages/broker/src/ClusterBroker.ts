@@ -6,6 +6,7 @@
  * that change metadata are forwarded to the controller. Decisions live in the controller; this module
  * only wires.
  */
+import { StandardAuthorizer } from "@clustermirror/authorizer"
 import { FeatureControl } from "@clustermirror/controller"
 import { NetworkLeaderEndpoint, ReplicaFetcher } from "@clustermirror/fetcher"
 import { MetadataImage, MetadataLog, MetadataPublisher } from "@clustermirror/metadata-log"
@@ -18,9 +19,11 @@ import {
   BrokerHeartbeat,
   BrokerRegistration,
   BumpLeaderEpochs,
+  CreateAcls,
   CreateClusterMirror,
   CreatePartitions,
   CreateTopics,
+  DeleteAcls,
   DeleteTopics,
   ElectLeaders,
   Errors,
@@ -37,6 +40,8 @@ import * as path from "node:path"
 import { logConfigFor, minInsyncReplicasFor } from "@clustermirror/broker-config/LogConfigs"
 import type { BrokerConfig } from "@clustermirror/broker-config/BrokerConfig"
 import * as DynamicBrokerConfig from "@clustermirror/broker-config/DynamicBrokerConfig"
+import * as AclApis from "./AclApis.js"
+import * as Authorization from "./Authorization.js"
 import * as GroupApis from "./GroupApis.js"
 import { type BrokerContext, INTERNAL_TOPICS, ProducerIdManager, register } from "./KafkaApis.js"
 import type * as MetadataView from "./MetadataView.js"
@@ -162,6 +167,13 @@ export const start = async (
   let image = await Effect.runPromise(metadataLog.loadInto(loader))
   // The config in force: the properties under the dynamic broker configs of the metadata log.
   let effectiveConfig = DynamicBrokerConfig.effective(DynamicBrokerConfig.layersOf(config, image))
+  // The authorizer over the image's ACLs (authorizer.class.name), rebuilt whenever they change.
+  const authorizerConfig = config.authorizer
+  const buildAuthorizer = () =>
+    authorizerConfig === null
+      ? undefined
+      : StandardAuthorizer.StandardAuthorizer.make(authorizerConfig, image.acls.values())
+  let authorizer = buildAuthorizer()
   // Three connections to the controller, since it answers each connection's requests in order: heartbeats
   // (and registration) must never wait behind a long-polling metadata fetch, nor behind forwarded requests.
   const controller = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-controller`)
@@ -446,6 +458,8 @@ export const start = async (
     onMetadataUpdate: (delta: MetadataDelta.MetadataDelta, next, manifest) =>
       Effect.sync(() => {
         image = next
+        if (authorizer !== undefined && (manifest._tag === "Snapshot" || delta.aclsChanged()))
+          authorizer = buildAuthorizer()
         refreshFetchers()
         if (manifest._tag === "Snapshot") {
           effectiveConfig = DynamicBrokerConfig.effective(DynamicBrokerConfig.layersOf(config, image))
@@ -506,6 +520,28 @@ export const start = async (
       Math.min(config.offsetsTopicReplicationFactor, Math.max(1, ctx.view.brokers().length))
     )
   )
+  const current = authorizer === undefined ? undefined : () => authorizer!
+  AclApis.register(handlers, {
+    authorizer: current,
+    createAcls: async (request) => {
+      const res = await controller.request(CreateAcls.api, request)
+      await catchUp()
+      return res
+    },
+    deleteAcls: async (request) => {
+      const res = await controller.request(DeleteAcls.api, request)
+      await catchUp()
+      return res
+    }
+  })
+  // Last: the checks wrap the handlers registered above. Without an authorizer nothing is wrapped.
+  if (current !== undefined)
+    Authorization.install(handlers, {
+      authorizer: current,
+      topicNameById: (id) => MetadataImage.topicById(image, id)?.name,
+      topicExists: (name) => MetadataImage.topicByName(image, name) !== undefined,
+      autoCreateTopicsEnable: () => effectiveConfig.autoCreateTopicsEnable
+    })
 
   // -------------------------------------------------------------------------------------------------
   // Lifecycle: register, follow the metadata log, heartbeat

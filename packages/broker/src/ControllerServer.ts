@@ -4,7 +4,8 @@
  * changes, producer-id blocks, BumpLeaderEpochs) into `QuorumController` operations, and serving the
  * metadata log to brokers with Fetch on `__cluster_metadata`. Decisions live in the controller package.
  */
-import { QuorumController } from "@clustermirror/controller"
+import { Acl, StandardAuthorizer } from "@clustermirror/authorizer"
+import { QuorumController, ReplicationControl } from "@clustermirror/controller"
 import { MetadataLog } from "@clustermirror/metadata-log"
 import {
   AllocateProducerIds,
@@ -32,6 +33,8 @@ import { Effect, Either } from "effect"
 import * as fs from "node:fs"
 import { Handlers } from "@clustermirror/network/RequestChannel"
 import * as SocketServer from "@clustermirror/network/SocketServer"
+import * as AclApis from "./AclApis.js"
+import * as Authorization from "./Authorization.js"
 
 export interface ControllerServerOptions {
   readonly nodeId: number
@@ -49,6 +52,8 @@ export interface ControllerServerOptions {
   readonly autoLeaderRebalanceEnable?: boolean
   readonly leaderImbalanceCheckIntervalMs?: number
   readonly leaderImbalancePerBrokerPercentage?: number
+  /** `authorizer.class.name` (with `super.users`, `allow.everyone.if.no.acl.found`); null or absent: none. */
+  readonly authorizer?: StandardAuthorizer.AuthorizerConfig | null
   readonly log?: (line: string) => void
 }
 
@@ -206,6 +211,54 @@ export const start = async (options: ControllerServerOptions): Promise<Controlle
     ...(options.log !== undefined ? { log_: options.log } : {})
   })
   const handlers = registerHandlers(new Handlers(), controller, metadataLog)
+  const authorizerConfig = options.authorizer ?? null
+  // The authorizer over the committed ACLs, rebuilt when the controller's ACL slice changes.
+  let built: { readonly acls: unknown; readonly authorizer: StandardAuthorizer.StandardAuthorizer } | undefined
+  const current =
+    authorizerConfig === null
+      ? undefined
+      : () => {
+          const acls = controller.current.acls.acls
+          if (built?.acls !== acls)
+            built = { acls, authorizer: StandardAuthorizer.StandardAuthorizer.make(authorizerConfig, acls.values()) }
+          return built.authorizer
+        }
+  AclApis.register(handlers, {
+    authorizer: current,
+    trustClusterAction: true,
+    createAcls: async (request) => ({
+      throttleTimeMs: 0,
+      results: await controller.createAcls(
+        request.creations.map((c) => ({
+          resourceType: c.resourceType,
+          resourceName: c.resourceName,
+          patternType: c.resourcePatternType,
+          principal: c.principal,
+          host: c.host,
+          operation: c.operation,
+          permissionType: c.permissionType
+        }))
+      )
+    }),
+    deleteAcls: async (request) => ({
+      throttleTimeMs: 0,
+      filterResults: (await controller.deleteAcls(request.filters.map(AclApis.filterOf))).map((r) => ({
+        errorCode: r.errorCode,
+        errorMessage: r.errorMessage,
+        matchingAcls: r.matchingAcls.map((a) => ({ errorCode: 0, errorMessage: null, ...a }))
+      }))
+    })
+  })
+  if (current !== undefined) {
+    Authorization.installController(handlers, {
+      authorizer: current,
+      topicNameById: (id) => ReplicationControl.topicById(controller.current.replication, id)?.name,
+      topicExists: (name) => ReplicationControl.topicByName(controller.current.replication, name) !== undefined,
+      autoCreateTopicsEnable: () => false,
+      trustClusterAction: true,
+      deleteMirrorOperation: Acl.AclOperation.ALTER
+    })
+  }
   const log = options.log ?? (() => {})
   const server = await SocketServer.start({
     host: options.host,

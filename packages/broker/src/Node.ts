@@ -80,6 +80,7 @@ export const start = async (
       autoLeaderRebalanceEnable: config.autoLeaderRebalanceEnable,
       leaderImbalanceCheckIntervalMs: config.leaderImbalanceCheckIntervalSeconds * 1000,
       leaderImbalancePerBrokerPercentage: config.leaderImbalancePerBrokerPercentage,
+      authorizer: config.authorizer,
       log
     })
   }

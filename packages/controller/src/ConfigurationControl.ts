@@ -188,6 +188,8 @@ export const BROKER_CLUSTER_ONLY_CONFIGS: ReadonlySet<string> = new Set(["unclea
  */
 export const BROKER_READ_ONLY_CONFIGS: ReadonlySet<string> = new Set([
   "advertised.listeners",
+  "allow.everyone.if.no.acl.found",
+  "authorizer.class.name",
   "auto.create.topics.enable",
   "broker.heartbeat.interval.ms",
   "broker.id",
@@ -221,6 +223,7 @@ export const BROKER_READ_ONLY_CONFIGS: ReadonlySet<string> = new Set([
   "socket.receive.buffer.bytes",
   "socket.request.max.bytes",
   "socket.send.buffer.bytes",
+  "super.users",
   "transaction.state.log.min.isr",
   "transaction.state.log.replication.factor"
 ])
@@ -256,7 +259,6 @@ export const BROKER_UNSUPPORTED_CONFIGS: ReadonlyMap<string, string> = new Map([
   ["sasl.", SECURITY],
   ["listener.name.", SECURITY],
   ["security.inter.broker.protocol", SECURITY],
-  ["authorizer.class.name", "authorization is not implemented yet"],
   ["remote.log.storage.system.enable", "tiered storage is not implemented"]
 ])
 

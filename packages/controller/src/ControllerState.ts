@@ -7,6 +7,7 @@
  * Soft state (broker heartbeat times, pending responses) lives in the runtime, never here.
  */
 import type { MetadataRecords } from "@clustermirror/protocol"
+import * as AclControl from "./AclControl.js"
 import * as ClusterControl from "./ClusterControl.js"
 import * as ConfigurationControl from "./ConfigurationControl.js"
 import * as FeatureControl from "./FeatureControl.js"
@@ -14,6 +15,7 @@ import * as ProducerIdControl from "./ProducerIdControl.js"
 import * as ReplicationControl from "./ReplicationControl.js"
 
 export interface ControllerState {
+  readonly acls: AclControl.State
   readonly cluster: ClusterControl.State
   readonly configs: ConfigurationControl.State
   readonly features: FeatureControl.State
@@ -22,6 +24,7 @@ export interface ControllerState {
 }
 
 export const empty: ControllerState = {
+  acls: AclControl.empty,
   cluster: ClusterControl.empty,
   configs: ConfigurationControl.empty,
   features: FeatureControl.empty,
@@ -90,13 +93,13 @@ const replaySlices = (state: ControllerState, record: MetadataRecords.MetadataRe
       return { ...state, features: FeatureControl.replay(state.features, record) }
     case "ProducerIdsRecord":
       return { ...state, producerIds: ProducerIdControl.replay(state.producerIds, record) }
+    case "AccessControlEntryRecord":
+    case "RemoveAccessControlEntryRecord":
+      return { ...state, acls: AclControl.replay(state.acls, record) }
     // Replication's alone.
     case "PartitionRecord":
     case "PartitionChangeRecord":
     case "MirrorTopicStateChangeRecord":
-    // ACLs have no control module yet; their records are valid log content and change nothing here.
-    case "AccessControlEntryRecord":
-    case "RemoveAccessControlEntryRecord":
     // Markers: transactions group records for the log reader, they carry no state of their own.
     case "NoOpRecord":
     case "BeginTransactionRecord":
