@@ -50,6 +50,8 @@ export interface ControllerServerOptions {
   readonly leaderImbalanceCheckIntervalMs?: number
   readonly leaderImbalancePerBrokerPercentage?: number
   readonly log?: (line: string) => void
+  /** The controller listener's name, protocol and TLS (default a PLAINTEXT listener named CONTROLLER). */
+  readonly listener?: Pick<SocketServer.SocketServerOptions, "listenerName" | "securityProtocol" | "tls">
 }
 
 export interface ControllerServer {
@@ -212,7 +214,9 @@ export const start = async (options: ControllerServerOptions): Promise<Controlle
     port: options.port,
     maxFrameBytes: options.maxFrameBytes,
     handle: handlers.frameHandler(log),
-    log
+    log,
+    listenerName: "CONTROLLER",
+    ...options.listener
   })
   log(`controller ${options.nodeId} of cluster ${options.clusterId} serving on ${options.host}:${server.port}`)
   return {

@@ -9,7 +9,7 @@
  * controller channel, source clusters) and wires events between them. Decisions are the manager's and the
  * controller's; it must not decide state transitions itself.
  */
-import { ClusterClient, Connection } from "@clustermirror/client"
+import { ClusterClient, Connection, type Security } from "@clustermirror/client"
 import { ClusterMirrorCoordinator, MirrorMetadataManager } from "@clustermirror/coordinator"
 import { MirrorFetcherManager, type SourceCluster } from "@clustermirror/fetcher"
 import { MetadataImage } from "@clustermirror/metadata-log"
@@ -66,6 +66,8 @@ export interface MirrorRuntimeOptions {
   readonly catchUp: () => Promise<void>
   /** A channel to another broker of this cluster; undefined when it is not known. */
   readonly peer: (nodeId: number) => Channel | undefined
+  /** How this broker connects to its own cluster's inter-broker listener (TLS); absent: PLAINTEXT. */
+  readonly interBrokerSecurity?: Security.ClientSecurity
   readonly log: (line: string) => void
   /** Mirror-level work the periodic refresh runs on the mirror-coordinator broker (§5.9); none by default. */
   readonly coordinatorTasks?: ReadonlyArray<MirrorRefresh.CoordinatorTask>
@@ -402,7 +404,8 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
       (destination ??= new ClusterClient.Client({
         bootstrapServers: [`${config.advertisedHost}:${config.port}`],
         clientId: `broker-${nodeId}-mirror-refresh`,
-        requestTimeoutMs: 30_000
+        requestTimeoutMs: 30_000,
+        ...(options.interBrokerSecurity === undefined ? {} : { security: options.interBrokerSecurity })
       })),
     bumpLeaderEpochs: partitions.bumpLeaderEpochs,
     intervalMs: config.mirrorMetadataRefreshIntervalMs,

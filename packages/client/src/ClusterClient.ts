@@ -25,6 +25,7 @@ import { fromPromise } from "./internal/effect.js"
 import * as MetadataCache from "./MetadataCache.js"
 import * as NodePool from "./NodePool.js"
 import * as Retry from "./Retry.js"
+import type { ClientSecurity } from "./Security.js"
 
 export interface Config {
   /** "host:port" of brokers to bootstrap from. */
@@ -42,6 +43,8 @@ export interface Config {
   readonly fanOutConcurrency?: number
   /** Per-broker timeout of `forEachBroker`; default the request timeout. */
   readonly fanOutTimeoutMs?: number
+  /** TLS and SASL for every connection; absent: PLAINTEXT. */
+  readonly security?: ClientSecurity
 }
 
 export interface SendOptions {
@@ -113,7 +116,8 @@ export class Client {
       ...(config.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: config.connectTimeoutMs }),
       ...(config.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: config.requestTimeoutMs }),
       ...(config.reconnectBackoffMs === undefined ? {} : { reconnectBackoffMs: config.reconnectBackoffMs }),
-      ...(config.reconnectBackoffMaxMs === undefined ? {} : { reconnectBackoffMaxMs: config.reconnectBackoffMaxMs })
+      ...(config.reconnectBackoffMaxMs === undefined ? {} : { reconnectBackoffMaxMs: config.reconnectBackoffMaxMs }),
+      ...(config.security === undefined ? {} : { security: config.security })
     })
   }
 
