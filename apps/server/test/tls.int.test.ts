@@ -1,14 +1,14 @@
 /**
  * TLS end to end with real peers:
  * - a controller and 3 brokers as processes where every listener is SSL with `ssl.client.auth=required`
- *   (client, inter-broker and controller traffic all mutual TLS; brokers hold PKCS12 keystores, the
- *   controller a PEM one): kcat produces and consumes over mTLS across replicated partitions, a client
+ *   (client, inter-broker and controller traffic all mutual TLS; brokers hold PKCS12 key- and
+ *   truststores, the controller PEM ones): kcat produces and consumes over mTLS across replicated partitions, a client
  *   without a certificate or with one from another CA is refused, kafkajs works over mTLS, and a
  *   plaintext client on the TLS port does not harm the broker;
  * - a single node with a PLAINTEXT and an SSL listener answers Metadata on each with that listener's
  *   endpoints, and kcat produces and consumes over SSL without a client certificate.
  */
-import { Certificates, Kcat, Ports, ServerProcess } from "@clustermirror/testkit"
+import { Certificates, JavaTools, Kcat, Ports, ServerProcess } from "@clustermirror/testkit"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -69,6 +69,9 @@ describe("a 3-broker cluster with mutual TLS on every listener", () => {
       },
       brokerConfig: {
         ...ssl,
+        "ssl.truststore.type": "PKCS12",
+        "ssl.truststore.location": certs.pkcs12Truststore,
+        "ssl.truststore.password": certs.truststorePassword,
         "inter.broker.listener.name": "SSL",
         "ssl.keystore.type": "PKCS12",
         "ssl.keystore.location": certs.server.pkcs12Keystore,
@@ -101,6 +104,8 @@ describe("a 3-broker cluster with mutual TLS on every listener", () => {
   it("refuses a client without a certificate, and one whose certificate another CA signed", async () => {
     await expect(kcat([...kcatTls(), "-L", "-m", "5"])).rejects.toThrow()
     await expect(kcat([...kcatTls(certs.untrustedClient), "-L", "-m", "5"])).rejects.toThrow()
+    const log = cluster.brokers.map((b) => fs.readFileSync(cluster.cluster.node(b.nodeId).logFile, "utf8")).join("")
+    expect(log).toMatch(/TLS handshake failed: .*peer did not return a certificate/)
   })
 
   it("kafkajs produces and consumes over mTLS", async () => {
@@ -138,6 +143,48 @@ describe("a 3-broker cluster with mutual TLS on every listener", () => {
     })
     await consumer.disconnect()
     expect(got.sort()).toEqual(Array.from({ length: 50 }, (_, i) => `kjs-${i}`).sort())
+  })
+
+  it("Kafka's console producer and consumer work over mTLS with PEM trust- and keystores", async () => {
+    const tls = [
+      "security.protocol=SSL",
+      "ssl.truststore.type=PEM",
+      `ssl.truststore.location=${certs.caFile}`,
+      "ssl.keystore.type=PEM",
+      `ssl.keystore.location=${certs.client.pemKeystore}`
+    ]
+    const values = Array.from({ length: 100 }, (_, i) => `java-${i}`)
+    JavaTools.expectSuccess(
+      "kafka-console-producer",
+      await JavaTools.consoleProducer(
+        [
+          "--bootstrap-server",
+          bootstrap,
+          "--topic",
+          "tls-java",
+          ...["acks=all", ...tls].flatMap((p) => ["--producer-property", p])
+        ],
+        `${values.join("\n")}\n`,
+        { timeoutMs: 180_000 }
+      )
+    )
+    const consumed = JavaTools.expectSuccess(
+      "kafka-console-consumer",
+      await JavaTools.consoleConsumer(
+        [
+          "--bootstrap-server",
+          bootstrap,
+          "--topic",
+          "tls-java",
+          "--from-beginning",
+          "--max-messages",
+          String(values.length),
+          ...tls.flatMap((p) => ["--command-property", p])
+        ],
+        { timeoutMs: 180_000 }
+      )
+    )
+    expect([...JavaTools.lines(consumed.stdout)].sort()).toEqual([...values].sort())
   })
 
   it("a plaintext client on the TLS port fails and the broker keeps serving", async () => {

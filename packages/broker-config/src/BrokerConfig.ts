@@ -530,6 +530,10 @@ export const fromProperties = (props: ReadonlyMap<string, string>, base: BrokerC
         /^listener\.name\.[^.]+\.sasl\./.test(key)
       )
         throw new Error(`broker config "${key}" is not supported: ${SASL_NOT_IMPLEMENTED}`)
+      if (key.startsWith("listener.name."))
+        throw new Error(
+          `broker config "${key}" is not supported: only ssl.* settings take a listener.name.<listener>. prefix`
+        )
       const why = ConfigurationControl.unsupportedBrokerConfig(key)
       if (why !== null) throw new Error(`broker config "${key}" is not supported: ${why}`)
       throw new Error(`unknown broker config "${key}"`)

@@ -8,6 +8,7 @@
  */
 import * as fs from "node:fs"
 import * as tls from "node:tls"
+import * as Pkcs12 from "./internal/Pkcs12.js"
 import * as PrincipalMapping from "./PrincipalMapping.js"
 
 /** Kafka's password-type ssl keys: their values are never shown. */
@@ -160,10 +161,6 @@ export const settingsFor = (props: ReadonlyMap<string, string>, listenerName: st
     )
   if (settings.truststoreCertificates !== null && settings.truststoreType === "PKCS12")
     throw new Error(`ssl.truststore.certificates needs ssl.truststore.type=PEM (listener ${listenerName})`)
-  if (settings.truststoreType === "PKCS12")
-    throw new Error(
-      `${keyOf("ssl.truststore.type")}=PKCS12: PKCS12 truststores are not supported yet: use a PEM truststore (ssl.truststore.type=PEM)`
-    )
   return settings
 }
 
@@ -202,11 +199,17 @@ const trustMaterial = (s: SslSettings): tls.SecureContextOptions => {
   if (s.truststoreCertificates !== null) return { ca: s.truststoreCertificates }
   if (s.truststoreLocation === null) return {}
   const data = readFile("truststore", s.truststoreLocation, s.listenerName)
-  if (!isPemText(data))
+  const type = s.truststoreType ?? (isPemText(data) ? "PEM" : "PKCS12")
+  if (type === "PEM") return { ca: data.toString("utf8") }
+  try {
+    const ca = Pkcs12.certificates(data, s.truststorePassword)
+    if (ca.length === 0) throw new Error("it holds no certificates")
+    return { ca: [...ca] }
+  } catch (e) {
     throw new Error(
-      `listener ${s.listenerName}: truststore ${s.truststoreLocation} is not PEM (use ssl.truststore.type=PEM)`
+      `listener ${s.listenerName}: PKCS12 truststore ${s.truststoreLocation} does not load: ${e instanceof Error ? e.message : String(e)}`
     )
-  return { ca: data.toString("utf8") }
+  }
 }
 
 /** A short reason for a TLS failure of Node's, without any secret. */

@@ -98,6 +98,9 @@ describe("BrokerConfig listeners", () => {
         `broker config "${key}" is not supported: ${BrokerConfig.SASL_NOT_IMPLEMENTED}`
       )
     expect(parse({ "no.such.key": "x" })).toThrow('unknown broker config "no.such.key"')
+    expect(parse({ "listener.name.internal.max.connections": "5" })).toThrow(
+      "only ssl.* settings take a listener.name.<listener>. prefix"
+    )
   })
 })
 

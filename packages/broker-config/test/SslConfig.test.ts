@@ -4,6 +4,8 @@
  * openssl. Password-type values never appear in an error.
  */
 import { Certificates } from "@clustermirror/testkit"
+import { execFileSync } from "node:child_process"
+import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -144,9 +146,67 @@ describe("SslConfig key material", () => {
     expect(() => SslConfig.serverOptions(settings({}))).toThrow("listener SSL is SSL but has no keystore")
   })
 
-  it("refuses a PKCS12 truststore with a clear message", () => {
-    expect(() => settings({ "ssl.truststore.type": "PKCS12", "ssl.truststore.location": "/t.p12" })).toThrow(
-      "PKCS12 truststores are not supported yet"
+  it("reads PKCS12 truststores as OpenSSL (AES and legacy 3DES) and Java's keytool write them", () => {
+    const store = (name: string, args: ReadonlyArray<string>) => {
+      const file = path.join(certs.dir, name)
+      execFileSync("openssl", [
+        "pkcs12",
+        "-export",
+        "-nokeys",
+        "-in",
+        certs.caFile,
+        "-out",
+        file,
+        "-passout",
+        "pass:trust-pw",
+        ...args
+      ])
+      return file
+    }
+    const files = [
+      store("trust-aes.p12", []),
+      store("trust-3des.p12", ["-certpbe", "PBE-SHA1-3DES", "-macalg", "sha1"])
+    ]
+    const keytool = path.join(certs.dir, "trust-keytool.p12")
+    execFileSync(
+      "keytool",
+      [
+        "-importcert",
+        "-noprompt",
+        "-alias",
+        "ca",
+        "-file",
+        certs.caFile,
+        "-storetype",
+        "PKCS12",
+        "-keystore",
+        keytool,
+        "-storepass",
+        "trust-pw"
+      ],
+      { stdio: "ignore" }
     )
+    files.push(keytool)
+    const ca = new crypto.X509Certificate(fs.readFileSync(certs.caFile)).toString()
+    for (const file of files) {
+      const o = SslConfig.clientOptions(
+        settings({
+          "ssl.truststore.type": "PKCS12",
+          "ssl.truststore.location": file,
+          "ssl.truststore.password": "trust-pw"
+        })
+      )
+      expect(o.ca).toEqual([ca])
+    }
+    const wrong = () =>
+      SslConfig.clientOptions(
+        settings({ "ssl.truststore.location": files[0]!, "ssl.truststore.password": "guessed-pw-123" })
+      )
+    expect(wrong).toThrow(`PKCS12 truststore ${files[0]} does not load: wrong password or corrupt file`)
+    try {
+      wrong()
+    } catch (e) {
+      expect((e as Error).message).not.toContain("guessed-pw-123")
+    }
   })
 })

@@ -27,6 +27,9 @@ export interface Certificates {
   readonly dir: string
   /** The CA certificate (PEM): the truststore of every party. */
   readonly caFile: string
+  /** The CA certificate in a PKCS12 truststore protected by `truststorePassword`. */
+  readonly pkcs12Truststore: string
+  readonly truststorePassword: string
   /** CN=localhost with subjectAltName IP:127.0.0.1 and DNS:localhost. */
   readonly server: Identity
   /** A client certificate with subject `CN=client,OU=test` (RFC 2253). */
@@ -127,9 +130,16 @@ export const make = (dir: string): Certificates => {
   mkdirSync(dir, { recursive: true })
   const ca = makeCa(dir, "test-ca")
   const other = makeCa(dir, "other-ca")
+  const pkcs12Truststore = join(dir, "truststore.p12")
+  openssl(
+    ["pkcs12", "-export", "-nokeys", "-in", ca.cert, "-out", pkcs12Truststore, "-passout", `pass:${PASSWORD}`],
+    dir
+  )
   return {
     dir,
     caFile: ca.cert,
+    pkcs12Truststore,
+    truststorePassword: PASSWORD,
     server: identity(dir, "server", "/CN=localhost", ca, "subjectAltName=IP:127.0.0.1,DNS:localhost\n"),
     client: identity(dir, "client", "/OU=test/CN=client", ca, null),
     untrustedClient: identity(dir, "untrusted", "/OU=test/CN=intruder", other, null)
