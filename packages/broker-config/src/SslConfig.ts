@@ -224,7 +224,7 @@ const checked = <T extends tls.SecureContextOptions>(s: SslSettings, options: T)
   try {
     tls.createSecureContext(options)
   } catch (e) {
-    throw new Error(`listener ${s.listenerName}: TLS key material does not load: ${reasonOf(e)}`)
+    throw new Error(`listener ${s.listenerName}: TLS settings do not load: ${reasonOf(e)}`)
   }
   return options
 }

@@ -106,6 +106,16 @@ describe("SslConfig key material", () => {
     expect(() => tls.createSecureContext(o)).not.toThrow()
   })
 
+  it("applies ssl.cipher.suites as Node's cipher list, and fails on one Node cannot apply", () => {
+    const base = { "ssl.keystore.location": certs.server.pemKeystore }
+    expect(
+      SslConfig.serverOptions(settings({ ...base, "ssl.cipher.suites": "ECDHE-RSA-AES128-GCM-SHA256" })).ciphers
+    ).toBe("ECDHE-RSA-AES128-GCM-SHA256")
+    expect(() => SslConfig.serverOptions(settings({ ...base, "ssl.cipher.suites": "NO-SUCH-CIPHER" }))).toThrow(
+      "listener SSL: TLS settings do not load"
+    )
+  })
+
   it("loads inline PEM (ssl.keystore.certificate.chain, ssl.keystore.key, ssl.truststore.certificates)", () => {
     const o = SslConfig.serverOptions(
       settings({
@@ -133,7 +143,7 @@ describe("SslConfig key material", () => {
       SslConfig.serverOptions(
         settings({ "ssl.keystore.location": certs.client.pkcs12Keystore, "ssl.keystore.password": wrong })
       )
-    expect(fail).toThrow("listener SSL: TLS key material does not load: wrong password or corrupt file")
+    expect(fail).toThrow("listener SSL: TLS settings do not load: wrong password or corrupt file")
     try {
       fail()
     } catch (e) {

@@ -80,9 +80,12 @@ describe("SocketServer over TLS", () => {
     expect(seen.at(-1)).toEqual({ listener: "SSL", protocol: "SSL", principal: "User:ANONYMOUS" })
   })
 
-  it("names an untrusted broker certificate in the client's error", async () => {
+  it("names an untrusted broker certificate, and one for another host, in the client's error", async () => {
     const server = await start("none")
     await expect(open(server.port, {})).rejects.toThrow(/not trusted by the truststore/)
+    await expect(open(server.port, { ...trust(), servername: "other.example.com" })).rejects.toThrow(
+      /certificate does not name this host/
+    )
   })
 
   it("takes the principal from the client certificate's subject (RFC 2253) under mutual TLS", async () => {
