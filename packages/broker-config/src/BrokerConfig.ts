@@ -303,6 +303,8 @@ const resolveListeners = (props: ReadonlyMap<string, string>, cfg: BrokerConfig)
     return p
   }
   const resolved: Listener[] = listeners.map((l) => ({ ...l, securityProtocol: protocolOf(l.name, "listeners") }))
+  // A broker reaches the controller listener with its protocol even when it does not serve it.
+  for (const n of controllerNames) if (protocolMap.has(n)) protocolOf(n, "controller.listener.names")
   const advertisedRaw = props.has("advertised.listeners")
     ? parseListeners(props.get("advertised.listeners")!, "advertised.listeners")
     : []

@@ -89,6 +89,15 @@ describe("BrokerConfig listeners", () => {
       expect(parse({ listeners: `${name}://127.0.0.1:9093` })).toThrow(
         `listener ${name} is ${name}, which is not supported: ${BrokerConfig.SASL_NOT_IMPLEMENTED}`
       )
+    expect(
+      parse({
+        "process.roles": "broker",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL",
+        "controller.listener.names": "CONTROLLER"
+      })
+    ).toThrow(
+      `controller.listener.names: listener CONTROLLER is SASL_SSL, which is not supported: ${BrokerConfig.SASL_NOT_IMPLEMENTED}`
+    )
     for (const key of [
       "sasl.enabled.mechanisms",
       "listener.name.external.sasl.enabled.mechanisms",

@@ -161,6 +161,16 @@ export const start = async (
   const brokerListeners = BrokerConfigs.listenersOf(requested).filter(
     (l) => !requested.controllerListenerNames.includes(l.name)
   )
+  if (brokerListeners.length === 0) throw new Error("a broker needs a listener that is not a controller listener")
+  // This broker's own connections: to the other brokers' inter-broker listener and to the controller listener.
+  const interBrokerName = requested.interBrokerListenerName ?? brokerListeners[0]!.name
+  const interBroker = Listeners.clientSecurity(
+    requested,
+    interBrokerName,
+    requested.listenerSecurityProtocolMap.get(interBrokerName) ?? "PLAINTEXT"
+  )
+  const controllerListener = BrokerConfigs.controllerProtocol(requested)
+  const toController = Listeners.clientSecurity(requested, controllerListener.name, controllerListener.protocol)
   const socketOptions = brokerListeners.map((l) => Listeners.socketOptions(requested, l))
   const servers = new Map<string, SocketServer.SocketServer>()
   try {
@@ -180,21 +190,8 @@ export const start = async (
     for (const s of servers.values()) await s.close()
     throw e
   }
-  const server =
-    servers.get(requested.interBrokerListenerName ?? "") ??
-    [...servers.values()][0] ??
-    (() => {
-      throw new Error("a broker needs a listener that is not a controller listener")
-    })()
+  const server = servers.get(interBrokerName) ?? [...servers.values()][0]!
   const config: BrokerConfig = { ...requested, port: server.port }
-  const interBrokerName = config.interBrokerListenerName ?? brokerListeners[0]!.name
-  const interBroker = Listeners.clientSecurity(
-    config,
-    interBrokerName,
-    config.listenerSecurityProtocolMap.get(interBrokerName) ?? "PLAINTEXT"
-  )
-  const controllerListener = BrokerConfigs.controllerProtocol(config)
-  const toController = Listeners.clientSecurity(config, controllerListener.name, controllerListener.protocol)
   const nodeId = config.nodeId
   const clusterId = config.clusterId ?? clusterIdFrom(config.dataDir)
   const metrics = new MirrorMetrics.MirrorMetrics()
