@@ -66,9 +66,16 @@ export const start = async (
   if (roles.includes("controller")) {
     if (config.controllerPort < 0 && !combinedDefault)
       throw new Error("a controller needs a listener of controller.listener.names in listeners")
-    const listener = BrokerConfigs.listenersOf(config).find((l) => config.controllerListenerNames.includes(l.name))
+    const [listener, ...more] = BrokerConfigs.listenersOf(config).filter((l) =>
+      config.controllerListenerNames.includes(l.name)
+    )
     controller = await ControllerServer.start({
       ...(listener === undefined ? {} : { listener: Listeners.socketOptions(config, listener) }),
+      moreListeners: more.map((l) => ({
+        host: l.host || "0.0.0.0",
+        port: l.port,
+        ...Listeners.socketOptions(config, l)
+      })),
       nodeId: config.nodeId,
       clusterId,
       host: config.controllerPort < 0 ? "127.0.0.1" : config.controllerHost,

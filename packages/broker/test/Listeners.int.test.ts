@@ -14,6 +14,7 @@ import * as path from "node:path"
 import * as BrokerConfig from "@clustermirror/broker-config/BrokerConfig"
 import * as ClusterBroker from "../src/ClusterBroker.js"
 import * as ControllerServer from "../src/ControllerServer.js"
+import * as Node from "../src/Node.js"
 
 const freePort = (): Promise<number> =>
   new Promise((resolve, reject) => {
@@ -128,6 +129,27 @@ describe("listeners in discovery", () => {
     } finally {
       await external.close()
       await plain.close()
+    }
+  })
+
+  it("a controller serves every listener of controller.listener.names", async () => {
+    const [a, b] = [await freePort(), await freePort()]
+    const config = BrokerConfig.fromProperties(
+      new Map([
+        ["process.roles", "controller"],
+        ["node.id", "1000"],
+        ["cluster.id", "AAAAAAAAAAAAAAAAAAAAAD"],
+        ["log.dirs", path.join(root, "two-listener-controller")],
+        ["listeners", `CONTROLLER://127.0.0.1:${a},CONTROLLER_B://127.0.0.1:${b}`],
+        ["controller.listener.names", "CONTROLLER,CONTROLLER_B"]
+      ])
+    )
+    const node = await Node.start(config)
+    running.push(node)
+    for (const port of [a, b]) {
+      const c = await Connection.open({ host: "127.0.0.1", port })
+      expect(c.apiVersions?.size).toBeGreaterThan(0)
+      await c.close()
     }
   })
 })
