@@ -410,6 +410,9 @@ export class Connection {
 /** Why a TLS connection failed, naming certificate problems the way an operator can act on them. */
 const tlsFailure = (err: Error): string => {
   const code = (err as NodeJS.ErrnoException).code ?? ""
+  // The TCP connect itself failed (refused, unreachable): no TLS problem to name.
+  const syscall = (err as NodeJS.ErrnoException).syscall
+  if (syscall === "connect" || syscall === "getaddrinfo") return err.message
   if (code === "ERR_TLS_CERT_ALTNAME_INVALID")
     return `TLS: the broker's certificate does not name this host (${err.message})`
   if (code === "CERT_HAS_EXPIRED" || code === "CERT_NOT_YET_VALID")
