@@ -90,6 +90,8 @@ export const start = (options: SocketServerOptions): Promise<SocketServer> =>
     const log = options.log ?? (() => {})
     const closeLog = RateLimitedLog.make(log, { what: "closed connections", ...options.closeLogLimit })
     const sockets = new Set<net.Socket>()
+    // A TLS listener's TCP sockets, from before their handshake: close() ends these too.
+    const raw = new Set<net.Socket>()
     let nextId = 0
     const securityProtocol = options.securityProtocol ?? "PLAINTEXT"
     const secured = securityProtocol === "SSL" || securityProtocol === "SASL_SSL"
@@ -203,10 +205,9 @@ export const start = (options: SocketServerOptions): Promise<SocketServer> =>
     if (options.tls === undefined) server = net.createServer({ noDelay: true }, onConnection)
     else {
       const tlsServer = tls.createServer({ ...options.tls.options, noDelay: true }, onConnection)
-      // Sockets still in their handshake are tracked too, so that close() ends them.
-      tlsServer.on("connection", (raw: net.Socket) => {
-        sockets.add(raw)
-        raw.once("close", () => sockets.delete(raw))
+      tlsServer.on("connection", (socket: net.Socket) => {
+        raw.add(socket)
+        socket.once("close", () => raw.delete(socket))
       })
       tlsServer.on("tlsClientError", (err, socket) => {
         closeLog.log(
@@ -228,6 +229,7 @@ export const start = (options: SocketServerOptions): Promise<SocketServer> =>
         close: () =>
           new Promise<void>((done) => {
             for (const s of sockets) s.destroy()
+            for (const s of raw) s.destroy()
             closeLog.flush()
             server.close(() => done())
           })

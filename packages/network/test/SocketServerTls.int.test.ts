@@ -76,6 +76,7 @@ describe("SocketServer over TLS", () => {
     const server = await start("none")
     const c = await open(server.port, trust())
     expect(c.apiVersions?.size).toBeGreaterThan(0)
+    expect(server.connections()).toBe(1)
     await c.close()
     expect(seen.at(-1)).toEqual({ listener: "SSL", protocol: "SSL", principal: "User:ANONYMOUS" })
   })
