@@ -6,7 +6,7 @@
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Connection } from "@clustermirror/client"
-import { DescribeCluster, Errors, Metadata } from "@clustermirror/protocol"
+import { DescribeCluster, Errors, FindCoordinator, Metadata } from "@clustermirror/protocol"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as os from "node:os"
@@ -126,6 +126,22 @@ describe("listeners in discovery", () => {
 
       const described = await external.request(DescribeCluster.api, 0, { includeClusterAuthorizedOperations: false })
       expect(described.brokers.map((b) => [b.brokerId, b.port])).toEqual([[1, externalPort]])
+
+      // FindCoordinator: the coordinator at its endpoint on the request's listener, else not available there.
+      const find = async (c: Connection.Connection) => {
+        for (;;) {
+          const r = await c.request(FindCoordinator.api, 4, { keyType: 0, coordinatorKeys: ["g"] })
+          const answer = r.coordinators[0]!
+          if (answer.errorCode === 0 || c === external) return answer
+          await sleep(50)
+        }
+      }
+      const coordinator = await find(plain)
+      const onExternalListener = await find(external)
+      if (coordinator.nodeId === 1)
+        expect([onExternalListener.nodeId, onExternalListener.port]).toEqual([1, externalPort])
+      else expect(onExternalListener.errorCode).toBe(Errors.ErrorCode.COORDINATOR_NOT_AVAILABLE)
+      expect(coordinator.port).toBe(coordinator.nodeId === 1 ? b1.port : b2.port)
     } finally {
       await external.close()
       await plain.close()
