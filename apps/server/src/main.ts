@@ -35,16 +35,28 @@ const parseArgs = (argv: ReadonlyArray<string>): Map<string, string> => {
   return out
 }
 
+/**
+ * `listeners` with `--host` / `--port` applied to the client listener (the inter-broker one; a PLAINTEXT
+ * one added when there is none, as on a controller), the other listeners kept.
+ */
+const clientListener = (config: BrokerConfig.BrokerConfig, host: string | undefined, port: string | undefined) => {
+  const entry = (name: string) => `${name}://${host ?? config.host}:${port ?? config.port}`
+  const name = config.interBrokerListenerName
+  const others = config.listeners.filter((l) => l.name !== name).map((l) => `${l.name}://${l.host}:${l.port}`)
+  return [entry(name ?? "PLAINTEXT"), ...others].join(",")
+}
+
 const buildConfig = (args: Map<string, string>): BrokerConfig.BrokerConfig => {
   let config = BrokerConfig.defaults
   const file = args.get("config")
   if (file !== undefined) config = BrokerConfig.fromFile(file, config)
   const overrides = new Map<string, string>()
+  const host = args.get("host")
+  const port = args.get("port")
+  if (host !== undefined || port !== undefined) overrides.set("listeners", clientListener(config, host, port))
   for (const [k, v] of args) {
-    if (k === "config" || k === "embedded") continue
-    if (k === "port") overrides.set("listeners", `PLAINTEXT://${args.get("host") ?? config.host}:${v}`)
-    else if (k === "host") overrides.set("listeners", `PLAINTEXT://${v}:${args.get("port") ?? config.port}`)
-    else if (k === "data-dir") overrides.set("log.dirs", v)
+    if (k === "config" || k === "embedded" || k === "port" || k === "host") continue
+    if (k === "data-dir") overrides.set("log.dirs", v)
     else if (k === "node-id") overrides.set("node.id", v)
     else if (k === "metrics-port") overrides.set("metrics.port", v)
     else throw new Error(`unknown option --${k}\n${usage}`)

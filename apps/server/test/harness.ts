@@ -56,6 +56,8 @@ export interface ClusterOptions {
   readonly controllerConfig?: Properties.Properties
   /** Every broker's settings, over the test defaults. */
   readonly brokerConfig?: Properties.Properties
+  /** The brokers' listener name (default PLAINTEXT). */
+  readonly brokerListener?: string
 }
 
 /** A node of a cluster: its server handle (it follows the node's restarts) with the node's id and `log.dirs`. */
@@ -86,7 +88,8 @@ export const startCluster = async (opts: ClusterOptions): Promise<Cluster> => {
       baseDir,
       brokers: opts.brokers,
       controllerConfig: Properties.merge(ServerProcess.TEST_DEFAULTS, opts.controllerConfig),
-      brokerConfig: Properties.merge(ServerProcess.TEST_DEFAULTS, opts.brokerConfig)
+      brokerConfig: Properties.merge(ServerProcess.TEST_DEFAULTS, opts.brokerConfig),
+      ...(opts.brokerListener === undefined ? {} : { brokerListener: opts.brokerListener })
     })
   } catch (e) {
     rmSync(baseDir, { recursive: true, force: true })

@@ -1,48 +1,115 @@
 /**
- * Server properties: TLS and SASL are not implemented, so every setting that asks for them is refused
- * with a message naming it, instead of being accepted while the listener speaks plaintext.
+ * Server properties: the listener model (names, protocols, advertised endpoints, the inter-broker and
+ * controller listeners) as Kafka 4 builds it, and the refusals of what is not implemented (SASL).
  */
 import { describe, expect, it } from "vitest"
 import * as BrokerConfig from "../src/BrokerConfig.js"
 
 const parse = (entries: Record<string, string>) => () => BrokerConfig.fromProperties(new Map(Object.entries(entries)))
 
-const REFUSED = "TLS and SASL are not implemented yet: listeners are PLAINTEXT only"
-
-describe("BrokerConfig security settings", () => {
-  it("refuses SSL and SASL listeners", () => {
-    for (const name of ["SSL", "SASL_SSL", "SASL_PLAINTEXT"]) {
-      expect(parse({ listeners: `${name}://127.0.0.1:9093` })).toThrow(
-        `listeners=${name}://127.0.0.1:9093: listener ${name} is not supported: ${REFUSED}`
-      )
-      expect(parse({ "advertised.listeners": `PLAINTEXT://a:9092,${name}://a:9093` })).toThrow(
-        `listener ${name} is not supported`
-      )
-    }
+describe("BrokerConfig listeners", () => {
+  it("keeps the one-listener configs meaning what they meant", () => {
+    const c = parse({ listeners: "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093" })()
+    expect([c.host, c.port, c.advertisedHost, c.controllerHost, c.controllerPort]).toEqual([
+      "127.0.0.1",
+      9092,
+      "127.0.0.1",
+      "127.0.0.1",
+      9093
+    ])
+    expect(c.interBrokerListenerName).toBe("PLAINTEXT")
+    expect(c.listeners.map((l) => `${l.name}:${l.securityProtocol}`)).toEqual([
+      "PLAINTEXT:PLAINTEXT",
+      "CONTROLLER:PLAINTEXT"
+    ])
+    const bare = parse({ listeners: "0.0.0.0:9092" })()
+    expect([bare.listeners[0]?.name, bare.host, bare.advertisedHost]).toEqual(["PLAINTEXT", "0.0.0.0", "127.0.0.1"])
   })
 
-  it("refuses a protocol map with anything but PLAINTEXT, and accepts one that maps every listener to it", () => {
-    expect(parse({ "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,EXTERNAL:SASL_SSL" })).toThrow(
-      `SASL_SSL for listener EXTERNAL is not supported: ${REFUSED}`
+  it("maps any listener name through listener.security.protocol.map, names upper-cased", () => {
+    const c = parse({
+      listeners: "internal://127.0.0.1:9092,EXTERNAL://0.0.0.0:9094,CONTROLLER://127.0.0.1:9093",
+      "advertised.listeners": "INTERNAL://broker-1:9092,EXTERNAL://kafka.example.com:19094",
+      "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+      "inter.broker.listener.name": "internal"
+    })()
+    expect(c.listeners.map((l) => l.name)).toEqual(["INTERNAL", "EXTERNAL", "CONTROLLER"])
+    expect(c.interBrokerListenerName).toBe("INTERNAL")
+    expect([c.host, c.port, c.advertisedHost]).toEqual(["127.0.0.1", 9092, "broker-1"])
+    expect(BrokerConfig.advertisedOf(c).map((l) => `${l.name}://${l.host}:${l.port}`)).toEqual([
+      "INTERNAL://broker-1:9092",
+      "EXTERNAL://kafka.example.com:19094"
+    ])
+  })
+
+  it("uses Kafka's default map, and maps the controller listeners to PLAINTEXT only while nothing uses TLS or SASL", () => {
+    expect(parse({ listeners: "SSL://127.0.0.1:9093" })().listeners[0]?.securityProtocol).toBe("SSL")
+    // Kafka 4: with the map left at its default, CONTROLLER gets PLAINTEXT unless an SSL or SASL listener is in use.
+    expect(parse({ "process.roles": "controller", listeners: "CONTROLLER://127.0.0.1:9093" })().controllerPort).toBe(
+      9093
+    )
+    expect(
+      parse({
+        "process.roles": "broker",
+        listeners: "SSL://127.0.0.1:9092",
+        "ssl.keystore.location": "/k.pem"
+      })
+    ).toThrow("controller.listener.names: listener CONTROLLER is not in listener.security.protocol.map")
+    expect(parse({ listeners: "EXTERNAL://127.0.0.1:9092" })).toThrow(
+      "listeners: no security protocol defined for listener EXTERNAL in listener.security.protocol.map"
     )
     expect(parse({ "listener.security.protocol.map": "CONTROLLER:TLS" })).toThrow("expected NAME:PROTOCOL entries")
-    const cfg = parse({
-      "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-      listeners: "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"
-    })()
-    expect([cfg.port, cfg.controllerPort]).toEqual([9092, 9093])
   })
 
-  it("refuses ssl., sasl. and security. keys with that reason, and other unknown keys as unknown", () => {
+  it("picks the inter-broker listener by name or by security.inter.broker.protocol, and refuses both or a missing one", () => {
+    const two = { listeners: "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093", "ssl.keystore.location": "/k.pem" }
+    expect(parse(two)().interBrokerListenerName).toBe("PLAINTEXT")
+    const ssl = parse({ ...two, "security.inter.broker.protocol": "SSL" })()
+    expect([ssl.interBrokerListenerName, ssl.port]).toEqual(["SSL", 9093])
+    expect(parse({ ...two, "inter.broker.listener.name": "SSL", "security.inter.broker.protocol": "SSL" })).toThrow(
+      "only one of inter.broker.listener.name and security.inter.broker.protocol may be set"
+    )
+    expect(parse({ ...two, "inter.broker.listener.name": "OTHER" })).toThrow(
+      "inter.broker.listener.name=OTHER: no such listener"
+    )
+    expect(
+      parse({ listeners: "SSL://127.0.0.1:9093", "ssl.keystore.location": "/k.pem" })().interBrokerListenerName
+    ).toBe("SSL")
+  })
+
+  it("refuses advertised listeners that are not listeners, and duplicate names", () => {
+    expect(parse({ listeners: "PLAINTEXT://a:1", "advertised.listeners": "SSL://a:2" })).toThrow(
+      "advertised.listeners: listener SSL is not in listeners"
+    )
+    expect(parse({ listeners: "PLAINTEXT://a:1,PLAINTEXT://a:2" })).toThrow("listener PLAINTEXT is named twice")
+  })
+
+  it("refuses SASL listeners and sasl. keys in one place, with one reason", () => {
+    for (const name of ["SASL_SSL", "SASL_PLAINTEXT"])
+      expect(parse({ listeners: `${name}://127.0.0.1:9093` })).toThrow(
+        `listener ${name} is ${name}, which is not supported: ${BrokerConfig.SASL_NOT_IMPLEMENTED}`
+      )
+    expect(
+      parse({
+        "process.roles": "broker",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL",
+        "controller.listener.names": "CONTROLLER"
+      })
+    ).toThrow(
+      `controller.listener.names: listener CONTROLLER is SASL_SSL, which is not supported: ${BrokerConfig.SASL_NOT_IMPLEMENTED}`
+    )
     for (const key of [
-      "ssl.keystore.location",
       "sasl.enabled.mechanisms",
-      "security.inter.broker.protocol",
-      "listener.name.external.ssl.keystore.location",
-      "listener.name.external.sasl.enabled.mechanisms"
+      "listener.name.external.sasl.enabled.mechanisms",
+      "listener.name.x.plain.sasl.jaas.config"
     ])
-      expect(parse({ [key]: "x" })).toThrow(`broker config "${key}" is not supported: ${REFUSED}`)
+      expect(parse({ [key]: "x" })).toThrow(
+        `broker config "${key}" is not supported: ${BrokerConfig.SASL_NOT_IMPLEMENTED}`
+      )
     expect(parse({ "no.such.key": "x" })).toThrow('unknown broker config "no.such.key"')
+    expect(parse({ "listener.name.internal.max.connections": "5" })).toThrow(
+      "only ssl.* settings take a listener.name.<listener>. prefix"
+    )
   })
 })
 

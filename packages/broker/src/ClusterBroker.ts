@@ -38,11 +38,13 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { logConfigFor, minInsyncReplicasFor } from "@clustermirror/broker-config/LogConfigs"
+import * as BrokerConfigs from "@clustermirror/broker-config/BrokerConfig"
 import type { BrokerConfig } from "@clustermirror/broker-config/BrokerConfig"
 import * as DynamicBrokerConfig from "@clustermirror/broker-config/DynamicBrokerConfig"
 import * as AclApis from "./AclApis.js"
 import * as Authorization from "./Authorization.js"
 import * as GroupApis from "./GroupApis.js"
+import * as Listeners from "./Listeners.js"
 import { type BrokerContext, INTERNAL_TOPICS, ProducerIdManager, register } from "./KafkaApis.js"
 import type * as MetadataView from "./MetadataView.js"
 import * as MirrorApis from "./MirrorApis.js"
@@ -83,7 +85,8 @@ const METADATA_FETCH_TIMEOUT_MS = 30_000
 const viewOf = (
   current: () => MetadataImage.MetadataImage,
   clusterId: string,
-  selfId: number
+  selfId: number,
+  interBrokerListenerName: string | null
 ): MetadataView.MetadataView => {
   const topic = (t: MetadataImage.TopicImage, image: MetadataImage.MetadataImage): MetadataView.TopicView => ({
     name: t.name,
@@ -101,8 +104,16 @@ const viewOf = (
     configs: MetadataImage.configsOf(image, MetadataImage.ConfigResourceType.TOPIC, t.name),
     readOnly: t.mirrorName !== null
   })
-  const endpoint = (b: MetadataImage.BrokerRegistration): MetadataView.BrokerEndpoint | undefined => {
-    const l = b.listeners.find((x) => x.name !== "CONTROLLER") ?? b.listeners[0]
+  // A request's listener: that endpoint only, as Kafka answers (a broker without it is left out).
+  // Without one (the broker's own lookups): the inter-broker listener's.
+  const endpoint = (
+    b: MetadataImage.BrokerRegistration,
+    listenerName?: string
+  ): MetadataView.BrokerEndpoint | undefined => {
+    const l =
+      listenerName !== undefined
+        ? b.listeners.find((x) => x.name === listenerName)
+        : listenerOf(b, interBrokerListenerName)
     return l === undefined ? undefined : { nodeId: b.id, host: l.host, port: l.port, rack: b.rack }
   }
   return {
@@ -125,16 +136,22 @@ const viewOf = (
       const image = current()
       for (const t of image.topics.byId.values()) yield topic(t, image)
     },
-    brokers: () =>
+    brokers: (listenerName) =>
       MetadataImage.activeBrokers(current())
-        .map(endpoint)
+        .map((b) => endpoint(b, listenerName))
         .filter((e): e is MetadataView.BrokerEndpoint => e !== undefined),
-    broker: (id) => {
+    broker: (id, listenerName) => {
       const b = current().cluster.brokers.get(id)
-      return b === undefined || b.fenced ? undefined : endpoint(b)
+      return b === undefined || b.fenced ? undefined : endpoint(b, listenerName)
     }
   }
 }
+
+/** A broker's endpoint on the inter-broker listener (else, for a registration without it, its first non-controller one). */
+const listenerOf = (b: MetadataImage.BrokerRegistration | undefined, interBrokerListenerName: string | null) =>
+  b?.listeners.find((x) => x.name === interBrokerListenerName) ??
+  b?.listeners.find((x) => x.name !== "CONTROLLER") ??
+  b?.listeners[0]
 
 export const start = async (
   requested: BrokerConfig,
@@ -145,13 +162,40 @@ export const start = async (
   if (bootstrap === null) throw new Error("a broker in a cluster needs controller.quorum.bootstrap.servers")
   fs.mkdirSync(requested.dataDir, { recursive: true })
   const handlers = new Handlers()
-  const server = await SocketServer.start({
-    host: requested.host,
-    port: requested.port,
-    maxFrameBytes: requested.socketRequestMaxBytes,
-    handle: handlers.frameHandler(log),
-    log
-  })
+  // One server per listener but the controller ones; TLS material is read here, so a bad file fails the start.
+  const brokerListeners = BrokerConfigs.listenersOf(requested).filter(
+    (l) => !requested.controllerListenerNames.includes(l.name)
+  )
+  if (brokerListeners.length === 0) throw new Error("a broker needs a listener that is not a controller listener")
+  // This broker's own connections: to the other brokers' inter-broker listener and to the controller listener.
+  const interBrokerName = requested.interBrokerListenerName ?? brokerListeners[0]!.name
+  const interBroker = Listeners.clientSecurity(
+    requested,
+    interBrokerName,
+    requested.listenerSecurityProtocolMap.get(interBrokerName) ?? "PLAINTEXT"
+  )
+  const controllerListener = BrokerConfigs.controllerProtocol(requested)
+  const toController = Listeners.clientSecurity(requested, controllerListener.name, controllerListener.protocol)
+  const socketOptions = brokerListeners.map((l) => Listeners.socketOptions(requested, l))
+  const servers = new Map<string, SocketServer.SocketServer>()
+  try {
+    for (const [i, l] of brokerListeners.entries())
+      servers.set(
+        l.name,
+        await SocketServer.start({
+          host: l.host === "" ? "0.0.0.0" : l.host,
+          port: l.port,
+          maxFrameBytes: requested.socketRequestMaxBytes,
+          handle: handlers.frameHandler(log),
+          log,
+          ...socketOptions[i]!
+        })
+      )
+  } catch (e) {
+    for (const s of servers.values()) await s.close()
+    throw e
+  }
+  const server = servers.get(interBrokerName) ?? [...servers.values()][0]!
   const config: BrokerConfig = { ...requested, port: server.port }
   const nodeId = config.nodeId
   const clusterId = config.clusterId ?? clusterIdFrom(config.dataDir)
@@ -176,9 +220,9 @@ export const start = async (
   let authorizer = buildAuthorizer()
   // Three connections to the controller, since it answers each connection's requests in order: heartbeats
   // (and registration) must never wait behind a long-polling metadata fetch, nor behind forwarded requests.
-  const controller = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-controller`)
-  const heartbeats = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-heartbeat`)
-  const metadataChannel = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-metadata`)
+  const controller = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-controller`, toController)
+  const heartbeats = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-heartbeat`, toController)
+  const metadataChannel = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-metadata`, toController)
   let brokerEpoch = -1n
   let stopped = false
 
@@ -209,8 +253,6 @@ export const start = async (
     readonly port: number
   }
   const fetchers = new Map<number, LeaderFetcher>()
-  const listenerOf = (b: MetadataImage.BrokerRegistration | undefined) =>
-    b?.listeners.find((x) => x.name !== "CONTROLLER") ?? b?.listeners[0]
   const retireFetcher = (leaderId: number) => {
     const existing = fetchers.get(leaderId)
     if (existing === undefined) return
@@ -224,7 +266,7 @@ export const start = async (
     b: MetadataImage.BrokerRegistration,
     l: { readonly host: string; readonly port: number }
   ): ReplicaFetcher.ReplicaFetcher => {
-    const channel = new Channel(l.host, l.port, `broker-${nodeId}-fetcher-${leaderId}`)
+    const channel = new Channel(l.host, l.port, `broker-${nodeId}-fetcher-${leaderId}`, interBroker)
     const fetcher = new ReplicaFetcher.ReplicaFetcher({
       brokerId: nodeId,
       brokerEpoch: () => brokerEpoch,
@@ -258,7 +300,7 @@ export const start = async (
   /** The fetcher for the current registration of `leaderId`, replacing one built for an earlier one. */
   const fetcherFor = (leaderId: number): ReplicaFetcher.ReplicaFetcher | undefined => {
     const b = image.cluster.brokers.get(leaderId)
-    const l = listenerOf(b)
+    const l = listenerOf(b, config.interBrokerListenerName)
     const existing = fetchers.get(leaderId)
     if (b === undefined || l === undefined) {
       retireFetcher(leaderId)
@@ -328,7 +370,7 @@ export const start = async (
       return effectiveConfig
     },
     layers: () => DynamicBrokerConfig.layersOf(config, image),
-    view: viewOf(() => image, clusterId, nodeId),
+    view: viewOf(() => image, clusterId, nodeId, config.interBrokerListenerName),
     admin,
     replicas,
     producerIds: new ProducerIdManager(admin),
@@ -343,9 +385,9 @@ export const start = async (
     const existing = peers.get(id)
     if (existing !== undefined) return existing
     const b = image.cluster.brokers.get(id)
-    const l = b?.listeners.find((x) => x.name !== "CONTROLLER") ?? b?.listeners[0]
+    const l = listenerOf(b, config.interBrokerListenerName)
     if (l === undefined) return undefined
-    const c = new Channel(l.host, l.port, `broker-${nodeId}-peer-${id}`)
+    const c = new Channel(l.host, l.port, `broker-${nodeId}-peer-${id}`, interBroker)
     peers.set(id, c)
     return c
   }
@@ -358,6 +400,7 @@ export const start = async (
     controller,
     catchUp: () => catchUp(),
     peer,
+    ...(interBroker === undefined ? {} : { interBrokerSecurity: interBroker }),
     log,
     ...options,
     metrics
@@ -398,7 +441,7 @@ export const start = async (
 
   const applyPartition = (t: MetadataImage.TopicImage, partitionId: number, p: MetadataImage.PartitionRegistration) => {
     if (!p.replicas.includes(nodeId)) return
-    const topicView = viewOf(() => image, clusterId, nodeId).topicByName(t.name)
+    const topicView = viewOf(() => image, clusterId, nodeId, config.interBrokerListenerName).topicByName(t.name)
     const role = replicas.applyRegistration(
       t.name,
       partitionId,
@@ -429,7 +472,7 @@ export const start = async (
   // Config changes apply to the hosted partitions as they are replayed: a broker-level change to every
   // partition, a topic's change to its own.
   const reconfigure = (topics: ReadonlySet<string> | "all") => {
-    const views = viewOf(() => image, clusterId, nodeId)
+    const views = viewOf(() => image, clusterId, nodeId, config.interBrokerListenerName)
     for (const state of replicas.all()) {
       if (topics !== "all" && !topics.has(state.topic)) continue
       const topicView = views.topicByName(state.topic)
@@ -552,7 +595,13 @@ export const start = async (
       brokerId: nodeId,
       clusterId,
       incarnationId,
-      listeners: [{ name: "PLAINTEXT", host: config.advertisedHost, port: config.port, securityProtocol: 0 }],
+      listeners: BrokerConfigs.advertisedOf(config).map((l) => ({
+        name: l.name,
+        host: l.host,
+        // The inter-broker listener is where this broker bound; another advertises its own port unless 0.
+        port: l.name === interBrokerName || l.port === 0 ? (servers.get(l.name)?.port ?? l.port) : l.port,
+        securityProtocol: Listeners.SECURITY_PROTOCOL_ID[l.securityProtocol]
+      })),
       features: [...FeatureControl.SUPPORTED].map(([name, r]) => ({
         name,
         minSupportedVersion: r.min,
@@ -685,7 +734,8 @@ export const start = async (
     config.replicaHighWatermarkCheckpointIntervalMs
   )
   hwCheckpoint.unref()
-  log(`broker ${nodeId} serving on ${config.host}:${server.port} (controller ${bootstrap.host}:${bootstrap.port})`)
+  const endpoints = [...servers].map(([name, s]) => `${name}://${s.host}:${s.port}`).join(", ")
+  log(`broker ${nodeId} serving on ${endpoints} (controller ${bootstrap.host}:${bootstrap.port})`)
 
   return {
     port: server.port,
@@ -700,7 +750,7 @@ export const start = async (
       clearInterval(retention)
       clearInterval(hwCheckpoint)
       await metricsServer?.close()
-      await server.close()
+      for (const s of servers.values()) await s.close()
       for (const f of fetchers.values()) {
         f.fetcher.stop()
         f.channel.close()

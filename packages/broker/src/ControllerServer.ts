@@ -55,6 +55,12 @@ export interface ControllerServerOptions {
   /** `authorizer.class.name` (with `super.users`, `allow.everyone.if.no.acl.found`); null or absent: none. */
   readonly authorizer?: StandardAuthorizer.AuthorizerConfig | null
   readonly log?: (line: string) => void
+  /** The controller listener's name, protocol and TLS (default a PLAINTEXT listener named CONTROLLER). */
+  readonly listener?: Pick<SocketServer.SocketServerOptions, "listenerName" | "securityProtocol" | "tls">
+  /** Further controller listeners (`controller.listener.names` beyond the first), served alike. */
+  readonly moreListeners?: ReadonlyArray<
+    Pick<SocketServer.SocketServerOptions, "host" | "port" | "listenerName" | "securityProtocol" | "tls">
+  >
 }
 
 export interface ControllerServer {
@@ -260,19 +266,36 @@ export const start = async (options: ControllerServerOptions): Promise<Controlle
     })
   }
   const log = options.log ?? (() => {})
-  const server = await SocketServer.start({
-    host: options.host,
-    port: options.port,
-    maxFrameBytes: options.maxFrameBytes,
-    handle: handlers.frameHandler(log),
-    log
-  })
-  log(`controller ${options.nodeId} of cluster ${options.clusterId} serving on ${options.host}:${server.port}`)
+  const servers: SocketServer.SocketServer[] = []
+  try {
+    for (const l of [{ host: options.host, port: options.port, ...options.listener }, ...(options.moreListeners ?? [])])
+      servers.push(
+        await SocketServer.start({
+          maxFrameBytes: options.maxFrameBytes,
+          handle: handlers.frameHandler(log),
+          log,
+          listenerName: "CONTROLLER",
+          ...l
+        })
+      )
+  } catch (e) {
+    for (const s of servers) await s.close()
+    await controller.close()
+    await Effect.runPromise(metadataLog.close)
+    throw e
+  }
+  const server = servers[0]!
+  log(
+    `controller ${options.nodeId} of cluster ${options.clusterId} serving on ${options.host}:${server.port}${servers
+      .slice(1)
+      .map((s) => ` and ${s.host}:${s.port}`)
+      .join("")}`
+  )
   return {
     port: server.port,
     controller,
     close: async () => {
-      await server.close()
+      for (const s of servers) await s.close()
       await controller.close()
       await Effect.runPromise(metadataLog.close)
     }

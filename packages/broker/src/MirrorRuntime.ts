@@ -66,6 +66,8 @@ export interface MirrorRuntimeOptions {
   readonly catchUp: () => Promise<void>
   /** A channel to another broker of this cluster; undefined when it is not known. */
   readonly peer: (nodeId: number) => Channel | undefined
+  /** How this broker connects to its own cluster's inter-broker listener (TLS); absent: PLAINTEXT. */
+  readonly interBrokerSecurity?: Security.ClientSecurity
   readonly log: (line: string) => void
   /** Mirror-level work the periodic refresh runs on the mirror-coordinator broker (§5.9); none by default. */
   readonly coordinatorTasks?: ReadonlyArray<MirrorRefresh.CoordinatorTask>
@@ -460,7 +462,8 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
       (destination ??= new ClusterClient.Client({
         bootstrapServers: [`${config.advertisedHost}:${config.port}`],
         clientId: `broker-${nodeId}-mirror-refresh`,
-        requestTimeoutMs: 30_000
+        requestTimeoutMs: 30_000,
+        ...(options.interBrokerSecurity === undefined ? {} : { security: options.interBrokerSecurity })
       })),
     bumpLeaderEpochs: partitions.bumpLeaderEpochs,
     intervalMs: config.mirrorMetadataRefreshIntervalMs,

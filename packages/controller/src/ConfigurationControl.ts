@@ -231,7 +231,7 @@ export const BROKER_READ_ONLY_CONFIGS: ReadonlySet<string> = new Set([
 const COMPACTION = "log compaction is not implemented yet"
 const THROTTLING = "replication throttling is not implemented yet"
 const QUOTAS = "connection quotas are not implemented yet"
-const SECURITY = "TLS and SASL listeners are not implemented yet"
+const SECURITY = "listener security settings are read from the server properties at start and cannot change dynamically"
 
 /**
  * Kafka broker keys that promise behaviour clustermirror does not have: refused, in properties and

@@ -3,7 +3,7 @@
  * requests go at the version both sides support; a failed request drops the connection so the next one
  * reconnects. Owns no retry policy: callers decide.
  */
-import { Connection } from "@clustermirror/client"
+import { Connection, type Security } from "@clustermirror/client"
 import type { Api, Spec } from "@clustermirror/protocol"
 import { Either } from "effect"
 
@@ -13,7 +13,9 @@ export class Channel {
   constructor(
     private readonly host: string,
     private readonly port: number,
-    private readonly clientId: string
+    private readonly clientId: string,
+    /** TLS (and SASL) of the listener connected to; absent: PLAINTEXT. */
+    private readonly security?: Security.ClientSecurity
   ) {}
   /** The open connection, or a new one when there is none or the last one closed (the peer restarted). */
   private async get(): Promise<Connection.Connection> {
@@ -27,7 +29,8 @@ export class Channel {
       host: this.host,
       port: this.port,
       clientId: this.clientId,
-      requestTimeoutMs: 30_000
+      requestTimeoutMs: 30_000,
+      ...(this.security === undefined ? {} : { security: this.security })
     })
     return this.conn
   }

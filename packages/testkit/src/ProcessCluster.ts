@@ -30,6 +30,8 @@ export interface ClusterOptions {
   readonly controllerConfig?: Properties.Properties
   /** Extra settings of every broker's config. */
   readonly brokerConfig?: Properties.Properties
+  /** The name of the brokers' listener (default PLAINTEXT), e.g. SSL; its protocol is the config's business. */
+  readonly brokerListener?: string
   /** Flags for `node` itself, e.g. `--max-old-space-size=256`. */
   readonly nodeArgs?: ReadonlyArray<string>
   readonly readyTimeoutMs?: number
@@ -102,14 +104,15 @@ export const brokerProperties = (
   port: number,
   controllerPort: number,
   logDir: string,
-  extra: Properties.Properties = {}
+  extra: Properties.Properties = {},
+  listenerName = "PLAINTEXT"
 ): Properties.Properties =>
   Properties.merge(
     {
       "process.roles": "broker",
       "node.id": nodeId,
       "cluster.id": clusterId,
-      listeners: `PLAINTEXT://127.0.0.1:${port}`,
+      listeners: `${listenerName}://127.0.0.1:${port}`,
       "controller.quorum.bootstrap.servers": `127.0.0.1:${controllerPort}`,
       "log.dirs": logDir
     },
@@ -135,7 +138,7 @@ export const start = async (opts: ClusterOptions): Promise<Cluster> => {
     const props =
       role === "controller"
         ? controllerProperties(clusterId, port, logDir, opts.controllerConfig)
-        : brokerProperties(clusterId, nodeId, port, ports[0]!, logDir, opts.brokerConfig)
+        : brokerProperties(clusterId, nodeId, port, ports[0]!, logDir, opts.brokerConfig, opts.brokerListener)
     writeFileSync(configFile, Properties.render(props))
     return {
       nodeId,
