@@ -25,7 +25,6 @@ import { fromPromise } from "./internal/effect.js"
 import * as MetadataCache from "./MetadataCache.js"
 import * as NodePool from "./NodePool.js"
 import * as Retry from "./Retry.js"
-import type { ClientSecurity } from "./Security.js"
 
 export interface Config {
   /** "host:port" of brokers to bootstrap from. */
