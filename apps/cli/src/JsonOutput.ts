@@ -44,6 +44,13 @@ export const GroupSyncStatus = Schema.Struct({
   offsets: Schema.Array(GroupSyncOffset)
 })
 
+/** A config of `--describe --configs --json`: a secret's value is null, with `sensitive` true. */
+export const ConfigEntry = Schema.Struct({
+  name: string,
+  value: Schema.NullOr(string),
+  sensitive: Schema.Boolean
+})
+
 /** `values` as JSON text through `schema`; throws the schema's `ParseError` for a value without a JSON form. */
 export const encode = <A, I>(schema: Schema.Schema<A, I>, values: ReadonlyArray<A>): string =>
   JSON.stringify(Schema.encodeSync(Schema.Array(schema))(values))

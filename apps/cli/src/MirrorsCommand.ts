@@ -6,8 +6,10 @@
  * exit code (0 done, 1 the cluster refused or failed, 2 bad usage). It must not decide anything the
  * cluster decides.
  */
-import { ClientError, ClusterClient, MirrorAdmin } from "@clustermirror/client"
+import { ClientError, ClusterClient, MirrorAdmin, Security } from "@clustermirror/client"
+import { Either } from "effect"
 import * as fs from "node:fs"
+import * as AclsCommand from "./AclsCommand.js"
 import * as JsonOutput from "./JsonOutput.js"
 
 export const usage = `usage: clustermirror-mirrors --bootstrap-server <host:port> <action> [options]
@@ -24,16 +26,28 @@ actions (exactly one):
   --list     [--mirror <name>]
   --describe [--mirror <name>] [--failed] [--json]    partition states and lag (--failed: FAILED only)
   --describe --groups --mirror <name> [--json]        per consumer group, what the offset sync did
+  --describe --configs --mirror <name> [--json]       the mirror's configs (secrets shown as sensitive, never their value)
   --delete   --mirror <name>
+  acls ...   manage ACLs (ClusterMirror ACLs too) like kafka-acls: "acls --help"
 options:
   --command-config <file>   admin client properties: client.id, request.timeout.ms (how long each request
                             waits for the cluster's answer, default 30000; a request that times out is
-                            sent again, at most 3 times in all)`
+                            sent again, at most 3 times in all), and the connection's security as Kafka's
+                            clients configure it: security.protocol, sasl.mechanism, sasl.jaas.config, ssl.*`
 
 const ACTIONS = ["create", "start", "stop", "pause", "resume", "recover", "list", "describe", "delete"] as const
 export type Action = (typeof ACTIONS)[number]
 const WITH_VALUE = new Set(["bootstrap-server", "command-config", "mirror-config", "mirror", "topics", "exclude"])
-const FLAGS = new Set<string>([...ACTIONS, "json", "failed", "groups", "help", "dry-run", "accept-data-loss"])
+const FLAGS = new Set<string>([
+  ...ACTIONS,
+  "json",
+  "failed",
+  "groups",
+  "configs",
+  "help",
+  "dry-run",
+  "accept-data-loss"
+])
 
 export interface Command {
   readonly action: Action
@@ -49,6 +63,8 @@ export interface Command {
   readonly failed: boolean
   /** `--describe --groups`: the mirror's consumer group offset sync status. */
   readonly groups: boolean
+  /** `--describe --configs`: the mirror's configs. */
+  readonly configs: boolean
   /** `--recover --accept-data-loss`: partitions failed on data loss restart at the source log start. */
   readonly acceptDataLoss: boolean
 }
@@ -98,10 +114,13 @@ export const parse = (argv: ReadonlyArray<string>): Command => {
   if (!needsTopics && topics.length > 0) throw new UsageError(`--topics is not valid with --${action}`)
   const exclude = csv(values.get("exclude"))
   if (action !== "start" && values.has("exclude")) throw new UsageError("--exclude is only valid with --start")
-  for (const f of ["json", "failed", "groups"] as const)
+  for (const f of ["json", "failed", "groups", "configs"] as const)
     if (flags.has(f) && action !== "describe") throw new UsageError(`--${f} is only valid with --describe`)
-  if (flags.has("groups") && mirror === null) throw new UsageError("--mirror is required with --groups")
+  for (const f of ["groups", "configs"] as const)
+    if (flags.has(f) && mirror === null) throw new UsageError(`--mirror is required with --${f}`)
   if (flags.has("groups") && flags.has("failed")) throw new UsageError("--groups and --failed exclude each other")
+  if (flags.has("configs") && (flags.has("failed") || flags.has("groups")))
+    throw new UsageError("--configs excludes --failed and --groups")
   if (flags.has("dry-run") && action !== "start") throw new UsageError("--dry-run is only valid with --start")
   if (flags.has("accept-data-loss") && action !== "recover")
     throw new UsageError("--accept-data-loss is only valid with --recover")
@@ -117,6 +136,7 @@ export const parse = (argv: ReadonlyArray<string>): Command => {
     json: flags.has("json"),
     failed: flags.has("failed"),
     groups: flags.has("groups"),
+    configs: flags.has("configs"),
     acceptDataLoss: flags.has("accept-data-loss")
   }
 }
@@ -386,15 +406,25 @@ export interface Io {
   readonly err: (line: string) => void
 }
 
+/** The settings of a `--command-config` file for the command's client. */
+export interface AdminConfig {
+  readonly clientId?: string
+  readonly requestTimeoutMs?: number
+  /** The connection's TLS and SASL; absent for PLAINTEXT. */
+  readonly security?: Security.ClientSecurity
+  /** `security.protocol` as given (PLAINTEXT when unset). */
+  readonly protocol: Security.SecurityProtocol
+}
+
 /**
- * The admin client settings of a `--command-config` file (`file` names it in errors): `client.id` and
- * `request.timeout.ms` (a positive number of milliseconds). Other keys and bad values are refused.
+ * The admin client settings of a `--command-config` file (`file` names it in errors): `client.id`,
+ * `request.timeout.ms` (a positive number of milliseconds), and Kafka's client security configs
+ * (`security.protocol`, `sasl.*`, `ssl.*`, read by `Security.fromConfig`, files included). Other keys
+ * and bad values are refused, naming the key and never a secret.
  */
-export const adminConfig = (
-  props: ReadonlyMap<string, string>,
-  file: string
-): { readonly clientId?: string; readonly requestTimeoutMs?: number } => {
+export const adminConfig = (props: ReadonlyMap<string, string>, file: string): AdminConfig => {
   let config: { clientId?: string; requestTimeoutMs?: number } = {}
+  const security = new Map<string, string>()
   for (const [k, v] of props) {
     if (k === "client.id") config = { ...config, clientId: v }
     else if (k === "request.timeout.ms") {
@@ -402,17 +432,43 @@ export const adminConfig = (
       if (!Number.isSafeInteger(ms) || ms <= 0)
         throw new UsageError(`invalid request.timeout.ms in ${file}: "${v}" (a positive number of milliseconds)`)
       config = { ...config, requestTimeoutMs: ms }
-    } else throw new UsageError(`unsupported admin client property in ${file}: ${k}`)
+    } else if (Security.isSecurityConfig(k)) security.set(k, v)
+    else throw new UsageError(`unsupported admin client property in ${file}: ${k}`)
   }
-  return config
+  const parsed = Security.fromConfig(security)
+  if (Either.isLeft(parsed)) throw new UsageError(`invalid ${parsed.left.key} in ${file}: ${parsed.left.reason}`)
+  const protocol = Either.getOrElse(Security.protocolOf(security), () => "PLAINTEXT" as const)
+  const secured = parsed.right.tls === undefined && parsed.right.sasl === undefined ? {} : { security: parsed.right }
+  return { ...config, ...secured, protocol }
 }
 
-const commandConfig = (file: string | null): Partial<ClusterClient.Config> =>
-  file === null ? {} : adminConfig(parseProperties(fs.readFileSync(file, "utf8")), file)
+const commandConfig = (file: string | null): AdminConfig =>
+  file === null ? { protocol: "PLAINTEXT" } : adminConfig(parseProperties(fs.readFileSync(file, "utf8")), file)
+
+/**
+ * The `--describe --configs` text, in the form of Kafka's `kafka-configs --describe`: one line per key,
+ * a secret as `key=null sensitive=true` (the cluster never returns its value).
+ */
+export const formatConfigs = (mirror: string, entries: ReadonlyArray<MirrorAdmin.MirrorConfigEntry>): string =>
+  [
+    `Dynamic configs for cluster mirror ${mirror} are:`,
+    ...[...entries]
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      .map((e) => `  ${e.name}=${e.isSensitive ? "null" : (e.value ?? "null")} sensitive=${e.isSensitive}`)
+  ].join("\n")
+
+/** The `--describe --configs --json` array (`JsonOutput.ConfigEntry`): a secret's value is null. */
+export const formatConfigsJson = (entries: ReadonlyArray<MirrorAdmin.MirrorConfigEntry>): string =>
+  JsonOutput.encode(
+    JsonOutput.ConfigEntry,
+    [...entries]
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      .map((e) => ({ name: e.name, value: e.isSensitive ? null : e.value, sensitive: e.isSensitive }))
+  )
 
 /** Runs a parsed command against the destination cluster; resolves with the exit code. */
 export const run = async (command: Command, io: Io): Promise<number> => {
-  let settings: Partial<ClusterClient.Config>
+  let settings: AdminConfig
   try {
     settings = commandConfig(command.commandConfig)
   } catch (e) {
@@ -423,7 +479,9 @@ export const run = async (command: Command, io: Io): Promise<number> => {
     bootstrapServers: csv(command.bootstrapServer),
     clientId: "clustermirror-mirrors",
     retry: { attempts: 3, baseMs: 100, maxMs: 1000, jitter: 0.2 },
-    ...settings
+    ...(settings.clientId === undefined ? {} : { clientId: settings.clientId }),
+    ...(settings.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: settings.requestTimeoutMs }),
+    ...(settings.security === undefined ? {} : { security: settings.security })
   })
   const admin = new MirrorAdmin.MirrorAdmin(client)
   const mirror = command.mirror ?? ""
@@ -507,6 +565,11 @@ export const run = async (command: Command, io: Io): Promise<number> => {
         return topicFailures("recover mirroring", results)
       }
       case "describe": {
+        if (command.configs) {
+          const entries = await admin.mirrorConfigEntries(mirror)
+          io.out(command.json ? formatConfigsJson(entries) : formatConfigs(mirror, entries))
+          return 0
+        }
         if (command.groups) {
           const statuses = await admin.describeGroupSync(mirror)
           io.out(command.json ? formatGroupSyncJson(statuses) : formatGroupSync(statuses))
@@ -549,7 +612,12 @@ export const run = async (command: Command, io: Io): Promise<number> => {
       io.err(e.message)
       return 2
     }
-    io.err(`Error: ${describeError(e)}`)
+    // A failure to reach the cluster says how the command connected (never with what secret).
+    const reaching =
+      settings.protocol !== "PLAINTEXT" &&
+      ClientError.isClientError(e) &&
+      (e._tag === "ConnectionError" || e._tag === "NoBrokerAvailable")
+    io.err(`Error: ${describeError(e)}${reaching ? ` (connecting with security.protocol ${settings.protocol})` : ""}`)
     return 1
   } finally {
     await client.close()
@@ -558,9 +626,11 @@ export const run = async (command: Command, io: Io): Promise<number> => {
 
 /**
  * The whole command: usage on no arguments or `--help`, parsing, then `run`. Both entrypoints use it:
- * `clustermirror-mirrors ...` and `clustermirror mirrors ...`.
+ * `clustermirror-mirrors ...` and `clustermirror mirrors ...`; `acls ...` runs the ACL command
+ * (`clustermirror acls ...`).
  */
 export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number> => {
+  if (argv[0] === "acls") return AclsCommand.main(argv.slice(1), io, commandConfig)
   if (argv.length === 0 || argv.includes("--help")) {
     io.out(usage)
     return argv.length === 0 ? 2 : 0

@@ -103,11 +103,86 @@ describe("MirrorsCommand helpers", () => {
   it("reads the admin client settings of --command-config and refuses what it does not implement", () => {
     const config = (text: string) =>
       MirrorsCommand.adminConfig(MirrorsCommand.parseProperties(text), "admin.properties")
-    expect(config("client.id=ops\nrequest.timeout.ms=120000\n")).toEqual({ clientId: "ops", requestTimeoutMs: 120_000 })
-    expect(config("")).toEqual({})
+    expect(config("client.id=ops\nrequest.timeout.ms=120000\n")).toEqual({
+      clientId: "ops",
+      requestTimeoutMs: 120_000,
+      protocol: "PLAINTEXT"
+    })
+    expect(config("")).toEqual({ protocol: "PLAINTEXT" })
     for (const bad of ["abc", "0", "-5", "1.5", ""])
       expect(() => config(`request.timeout.ms=${bad}`)).toThrow(/invalid request.timeout.ms in admin.properties/)
     expect(() => config("retries=10")).toThrow(/unsupported admin client property in admin.properties: retries/)
+  })
+
+  it("reads Kafka's client security configs in --command-config, refusing what cannot be used without showing a secret", () => {
+    const config = (text: string) =>
+      MirrorsCommand.adminConfig(MirrorsCommand.parseProperties(text), "admin.properties")
+    const secret = "cli-secret-never-shown"
+    const scram = `sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="ops" password="${secret}";`
+    const sasl = config(`security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n${scram}\nclient.id=ops\n`)
+    expect(sasl.protocol).toBe("SASL_SSL")
+    expect(sasl.clientId).toBe("ops")
+    expect(sasl.security?.sasl).toEqual({ mechanism: "SCRAM-SHA-512", username: "ops", password: secret })
+    expect(sasl.security?.tls).toMatchObject({ minVersion: "TLSv1.2", maxVersion: "TLSv1.3" })
+    expect(config("security.protocol=plaintext\n")).toEqual({ protocol: "PLAINTEXT" })
+    const refusal = (text: string) => {
+      try {
+        config(text)
+      } catch (e) {
+        expect(e).toBeInstanceOf(MirrorsCommand.UsageError)
+        return e instanceof Error ? e.message : ""
+      }
+      throw new Error("expected a refusal")
+    }
+    expect(refusal("security.protocol=SSL\nssl.truststore.locaton=/ca.pem\n")).toBe(
+      "invalid ssl.truststore.locaton in admin.properties: is not a known security config"
+    )
+    expect(refusal("security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location=/nowhere/ca.pem\n")).toBe(
+      "invalid ssl.truststore.location in admin.properties: cannot read /nowhere/ca.pem (ENOENT)"
+    )
+    const wrongModule = refusal(`security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n${scram}\n`)
+    expect(wrongModule).toMatch(/^invalid sasl.jaas.config in admin.properties: the login module /)
+    expect(wrongModule).not.toContain(secret)
+    expect(refusal(`${scram}\n`)).toBe(
+      "invalid sasl.jaas.config in admin.properties: is a SASL setting, and security.protocol PLAINTEXT does not use SASL (SASL_PLAINTEXT or SASL_SSL do)"
+    )
+  })
+
+  it("describes a mirror's configs as kafka-configs does, a secret only as sensitive", () => {
+    const entries = [
+      { name: "sasl.jaas.config", value: null, isSensitive: true },
+      { name: "bootstrap.servers", value: "a:1", isSensitive: false },
+      { name: "ssl.key.password", value: "leaked-by-a-broker", isSensitive: true }
+    ]
+    expect(MirrorsCommand.formatConfigs("dr", entries)).toBe(
+      [
+        "Dynamic configs for cluster mirror dr are:",
+        "  bootstrap.servers=a:1 sensitive=false",
+        "  sasl.jaas.config=null sensitive=true",
+        "  ssl.key.password=null sensitive=true"
+      ].join("\n")
+    )
+    expect(JSON.parse(MirrorsCommand.formatConfigsJson(entries))).toEqual([
+      { name: "bootstrap.servers", value: "a:1", sensitive: false },
+      { name: "sasl.jaas.config", value: null, sensitive: true },
+      { name: "ssl.key.password", value: null, sensitive: true }
+    ])
+    const parsed = MirrorsCommand.parse([
+      "--bootstrap-server",
+      "b:1",
+      "--describe",
+      "--configs",
+      "--mirror",
+      "dr",
+      "--json"
+    ])
+    expect([parsed.action, parsed.configs, parsed.json]).toEqual(["describe", true, true])
+    expect(() => MirrorsCommand.parse(["--bootstrap-server", "b:1", "--describe", "--configs"])).toThrow(
+      "--mirror is required with --configs"
+    )
+    expect(() => MirrorsCommand.parse(["--bootstrap-server", "b:1", "--list", "--configs"])).toThrow(
+      "--configs is only valid with --describe"
+    )
   })
 
   it("tells names from patterns and matches patterns in full", () => {

@@ -188,6 +188,7 @@ describe("clustermirror-mirrors", () => {
     )
     const refused = await mirrors("--create", "--mirror", "secured", "--mirror-config", secured)
     expect(refused.code).toBe(1)
-    expect(refused.stderr).toContain("security.protocol: TLS and SASL are not implemented yet")
+    expect(refused.stderr).toContain("INVALID_CONFIG")
+    expect(refused.stderr).toContain("Invalid configuration sasl.jaas.config: must be set for SASL PLAIN")
   })
 })

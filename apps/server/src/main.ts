@@ -2,10 +2,12 @@
 /**
  * `clustermirror server --port <port> --data-dir <dir> [--config <file>] [--host <host>] [--metrics-port <port>]`
  * `clustermirror mirrors --bootstrap-server <host:port> <action> ...`
+ * `clustermirror acls --bootstrap-server <host:port> --add|--remove|--list ...`
  *
  * The only entrypoint of the server app: builds the broker from its config and runs it until SIGTERM
  * or SIGINT, then shuts down cleanly (sockets closed, logs flushed and closed). `mirrors` runs the
- * cluster-mirror command of `@clustermirror/cli` (the same as `clustermirror-mirrors`).
+ * cluster-mirror command of `@clustermirror/cli` (the same as `clustermirror-mirrors`), `acls` its ACL
+ * command (kafka-acls' options, plus `--cluster-mirror`).
  */
 import * as MirrorsCommand from "@clustermirror/cli"
 import { BrokerConfig, SaslConfig } from "@clustermirror/broker-config"
@@ -13,7 +15,8 @@ import { Node } from "@clustermirror/broker"
 import { Effect, Exit, Fiber } from "effect"
 
 const usage = `usage: clustermirror server [--port <port>] [--data-dir <dir>] [--config <file>] [--host <host>] [--node-id <id>] [--embedded <brokers>] [--metrics-port <port>] [--add-scram 'SCRAM-SHA-512=[name=<user>,password=<password>]' ...]
-       clustermirror mirrors --bootstrap-server <host:port> <action> ...   (cluster mirrors; --help for the actions)`
+       clustermirror mirrors --bootstrap-server <host:port> <action> ...   (cluster mirrors; --help for the actions)
+       clustermirror acls --bootstrap-server <host:port> --add|--remove|--list ...   (ACLs; --help for the options)`
 
 const parseArgs = (argv: ReadonlyArray<string>): Map<string, string> => {
   const out = new Map<string, string>()
@@ -35,18 +38,28 @@ const parseArgs = (argv: ReadonlyArray<string>): Map<string, string> => {
   return out
 }
 
+/**
+ * `listeners` with `--host` / `--port` applied to the client listener (the inter-broker one; a PLAINTEXT
+ * one added when there is none, as on a controller), the other listeners kept.
+ */
+const clientListener = (config: BrokerConfig.BrokerConfig, host: string | undefined, port: string | undefined) => {
+  const entry = (name: string) => `${name}://${host ?? config.host}:${port ?? config.port}`
+  const name = config.interBrokerListenerName
+  const others = config.listeners.filter((l) => l.name !== name).map((l) => `${l.name}://${l.host}:${l.port}`)
+  return [entry(name ?? "PLAINTEXT"), ...others].join(",")
+}
+
 const buildConfig = (args: Map<string, string>): BrokerConfig.BrokerConfig => {
   let config = BrokerConfig.defaults
   const file = args.get("config")
   if (file !== undefined) config = BrokerConfig.fromFile(file, config)
   const overrides = new Map<string, string>()
+  const host = args.get("host")
+  const port = args.get("port")
+  if (host !== undefined || port !== undefined) overrides.set("listeners", clientListener(config, host, port))
   for (const [k, v] of args) {
-    if (k === "config" || k === "embedded" || k === "add-scram") continue
-    // The client listener keeps its name (and so its protocol) from the config file.
-    if (k === "port") overrides.set("listeners", `${config.listenerName}://${args.get("host") ?? config.host}:${v}`)
-    else if (k === "host")
-      overrides.set("listeners", `${config.listenerName}://${v}:${args.get("port") ?? config.port}`)
-    else if (k === "data-dir") overrides.set("log.dirs", v)
+    if (k === "config" || k === "embedded" || k === "port" || k === "host" || k === "add-scram") continue
+    if (k === "data-dir") overrides.set("log.dirs", v)
     else if (k === "node-id") overrides.set("node.id", v)
     else if (k === "metrics-port") overrides.set("metrics.port", v)
     else throw new Error(`unknown option --${k}\n${usage}`)
@@ -62,8 +75,8 @@ const log = (line: string) => process.stdout.write(`[${new Date().toISOString()}
 
 const main = async () => {
   const [command, ...rest] = process.argv.slice(2)
-  if (command === "mirrors") {
-    process.exitCode = await MirrorsCommand.main(rest, {
+  if (command === "mirrors" || command === "acls") {
+    process.exitCode = await MirrorsCommand.main(command === "acls" ? ["acls", ...rest] : rest, {
       out: (line) => process.stdout.write(`${line}\n`),
       err: (line) => process.stderr.write(`${line}\n`)
     })

@@ -59,8 +59,8 @@ export interface ClusterOptions {
   readonly controllerConfig?: Properties.Properties
   /** Every broker's settings, over the test defaults. */
   readonly brokerConfig?: Properties.Properties
-  /** The brokers' client listener name (default `PLAINTEXT`). */
-  readonly brokerListenerName?: string
+  /** The brokers' listener name (default PLAINTEXT). */
+  readonly brokerListener?: string
   /** Extra `server` arguments of the controller (e.g. `--add-scram`). */
   readonly controllerArgs?: ReadonlyArray<string>
 }
@@ -94,7 +94,7 @@ export const startCluster = async (opts: ClusterOptions): Promise<Cluster> => {
       brokers: opts.brokers,
       controllerConfig: Properties.merge(ServerProcess.TEST_DEFAULTS, opts.controllerConfig),
       brokerConfig: Properties.merge(ServerProcess.TEST_DEFAULTS, opts.brokerConfig),
-      ...(opts.brokerListenerName === undefined ? {} : { brokerListenerName: opts.brokerListenerName }),
+      ...(opts.brokerListener === undefined ? {} : { brokerListener: opts.brokerListener }),
       ...(opts.controllerArgs === undefined ? {} : { controllerArgs: opts.controllerArgs })
     })
   } catch (e) {

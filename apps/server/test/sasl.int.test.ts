@@ -285,7 +285,7 @@ describe("a cluster whose client, inter-broker and controller traffic is SASL_PL
     }
     cluster = await startCluster({
       brokers: 3,
-      brokerListenerName: "SASL_PLAINTEXT",
+      brokerListener: "SASL_PLAINTEXT",
       controllerConfig: {
         ...controllerListener,
         "sasl.enabled.mechanisms": "PLAIN",
@@ -390,7 +390,7 @@ describe("a cluster whose inter-broker and controller traffic authenticates with
     const map = { "listener.security.protocol.map": "CONTROLLER:SASL_PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT" }
     cluster = await startCluster({
       brokers: 3,
-      brokerListenerName: "SASL_PLAINTEXT",
+      brokerListener: "SASL_PLAINTEXT",
       controllerArgs: ["--add-scram", `SCRAM-SHA-512=[name=broker,password=${BROKER_PASSWORD}]`],
       controllerConfig: { ...map, "sasl.enabled.mechanisms": "SCRAM-SHA-512", "broker.session.timeout.ms": 3000 },
       brokerConfig: {

@@ -5,17 +5,45 @@
  * behaviour clustermirror does not have, are rejected with a message naming the key and why; thread
  * counts and socket buffer sizes are accepted without effect (see the README).
  */
+import { StandardAuthorizer } from "@clustermirror/authorizer"
 import { ConfigurationControl } from "@clustermirror/controller"
 import { Context } from "effect"
 import * as fs from "node:fs"
 import * as SaslConfig from "./SaslConfig.js"
+import * as SslConfig from "./SslConfig.js"
+
+/** Kafka's security protocols (`listener.security.protocol.map` values). */
+export type SecurityProtocol = "PLAINTEXT" | "SSL" | "SASL_PLAINTEXT" | "SASL_SSL"
+
+/** One `listeners` (or `advertised.listeners`) entry, its protocol from `listener.security.protocol.map`. */
+export interface Listener {
+  /** Upper-case, as Kafka normalises listener names. */
+  readonly name: string
+  readonly host: string
+  /** 0: any free port (advertised: the port the listener bound). */
+  readonly port: number
+  readonly securityProtocol: SecurityProtocol
+}
 
 export interface BrokerConfig {
   readonly nodeId: number
+  /** The inter-broker listener's host and port (see `listenersOf`: they override that entry of `listeners`). */
   readonly host: string
   readonly port: number
-  /** Host clients are told to connect to (advertised.listeners' host). */
+  /** The inter-broker listener's advertised host (advertised.listeners' host). */
   readonly advertisedHost: string
+  /** `listeners`, each with its security protocol. */
+  readonly listeners: ReadonlyArray<Listener>
+  /** `advertised.listeners` per listener name; a listener not named there advertises its own host and port. */
+  readonly advertisedListeners: ReadonlyArray<Listener>
+  /** `listener.security.protocol.map` as in force (Kafka's default, plus the controller listeners' defaults). */
+  readonly listenerSecurityProtocolMap: ReadonlyMap<string, SecurityProtocol>
+  /** `inter.broker.listener.name` (or the listener of `security.inter.broker.protocol`); null on a controller only. */
+  readonly interBrokerListenerName: string | null
+  /** `controller.listener.names` (default CONTROLLER). */
+  readonly controllerListenerNames: ReadonlyArray<string>
+  /** The TLS settings of every listener whose protocol uses TLS, by listener name. */
+  readonly ssl: ReadonlyMap<string, SslConfig.SslSettings>
   readonly dataDir: string
   readonly autoCreateTopicsEnable: boolean
   readonly numPartitions: number
@@ -37,7 +65,7 @@ export interface BrokerConfig {
   readonly groupMaxSessionTimeoutMs: number
   /** `process.roles`: empty for a single node that keeps its own metadata. */
   readonly processRoles: ReadonlyArray<"broker" | "controller">
-  /** The controller listener (`listeners` entry named CONTROLLER): where a controller role listens. */
+  /** The first controller listener (`controller.listener.names` in `listeners`): where a controller role listens. */
   readonly controllerHost: string
   readonly controllerPort: number
   /** `controller.quorum.bootstrap.servers` (or `controller.quorum.voters`): where brokers find the controller. */
@@ -72,14 +100,11 @@ export interface BrokerConfig {
   readonly mirrorFailedRetryMaxAttempts: number
   /** `metrics.port` (our own key): the Prometheus endpoint's port on the broker host; 0 turns it off. */
   readonly metricsPort: number
-  /** The client listener's name in `listeners` (default `PLAINTEXT`). */
-  readonly listenerName: string
-  /** The client listener's protocol under `listener.security.protocol.map`. */
-  readonly listenerSecurityProtocol: ListenerProtocol
-  /** The CONTROLLER listener's protocol (PLAINTEXT unless the map says otherwise, as in Kafka). */
-  readonly controllerSecurityProtocol: ListenerProtocol
-  /** `listener.security.protocol.map` entries, listener name → protocol. */
-  readonly securityProtocolMap: ReadonlyMap<string, string>
+  /**
+   * `authorizer.class.name`: the StandardAuthorizer (ACLs in the metadata log) when set to its class
+   * name; null without an authorizer (everything is allowed, the ACL APIs answer SECURITY_DISABLED).
+   */
+  readonly authorizer: StandardAuthorizer.AuthorizerConfig | null
   /** `sasl.enabled.mechanisms` (Kafka's default GSSAPI, which we refuse once a SASL listener needs it). */
   readonly saslEnabledMechanisms: ReadonlyArray<string>
   /** `sasl.mechanism.inter.broker.protocol`: how this broker authenticates to the other brokers. */
@@ -94,9 +119,6 @@ export interface BrokerConfig {
   readonly properties: ReadonlyMap<string, string>
 }
 
-/** The listener protocols we serve (TLS ones are not implemented yet). */
-export type ListenerProtocol = "PLAINTEXT" | "SASL_PLAINTEXT"
-
 export const BrokerConfig = Context.GenericTag<BrokerConfig>("@clustermirror/broker-config/BrokerConfig")
 
 const HOUR = 60 * 60 * 1000
@@ -106,6 +128,18 @@ export const defaults: BrokerConfig = {
   host: "127.0.0.1",
   port: 9092,
   advertisedHost: "127.0.0.1",
+  listeners: [{ name: "PLAINTEXT", host: "127.0.0.1", port: 9092, securityProtocol: "PLAINTEXT" }],
+  advertisedListeners: [{ name: "PLAINTEXT", host: "127.0.0.1", port: 9092, securityProtocol: "PLAINTEXT" }],
+  listenerSecurityProtocolMap: new Map<string, SecurityProtocol>([
+    ["PLAINTEXT", "PLAINTEXT"],
+    ["SSL", "SSL"],
+    ["SASL_PLAINTEXT", "SASL_PLAINTEXT"],
+    ["SASL_SSL", "SASL_SSL"],
+    ["CONTROLLER", "PLAINTEXT"]
+  ]),
+  interBrokerListenerName: "PLAINTEXT",
+  controllerListenerNames: ["CONTROLLER"],
+  ssl: new Map(),
   dataDir: "./data",
   autoCreateTopicsEnable: true,
   numPartitions: 1,
@@ -146,10 +180,7 @@ export const defaults: BrokerConfig = {
   mirrorFailedRetryMaxBackoffMs: 300000,
   mirrorFailedRetryMaxAttempts: 100,
   metricsPort: 0,
-  listenerName: "PLAINTEXT",
-  listenerSecurityProtocol: "PLAINTEXT",
-  controllerSecurityProtocol: "PLAINTEXT",
-  securityProtocolMap: new Map(),
+  authorizer: null,
   saslEnabledMechanisms: ["GSSAPI"],
   saslMechanismInterBrokerProtocol: "GSSAPI",
   saslMechanismControllerProtocol: "GSSAPI",
@@ -186,33 +217,206 @@ const str =
   (v) =>
     ({ [field]: v.trim() }) as Partial<BrokerConfig>
 
-/** Why a TLS setting is refused: listeners speak PLAINTEXT or SASL_PLAINTEXT only. */
-const NO_TLS = "TLS is not implemented yet: listeners are PLAINTEXT or SASL_PLAINTEXT"
+const SECURITY_PROTOCOLS: ReadonlySet<string> = new Set(["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"])
 
-/** Kafka's security protocols. */
-const SECURITY_PROTOCOLS = new Set(["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"])
+/** Kafka's default `listener.security.protocol.map`: each protocol's name as a listener name. */
+const DEFAULT_PROTOCOL_MAP: ReadonlyArray<readonly [string, SecurityProtocol]> = [
+  ["PLAINTEXT", "PLAINTEXT"],
+  ["SSL", "SSL"],
+  ["SASL_PLAINTEXT", "SASL_PLAINTEXT"],
+  ["SASL_SSL", "SASL_SSL"]
+]
 
-/** `NAME://host:port[,NAME://host:port]`: the CONTROLLER entry is the controller listener, the other the client one. */
-const listener: Parser = (v, key) => {
-  const out: { -readonly [K in keyof BrokerConfig]?: BrokerConfig[K] } = {}
+/** Whether a protocol runs over TLS. */
+export const usesTls = (p: SecurityProtocol): boolean => p === "SSL" || p === "SASL_SSL"
+
+/** Whether a protocol authenticates with SASL. */
+export const usesSasl = (p: SecurityProtocol): boolean => p === "SASL_PLAINTEXT" || p === "SASL_SSL"
+
+interface RawListener {
+  readonly name: string
+  readonly host: string
+  readonly port: number
+}
+
+/** `NAME://host:port[,...]`; a bare `host:port` is a PLAINTEXT listener. Names are upper-cased like Kafka's. */
+const parseListeners = (v: string, key: string): ReadonlyArray<RawListener> => {
+  const out: RawListener[] = []
   for (const entry of v.split(",")) {
-    const m = /^(?:([A-Z_]+):\/\/)?([^:,]*):(\d+)$/.exec(entry.trim())
+    if (entry.trim() === "") continue
+    const m = /^(?:([A-Za-z0-9_-]+):\/\/)?(\[[^\]]*\]|[^:,/]*):(\d+)$/.exec(entry.trim())
     if (!m) throw new Error(`${key}=${v}: expected NAME://host:port`)
-    const [, name, host, port] = m
-    if (name === "CONTROLLER") {
-      if (key === "listeners") {
-        out.controllerHost = host || "0.0.0.0"
-        out.controllerPort = Number(port)
-      }
-    } else if (key === "advertised.listeners") out.advertisedHost = host || "127.0.0.1"
-    else {
-      out.host = host || "0.0.0.0"
-      out.port = Number(port)
-      out.listenerName = name ?? "PLAINTEXT"
-    }
+    const name = (m[1] ?? "PLAINTEXT").toUpperCase()
+    if (out.some((l) => l.name === name)) throw new Error(`${key}=${v}: listener ${name} is named twice`)
+    const port = Number(m[3])
+    if (port > 65535) throw new Error(`${key}=${v}: port ${port} is out of range`)
+    out.push({ name, host: (m[2] ?? "").replace(/^\[|\]$/g, ""), port })
   }
   return out
 }
+
+/** `NAME:PROTOCOL[,...]`. */
+const parseProtocolMap = (v: string, key: string): Map<string, SecurityProtocol> => {
+  const out = new Map<string, SecurityProtocol>()
+  for (const entry of v.split(",")) {
+    if (entry.trim() === "") continue
+    const m = /^([A-Za-z0-9_-]+):([A-Za-z_]+)$/.exec(entry.trim())
+    if (!m || !SECURITY_PROTOCOLS.has(m[2]!.toUpperCase()))
+      throw new Error(`${key}=${v}: expected NAME:PROTOCOL entries`)
+    out.set(m[1]!.toUpperCase(), m[2]!.toUpperCase() as SecurityProtocol)
+  }
+  return out
+}
+
+const names = (v: string): ReadonlyArray<string> =>
+  v
+    .split(",")
+    .map((n) => n.trim().toUpperCase())
+    .filter((n) => n !== "")
+
+const LISTENER_KEYS = [
+  "listeners",
+  "advertised.listeners",
+  "listener.security.protocol.map",
+  "inter.broker.listener.name",
+  "security.inter.broker.protocol",
+  "controller.listener.names"
+]
+
+const isSslKey = (key: string): boolean => /^(listener\.name\.[^.]+\.)?ssl\./.test(key)
+
+/**
+ * The listener model from the (merged) properties, as Kafka 4 builds it: protocols from
+ * `listener.security.protocol.map`, which, when not set explicitly and no listener uses SSL or SASL,
+ * also maps the controller listeners to PLAINTEXT; the inter-broker listener from
+ * `inter.broker.listener.name` or `security.inter.broker.protocol` (a listener of that name; with a
+ * single broker listener, that one); TLS settings for every listener that uses TLS.
+ */
+const resolveListeners = (props: ReadonlyMap<string, string>, cfg: BrokerConfig): Partial<BrokerConfig> => {
+  const listeners = props.has("listeners")
+    ? parseListeners(props.get("listeners")!, "listeners")
+    : cfg.listeners.map(({ name, host, port }) => ({ name, host, port }))
+  const controllerNames = props.has("controller.listener.names")
+    ? names(props.get("controller.listener.names")!)
+    : ["CONTROLLER"]
+  const explicitMap = props.get("listener.security.protocol.map")
+  const protocolMap = new Map<string, SecurityProtocol>(
+    explicitMap === undefined ? DEFAULT_PROTOCOL_MAP : parseProtocolMap(explicitMap, "listener.security.protocol.map")
+  )
+  if (explicitMap === undefined) {
+    const securedName = (n: string) => n === "SSL" || n === "SASL_SSL" || n === "SASL_PLAINTEXT"
+    if (!controllerNames.some(securedName) && !listeners.some((l) => securedName(l.name)))
+      for (const n of controllerNames) if (!protocolMap.has(n)) protocolMap.set(n, "PLAINTEXT")
+  }
+  if (cfg.processRoles.length > 0)
+    for (const n of controllerNames)
+      if (!protocolMap.has(n))
+        throw new Error(
+          `controller.listener.names: listener ${n} is not in listener.security.protocol.map (an explicit mapping for each controller listener is required when the map is set, or when SSL or SASL listeners are in use)`
+        )
+  const protocolOf = (name: string, key: string): SecurityProtocol => {
+    const p = protocolMap.get(name)
+    if (p === undefined)
+      throw new Error(`${key}: no security protocol defined for listener ${name} in listener.security.protocol.map`)
+    return p
+  }
+  const resolved: Listener[] = listeners.map((l) => ({ ...l, securityProtocol: protocolOf(l.name, "listeners") }))
+  // A broker reaches the controller listener with its protocol even when it does not serve it.
+  for (const n of controllerNames) if (protocolMap.has(n)) protocolOf(n, "controller.listener.names")
+  const advertisedRaw = props.has("advertised.listeners")
+    ? parseListeners(props.get("advertised.listeners")!, "advertised.listeners")
+    : []
+  for (const a of advertisedRaw)
+    if (!resolved.some((l) => l.name === a.name))
+      throw new Error(`advertised.listeners: listener ${a.name} is not in listeners`)
+  const advertised: Listener[] = resolved.map((l) => {
+    const a = advertisedRaw.find((x) => x.name === l.name)
+    const host = a?.host || (l.host === "" || l.host === "0.0.0.0" ? "127.0.0.1" : l.host)
+    return { ...l, host, port: a?.port ?? l.port }
+  })
+  const brokerListeners = resolved.filter((l) => !controllerNames.includes(l.name))
+  const named = props.get("inter.broker.listener.name")?.trim().toUpperCase()
+  const byProtocol = props.get("security.inter.broker.protocol")?.trim().toUpperCase()
+  if (named !== undefined && byProtocol !== undefined)
+    throw new Error("only one of inter.broker.listener.name and security.inter.broker.protocol may be set")
+  if (byProtocol !== undefined && !SECURITY_PROTOCOLS.has(byProtocol))
+    throw new Error(`security.inter.broker.protocol=${byProtocol}: expected PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL`)
+  let interBroker: Listener | undefined
+  if (named !== undefined) {
+    interBroker = brokerListeners.find((l) => l.name === named)
+    if (interBroker === undefined && brokerListeners.length > 0)
+      throw new Error(
+        `inter.broker.listener.name=${named}: no such listener in listeners (controller listeners excluded)`
+      )
+  } else {
+    const wanted = byProtocol ?? "PLAINTEXT"
+    interBroker =
+      brokerListeners.find((l) => l.name === wanted) ?? (brokerListeners.length === 1 ? brokerListeners[0] : undefined)
+    if (interBroker === undefined && brokerListeners.length > 0)
+      throw new Error(
+        `no inter-broker listener: set inter.broker.listener.name to one of ${brokerListeners.map((l) => l.name).join(", ")}`
+      )
+  }
+  const controller = resolved.find((l) => controllerNames.includes(l.name))
+  const ssl = new Map<string, SslConfig.SslSettings>()
+  for (const name of new Set([...resolved.map((l) => l.name), ...controllerNames])) {
+    const p = protocolMap.get(name)
+    if (p !== undefined && usesTls(p)) ssl.set(name, SslConfig.settingsFor(props, name))
+  }
+  const advertisedInterBroker = advertised.find((l) => l.name === interBroker?.name)
+  return {
+    listeners: resolved,
+    advertisedListeners: advertised,
+    listenerSecurityProtocolMap: protocolMap,
+    interBrokerListenerName: interBroker?.name ?? null,
+    controllerListenerNames: controllerNames,
+    ssl,
+    ...(interBroker === undefined
+      ? {}
+      : { host: interBroker.host || "0.0.0.0", port: interBroker.port, advertisedHost: advertisedInterBroker!.host }),
+    ...(controller === undefined
+      ? { controllerPort: -1 }
+      : { controllerHost: controller.host || "0.0.0.0", controllerPort: controller.port })
+  }
+}
+
+/**
+ * The listeners a node serves, with the derived fields applied: `host`/`port` to the inter-broker
+ * listener and `controllerHost`/`controllerPort` to the first controller listener (so a config whose
+ * fields were set directly, as the embedded cluster does, listens where they say).
+ */
+export const listenersOf = (config: BrokerConfig): ReadonlyArray<Listener> => {
+  const firstController = config.listeners.find((l) => config.controllerListenerNames.includes(l.name))
+  return config.listeners.map((l) =>
+    l.name === config.interBrokerListenerName
+      ? { ...l, host: config.host, port: config.port }
+      : l === firstController
+        ? { ...l, host: config.controllerHost, port: config.controllerPort }
+        : l
+  )
+}
+
+/** What a broker registers: every listener but the controller ones, at its advertised host and port. */
+export const advertisedOf = (config: BrokerConfig): ReadonlyArray<Listener> =>
+  config.advertisedListeners
+    .filter((l) => !config.controllerListenerNames.includes(l.name))
+    .map((l) => (l.name === config.interBrokerListenerName ? { ...l, host: config.advertisedHost } : l))
+
+/** The protocol of the controller listener brokers connect to (the first of `controller.listener.names`). */
+export const controllerProtocol = (
+  config: BrokerConfig
+): { readonly name: string; readonly protocol: SecurityProtocol } => {
+  const name = config.controllerListenerNames[0] ?? "CONTROLLER"
+  return { name, protocol: config.listenerSecurityProtocolMap.get(name) ?? "PLAINTEXT" }
+}
+
+/** A key resolved with the others after parsing: here only its syntax is checked. */
+const checkOnly =
+  (check: (v: string, key: string) => unknown): Parser =>
+  (v, key) => {
+    check(v, key)
+    return {}
+  }
 
 /** `host:port[,...]` or Kafka's voters form `id@host:port[,...]`: the first entry. */
 const controllerBootstrap: Parser = (v, key) => {
@@ -221,25 +425,18 @@ const controllerBootstrap: Parser = (v, key) => {
   return { controllerBootstrap: { host: m[1]!, port: Number(m[2]) } }
 }
 
-/** `NAME:PROTOCOL[,...]`: PLAINTEXT and SASL_PLAINTEXT (TLS is refused). */
-const securityProtocolMap: Parser = (v, key) => {
-  const map = new Map<string, string>()
-  for (const entry of v.split(",")) {
-    if (entry.trim() === "") continue
-    const m = /^([A-Za-z0-9_]+):([A-Z_]+)$/.exec(entry.trim())
-    if (!m || !SECURITY_PROTOCOLS.has(m[2]!)) throw new Error(`${key}=${v}: expected NAME:PROTOCOL entries`)
-    if (m[2] === "SSL" || m[2] === "SASL_SSL")
-      throw new Error(`${key}=${v}: ${m[2]} for listener ${m[1]} is not supported: ${NO_TLS}`)
-    map.set(m[1]!, m[2]!)
-  }
-  return { securityProtocolMap: map }
-}
-
 const mechanismList = (v: string): Array<string> =>
   v
     .split(",")
     .map((x) => x.trim())
     .filter((x) => x !== "")
+
+/**
+ * Per-listener SASL keys, read through `SaslConfig` from the properties: the JAAS entry of a mechanism
+ * (`listener.name.<l>.<mechanism>.sasl.jaas.config`) and the listener's own `sasl.enabled.mechanisms`.
+ */
+const LISTENER_SASL_KEY =
+  /^listener\.name\.[a-z0-9_-]+\.((plain|scram-sha-256|scram-sha-512)\.sasl\.jaas\.config|sasl\.enabled\.mechanisms)$/
 
 const roles: Parser = (v, key) => {
   const rs = v
@@ -254,8 +451,13 @@ const roles: Parser = (v, key) => {
 const parsers: Record<string, Parser> = {
   "node.id": int("nodeId", 0),
   "broker.id": int("nodeId", 0),
-  listeners: listener,
-  "advertised.listeners": listener,
+  // The listener keys are checked here and resolved together once all properties are read.
+  listeners: checkOnly(parseListeners),
+  "advertised.listeners": checkOnly(parseListeners),
+  "listener.security.protocol.map": checkOnly(parseProtocolMap),
+  "inter.broker.listener.name": () => ({}),
+  "security.inter.broker.protocol": () => ({}),
+  "controller.listener.names": () => ({}),
   "log.dirs": str("dataDir"),
   "log.dir": str("dataDir"),
   "auto.create.topics.enable": bool("autoCreateTopicsEnable"),
@@ -312,29 +514,55 @@ const parsers: Record<string, Parser> = {
   "mirror.failed.retry.max.backoff.ms": int("mirrorFailedRetryMaxBackoffMs", 1),
   "mirror.failed.retry.max.attempts": int("mirrorFailedRetryMaxAttempts", 0),
   "metrics.port": int("metricsPort", 0),
-  "listener.security.protocol.map": securityProtocolMap,
   "sasl.enabled.mechanisms": (v) => ({ saslEnabledMechanisms: mechanismList(v) }),
   "sasl.mechanism.inter.broker.protocol": (v) => ({ saslMechanismInterBrokerProtocol: v.trim() }),
   "sasl.mechanism.controller.protocol": (v) => ({ saslMechanismControllerProtocol: v.trim() }),
-  "connections.max.reauth.ms": long("connectionsMaxReauthMs")
+  "connections.max.reauth.ms": long("connectionsMaxReauthMs"),
+  "authorizer.class.name": (v, key) => {
+    const name = v.trim()
+    if (name === "") return { authorizer: null }
+    if (name !== StandardAuthorizer.CLASS_NAME)
+      throw new Error(`${key}=${v}: only ${StandardAuthorizer.CLASS_NAME} is supported`)
+    return { authorizer: StandardAuthorizer.defaultConfig }
+  },
+  "super.users": () => ({}),
+  "allow.everyone.if.no.acl.found": (v, key) => {
+    const t = v.trim().toLowerCase()
+    if (t !== "true" && t !== "false") throw new Error(`${key}=${v}: expected true or false`)
+    return {}
+  }
 }
 
 /**
- * Per-listener SASL keys, read through `SaslConfig` from the properties: the JAAS entry of a mechanism
- * (`listener.name.<l>.<mechanism>.sasl.jaas.config`) and the listener's own `sasl.enabled.mechanisms`.
+ * The authorizer's settings, read after all keys: `super.users` and `allow.everyone.if.no.acl.found`
+ * belong to the authorizer `authorizer.class.name` enables, and are refused without one (they would
+ * have no effect).
  */
-const LISTENER_SASL_KEY =
-  /^listener\.name\.[a-z0-9_]+\.((plain|scram-sha-256|scram-sha-512)\.sasl\.jaas\.config|sasl\.enabled\.mechanisms)$/
+const authorizerSettings = (cfg: BrokerConfig, props: ReadonlyMap<string, string>): BrokerConfig => {
+  const superUsers = props.get("super.users")
+  const everyone = props.get("allow.everyone.if.no.acl.found")
+  if (cfg.authorizer === null) {
+    for (const key of ["super.users", "allow.everyone.if.no.acl.found"])
+      if (props.has(key))
+        throw new Error(`broker config "${key}" needs authorizer.class.name=${StandardAuthorizer.CLASS_NAME}`)
+    return cfg
+  }
+  return {
+    ...cfg,
+    authorizer: {
+      superUsers: superUsers === undefined ? cfg.authorizer.superUsers : StandardAuthorizer.parseSuperUsers(superUsers),
+      allowEveryoneIfNoAclFound:
+        everyone === undefined ? cfg.authorizer.allowEveryoneIfNoAclFound : everyone.trim().toLowerCase() === "true"
+    }
+  }
+}
 
 /**
- * Keys accepted for compatibility with Kafka config files, without effect: the listener names (there
- * is one client listener and the CONTROLLER one), the transaction log's settings (no transaction
+ * Keys accepted for compatibility with Kafka config files, without effect: the transaction log's settings (no transaction
  * coordinator yet takes its own topic), the OS's socket buffer sizing, and the thread counts of
  * `ConfigurationControl.BROKER_NO_OP_CONFIGS` (one event loop, no pools to size).
  */
 export const NO_OP_PROPERTIES: ReadonlySet<string> = new Set([
-  "controller.listener.names",
-  "inter.broker.listener.name",
   "transaction.state.log.replication.factor",
   "transaction.state.log.min.isr",
   "socket.send.buffer.bytes",
@@ -361,14 +589,16 @@ export const parseProperties = (text: string): Map<string, string> => {
 /** Applies properties over a base config; throws an Error naming the bad key. */
 export const fromProperties = (props: ReadonlyMap<string, string>, base: BrokerConfig = defaults): BrokerConfig => {
   let cfg: BrokerConfig = base
-  let advertised = false
   for (const [key, value] of props) {
     const parse = Object.hasOwn(parsers, key) ? parsers[key] : undefined
     if (parse === undefined) {
       if (NO_OP_PROPERTIES.has(key)) continue
+      if (isSslKey(key)) {
+        const why = SslConfig.refusal(key.replace(/^listener\.name\.[^.]+\./, ""))
+        if (why !== null) throw new Error(`broker config "${key}" is not supported: ${why}`)
+        continue
+      }
       if (LISTENER_SASL_KEY.test(key)) continue
-      if (/^(ssl|security)\./.test(key) || /^listener\.name\.[^.]+\.ssl\./.test(key))
-        throw new Error(`broker config "${key}" is not supported: ${NO_TLS}`)
       if (key === "sasl.jaas.config")
         throw new Error(
           `broker config "${key}" is not supported: brokers take the JAAS entry per listener and mechanism, as listener.name.<listener>.<mechanism>.sasl.jaas.config`
@@ -377,47 +607,51 @@ export const fromProperties = (props: ReadonlyMap<string, string>, base: BrokerC
         throw new Error(
           `broker config "${key}" is not supported: SASL is PLAIN and SCRAM-SHA-256/512 with listener.name.<listener>.<mechanism>.sasl.jaas.config (no GSSAPI, OAUTHBEARER, callback handlers or login settings)`
         )
+      if (key.startsWith("listener.name."))
+        throw new Error(
+          `broker config "${key}" is not supported: only ssl.* and SASL settings take a listener.name.<listener>. prefix`
+        )
       const why = ConfigurationControl.unsupportedBrokerConfig(key)
       if (why !== null) throw new Error(`broker config "${key}" is not supported: ${why}`)
       throw new Error(`unknown broker config "${key}"`)
     }
-    if (key === "advertised.listeners") advertised = true
     cfg = { ...cfg, ...parse(value, key) }
   }
-  if (!advertised && props.has("listeners"))
-    cfg = { ...cfg, advertisedHost: cfg.host === "0.0.0.0" ? "127.0.0.1" : cfg.host }
-  cfg = {
-    ...cfg,
-    listenerSecurityProtocol: protocolOf(cfg, cfg.listenerName, "PLAINTEXT"),
-    controllerSecurityProtocol: protocolOf(cfg, "CONTROLLER", "PLAINTEXT"),
-    properties: new Map([...base.properties, ...props])
-  }
-  // A SASL listener without usable settings fails here, at start, naming the key.
-  const broker = cfg.processRoles.length === 0 || cfg.processRoles.includes("broker")
-  if (cfg.listenerSecurityProtocol === "SASL_PLAINTEXT" && broker) {
-    const sasl = SaslConfig.forListener(cfg, cfg.listenerName)
-    // The inter-broker connections go to this same listener of the other brokers, as in Kafka.
-    const own = SaslConfig.clientCredentials(cfg, cfg.listenerName, "sasl.mechanism.inter.broker.protocol")
-    if (!sasl.enabledMechanisms.includes(own.mechanism))
-      throw new Error(
-        `sasl.mechanism.inter.broker.protocol=${own.mechanism} must be one of the enabled mechanisms of listener ${cfg.listenerName} (${sasl.enabledMechanisms.join(", ")})`
-      )
-  }
-  if (cfg.controllerSecurityProtocol === "SASL_PLAINTEXT") {
-    if (cfg.processRoles.includes("controller")) SaslConfig.forListener(cfg, "CONTROLLER")
-    if (broker) SaslConfig.clientCredentials(cfg, "CONTROLLER", "sasl.mechanism.controller.protocol")
-  }
+  const properties = new Map([...base.properties, ...props])
+  if ([...props.keys()].some((k) => LISTENER_KEYS.includes(k) || isSslKey(k)))
+    cfg = { ...cfg, ...resolveListeners(properties, cfg) }
+  cfg = authorizerSettings(cfg, props)
+  cfg = { ...cfg, properties }
+  checkSasl(cfg)
   return cfg
 }
 
 /**
- * A listener's protocol: its `listener.security.protocol.map` entry, else its name when that is a protocol
- * (Kafka's default map), else `fallback`. TLS protocols are refused.
+ * A SASL listener without usable settings fails at start, naming the key: each SASL listener this
+ * node serves needs its mechanisms (and PLAIN's JAAS entry); a broker whose inter-broker or controller
+ * listener uses SASL needs the credentials it authenticates with there.
  */
-const protocolOf = (cfg: BrokerConfig, name: string, fallback: ListenerProtocol): ListenerProtocol => {
-  const p = cfg.securityProtocolMap.get(name) ?? (SECURITY_PROTOCOLS.has(name) ? name : fallback)
-  if (p === "PLAINTEXT" || p === "SASL_PLAINTEXT") return p
-  throw new Error(`listeners: listener ${name} (${p}) is not supported: ${NO_TLS}`)
+const checkSasl = (cfg: BrokerConfig): void => {
+  const broker = cfg.processRoles.length === 0 || cfg.processRoles.includes("broker")
+  const controller = cfg.processRoles.includes("controller")
+  for (const l of cfg.listeners) {
+    if (!usesSasl(l.securityProtocol)) continue
+    const isController = cfg.controllerListenerNames.includes(l.name)
+    if (isController ? controller : broker) SaslConfig.forListener(cfg, l.name)
+  }
+  const interBroker = cfg.listeners.find((l) => l.name === cfg.interBrokerListenerName)
+  if (broker && interBroker !== undefined && usesSasl(interBroker.securityProtocol)) {
+    const sasl = SaslConfig.forListener(cfg, interBroker.name)
+    // The inter-broker connections go to this same listener of the other brokers, as in Kafka.
+    const own = SaslConfig.clientCredentials(cfg, interBroker.name, "sasl.mechanism.inter.broker.protocol")
+    if (!sasl.enabledMechanisms.includes(own.mechanism))
+      throw new Error(
+        `sasl.mechanism.inter.broker.protocol=${own.mechanism} must be one of the enabled mechanisms of listener ${interBroker.name} (${sasl.enabledMechanisms.join(", ")})`
+      )
+  }
+  const ctl = controllerProtocol(cfg)
+  if (broker && usesSasl(ctl.protocol))
+    SaslConfig.clientCredentials(cfg, ctl.name, "sasl.mechanism.controller.protocol")
 }
 
 /**

@@ -113,13 +113,20 @@ export const resolve = (layers: Layers, name: string): Resolved => {
 
 export interface DescribedConfig {
   readonly name: string
-  readonly value: string
+  /** Null for a secret (`isSensitive`), as Kafka answers. */
+  readonly value: string | null
   readonly readOnly: boolean
   readonly configSource: number
   readonly isDefault: boolean
   readonly isSensitive: boolean
-  readonly synonyms: ReadonlyArray<{ readonly name: string; readonly value: string; readonly source: number }>
+  readonly synonyms: ReadonlyArray<{ readonly name: string; readonly value: string | null; readonly source: number }>
 }
+
+/** A described config with its secrets (and its synonyms' values) hidden. */
+const hidingSecrets = (c: DescribedConfig): DescribedConfig =>
+  ConfigurationControl.isSensitive(ConfigurationControl.ResourceType.BROKER, c.name)
+    ? { ...c, value: null, isSensitive: true, synonyms: c.synonyms.map((s) => ({ ...s, value: null })) }
+    : c
 
 /**
  * The entries of a broker resource as DescribeConfigs shows them: for this broker, every dynamic key
@@ -143,17 +150,20 @@ export const describeBroker = (
         isSensitive: false,
         synonyms: includeSynonyms ? [{ name, value, source: Source.DYNAMIC_DEFAULT_BROKER_CONFIG }] : []
       }))
+      .map(hidingSecrets)
   const names = [...ConfigurationControl.BROKER_CONFIG_DEFS.keys(), ...READ_ONLY_DESCRIBED].sort()
-  return names.map((name) => {
-    const r = resolve(layers, name)
-    return {
-      name,
-      value: r.value,
-      readOnly: !ConfigurationControl.BROKER_CONFIG_DEFS.has(name),
-      configSource: r.source,
-      isDefault: r.source === Source.DEFAULT_CONFIG,
-      isSensitive: false,
-      synonyms: includeSynonyms ? r.synonyms : []
-    }
-  })
+  return names
+    .map((name) => {
+      const r = resolve(layers, name)
+      return {
+        name,
+        value: r.value,
+        readOnly: !ConfigurationControl.BROKER_CONFIG_DEFS.has(name),
+        configSource: r.source,
+        isDefault: r.source === Source.DEFAULT_CONFIG,
+        isSensitive: false,
+        synonyms: includeSynonyms ? r.synonyms : []
+      }
+    })
+    .map(hidingSecrets)
 }

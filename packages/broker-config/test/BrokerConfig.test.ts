@@ -1,7 +1,7 @@
 /**
- * Server properties: SASL_PLAINTEXT listeners with PLAIN and SCRAM are served; TLS is not implemented, so
- * every setting that asks for it (and every SASL setting we do not implement) is refused with a message
- * naming it, instead of being accepted while the listener does something else.
+ * Server properties: the listener model (names, protocols, advertised endpoints, the inter-broker and
+ * controller listeners) as Kafka 4 builds it, SASL_PLAINTEXT and SASL_SSL listeners with PLAIN and SCRAM,
+ * and the refusals of what is not implemented, naming the key.
  */
 import { describe, expect, it } from "vitest"
 import * as BrokerConfig from "../src/BrokerConfig.js"
@@ -9,62 +9,156 @@ import * as SaslConfig from "../src/SaslConfig.js"
 
 const parse = (entries: Record<string, string>) => () => BrokerConfig.fromProperties(new Map(Object.entries(entries)))
 
-const NO_TLS = "TLS is not implemented yet: listeners are PLAINTEXT or SASL_PLAINTEXT"
-const PLAIN_JAAS =
-  'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";'
+describe("BrokerConfig listeners", () => {
+  it("keeps the one-listener configs meaning what they meant", () => {
+    const c = parse({ listeners: "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093" })()
+    expect([c.host, c.port, c.advertisedHost, c.controllerHost, c.controllerPort]).toEqual([
+      "127.0.0.1",
+      9092,
+      "127.0.0.1",
+      "127.0.0.1",
+      9093
+    ])
+    expect(c.interBrokerListenerName).toBe("PLAINTEXT")
+    expect(c.listeners.map((l) => `${l.name}:${l.securityProtocol}`)).toEqual([
+      "PLAINTEXT:PLAINTEXT",
+      "CONTROLLER:PLAINTEXT"
+    ])
+    const bare = parse({ listeners: "0.0.0.0:9092" })()
+    expect([bare.listeners[0]?.name, bare.host, bare.advertisedHost]).toEqual(["PLAINTEXT", "0.0.0.0", "127.0.0.1"])
+  })
 
-describe("BrokerConfig security settings", () => {
-  it("refuses SSL and SASL_SSL listeners", () => {
-    for (const name of ["SSL", "SASL_SSL"]) {
-      expect(parse({ listeners: `${name}://127.0.0.1:9093` })).toThrow(
-        `listeners: listener ${name} (${name}) is not supported: ${NO_TLS}`
-      )
-      expect(parse({ "listener.security.protocol.map": `EXTERNAL:${name}` })).toThrow(
-        `${name} for listener EXTERNAL is not supported: ${NO_TLS}`
-      )
-    }
+  it("maps any listener name through listener.security.protocol.map, names upper-cased", () => {
+    const c = parse({
+      listeners: "internal://127.0.0.1:9092,EXTERNAL://0.0.0.0:9094,CONTROLLER://127.0.0.1:9093",
+      "advertised.listeners": "INTERNAL://broker-1:9092,EXTERNAL://kafka.example.com:19094",
+      "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+      "inter.broker.listener.name": "internal"
+    })()
+    expect(c.listeners.map((l) => l.name)).toEqual(["INTERNAL", "EXTERNAL", "CONTROLLER"])
+    expect(c.interBrokerListenerName).toBe("INTERNAL")
+    expect([c.host, c.port, c.advertisedHost]).toEqual(["127.0.0.1", 9092, "broker-1"])
+    expect(BrokerConfig.advertisedOf(c).map((l) => `${l.name}://${l.host}:${l.port}`)).toEqual([
+      "INTERNAL://broker-1:9092",
+      "EXTERNAL://kafka.example.com:19094"
+    ])
+  })
+
+  it("uses Kafka's default map, and maps the controller listeners to PLAINTEXT only while nothing uses TLS or SASL", () => {
+    expect(parse({ listeners: "SSL://127.0.0.1:9093" })().listeners[0]?.securityProtocol).toBe("SSL")
+    // Kafka 4: with the map left at its default, CONTROLLER gets PLAINTEXT unless an SSL or SASL listener is in use.
+    expect(parse({ "process.roles": "controller", listeners: "CONTROLLER://127.0.0.1:9093" })().controllerPort).toBe(
+      9093
+    )
+    expect(
+      parse({
+        "process.roles": "broker",
+        listeners: "SSL://127.0.0.1:9092",
+        "ssl.keystore.location": "/k.pem"
+      })
+    ).toThrow("controller.listener.names: listener CONTROLLER is not in listener.security.protocol.map")
+    expect(parse({ listeners: "EXTERNAL://127.0.0.1:9092" })).toThrow(
+      "listeners: no security protocol defined for listener EXTERNAL in listener.security.protocol.map"
+    )
     expect(parse({ "listener.security.protocol.map": "CONTROLLER:TLS" })).toThrow("expected NAME:PROTOCOL entries")
   })
 
+  it("picks the inter-broker listener by name or by security.inter.broker.protocol, and refuses both or a missing one", () => {
+    const two = { listeners: "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093", "ssl.keystore.location": "/k.pem" }
+    expect(parse(two)().interBrokerListenerName).toBe("PLAINTEXT")
+    const ssl = parse({ ...two, "security.inter.broker.protocol": "SSL" })()
+    expect([ssl.interBrokerListenerName, ssl.port]).toEqual(["SSL", 9093])
+    expect(parse({ ...two, "inter.broker.listener.name": "SSL", "security.inter.broker.protocol": "SSL" })).toThrow(
+      "only one of inter.broker.listener.name and security.inter.broker.protocol may be set"
+    )
+    expect(parse({ ...two, "inter.broker.listener.name": "OTHER" })).toThrow(
+      "inter.broker.listener.name=OTHER: no such listener"
+    )
+    expect(
+      parse({ listeners: "SSL://127.0.0.1:9093", "ssl.keystore.location": "/k.pem" })().interBrokerListenerName
+    ).toBe("SSL")
+  })
+
+  it("refuses advertised listeners that are not listeners, and duplicate names", () => {
+    expect(parse({ listeners: "PLAINTEXT://a:1", "advertised.listeners": "SSL://a:2" })).toThrow(
+      "advertised.listeners: listener SSL is not in listeners"
+    )
+    expect(parse({ listeners: "PLAINTEXT://a:1,PLAINTEXT://a:2" })).toThrow("listener PLAINTEXT is named twice")
+  })
+
+  it("refuses unknown keys and listener.name. prefixes on other settings", () => {
+    expect(parse({ "no.such.key": "x" })).toThrow('unknown broker config "no.such.key"')
+    expect(parse({ "listener.name.internal.max.connections": "5" })).toThrow(
+      "only ssl.* and SASL settings take a listener.name.<listener>. prefix"
+    )
+  })
+})
+
+const PLAIN_JAAS =
+  'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";'
+const SCRAM_JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="b" password="b-pw";'
+
+describe("BrokerConfig SASL settings", () => {
   it("serves a SASL_PLAINTEXT listener, by name or through the protocol map, with its mechanisms and users", () => {
     const cfg = parse({
       listeners: "SASL_PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+      "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
       "sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
       "sasl.mechanism.inter.broker.protocol": "PLAIN",
       "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
       "connections.max.reauth.ms": "60000"
     })()
-    expect([cfg.listenerName, cfg.listenerSecurityProtocol, cfg.controllerSecurityProtocol]).toEqual([
-      "SASL_PLAINTEXT",
-      "SASL_PLAINTEXT",
-      "PLAINTEXT"
+    expect(cfg.listeners.map((l) => `${l.name}:${l.securityProtocol}`)).toEqual([
+      "SASL_PLAINTEXT:SASL_PLAINTEXT",
+      "CONTROLLER:PLAINTEXT"
     ])
-    const sasl = SaslConfig.forListener(cfg, cfg.listenerName)
+    expect(cfg.interBrokerListenerName).toBe("SASL_PLAINTEXT")
+    const sasl = SaslConfig.forListener(cfg, "SASL_PLAINTEXT")
     expect(sasl.enabledMechanisms).toEqual(["SCRAM-SHA-512", "PLAIN"])
     expect([...sasl.plainUsers.keys()]).toEqual(["admin", "alice"])
     expect(sasl.maxReauthMs).toBe(60000)
-    expect(SaslConfig.clientCredentials(cfg, cfg.listenerName, "sasl.mechanism.inter.broker.protocol")).toEqual({
+    expect(SaslConfig.clientCredentials(cfg, "SASL_PLAINTEXT", "sasl.mechanism.inter.broker.protocol")).toEqual({
       mechanism: "PLAIN",
       username: "admin",
       password: "admin-secret"
     })
-    const scramJaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="b" password="b-pw";'
     const mapped = parse({
       "process.roles": "broker,controller",
       listeners: "BROKER://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
       "listener.security.protocol.map": "BROKER:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+      "inter.broker.listener.name": "BROKER",
       "listener.name.broker.sasl.enabled.mechanisms": "SCRAM-SHA-256",
       "sasl.enabled.mechanisms": "SCRAM-SHA-512",
       "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-256",
       "sasl.mechanism.controller.protocol": "SCRAM-SHA-512",
-      "listener.name.broker.scram-sha-256.sasl.jaas.config": scramJaas,
-      "listener.name.controller.scram-sha-512.sasl.jaas.config": scramJaas
+      "listener.name.broker.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
+      "listener.name.controller.scram-sha-512.sasl.jaas.config": SCRAM_JAAS
     })()
-    expect([mapped.listenerSecurityProtocol, mapped.controllerSecurityProtocol]).toEqual([
-      "SASL_PLAINTEXT",
-      "SASL_PLAINTEXT"
-    ])
+    expect(mapped.listeners.map((l) => l.securityProtocol)).toEqual(["SASL_PLAINTEXT", "SASL_PLAINTEXT"])
+    expect(BrokerConfig.controllerProtocol(mapped)).toEqual({ name: "CONTROLLER", protocol: "SASL_PLAINTEXT" })
     expect(SaslConfig.forListener(mapped, "BROKER").enabledMechanisms).toEqual(["SCRAM-SHA-256"])
+  })
+
+  it("serves SASL_SSL listeners with their TLS settings and SASL mechanisms together", () => {
+    const cfg = parse({
+      "process.roles": "broker,controller",
+      listeners: "SASL_SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+      "listener.security.protocol.map": "SASL_SSL:SASL_SSL,CONTROLLER:SASL_SSL",
+      "ssl.keystore.location": "/k.pem",
+      "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+      "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+      "sasl.mechanism.controller.protocol": "SCRAM-SHA-512",
+      "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
+      "listener.name.controller.scram-sha-512.sasl.jaas.config": SCRAM_JAAS
+    })()
+    expect(cfg.listeners.map((l) => `${l.name}:${l.securityProtocol}`)).toEqual([
+      "SASL_SSL:SASL_SSL",
+      "CONTROLLER:SASL_SSL"
+    ])
+    expect([...cfg.ssl.keys()]).toEqual(["SASL_SSL", "CONTROLLER"])
+    expect(cfg.interBrokerListenerName).toBe("SASL_SSL")
+    expect(SaslConfig.forListener(cfg, "SASL_SSL").enabledMechanisms).toEqual(["SCRAM-SHA-512"])
+    expect(SaslConfig.clientCredentials(cfg, "CONTROLLER", "sasl.mechanism.controller.protocol").username).toBe("b")
   })
 
   it("refuses a SASL listener without usable settings, naming the key and never a password", () => {
@@ -116,7 +210,7 @@ describe("BrokerConfig security settings", () => {
     expect(
       parse({
         "process.roles": "broker",
-        "listener.security.protocol.map": "CONTROLLER:SASL_PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
         "sasl.mechanism.controller.protocol": "PLAIN"
       })
     ).toThrow(
@@ -124,13 +218,7 @@ describe("BrokerConfig security settings", () => {
     )
   })
 
-  it("refuses ssl. and security. keys as TLS, SASL keys we do not implement with the reason, and unknown keys", () => {
-    for (const key of [
-      "ssl.keystore.location",
-      "security.inter.broker.protocol",
-      "listener.name.external.ssl.keystore.location"
-    ])
-      expect(parse({ [key]: "x" })).toThrow(`broker config "${key}" is not supported: ${NO_TLS}`)
+  it("refuses SASL keys we do not implement with the reason", () => {
     for (const key of [
       "sasl.kerberos.service.name",
       "sasl.server.callback.handler.class",
@@ -140,7 +228,39 @@ describe("BrokerConfig security settings", () => {
         `broker config "${key}" is not supported: SASL is PLAIN and SCRAM-SHA-256/512`
       )
     expect(parse({ "sasl.jaas.config": "x" })).toThrow("listener.name.<listener>.<mechanism>.sasl.jaas.config")
-    expect(parse({ "no.such.key": "x" })).toThrow('unknown broker config "no.such.key"')
+  })
+})
+
+describe("BrokerConfig authorizer settings", () => {
+  const STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+  const parse = (entries: Record<string, string>) => BrokerConfig.fromProperties(new Map(Object.entries(entries)))
+
+  it("has no authorizer by default and enables the StandardAuthorizer by its class name", () => {
+    expect(parse({}).authorizer).toBeNull()
+    const cfg = parse({
+      "authorizer.class.name": STANDARD,
+      "super.users": "User:admin;User:broker",
+      "allow.everyone.if.no.acl.found": "true"
+    })
+    expect(cfg.authorizer).toEqual({
+      superUsers: new Set(["User:admin", "User:broker"]),
+      allowEveryoneIfNoAclFound: true
+    })
+    expect(parse({ "authorizer.class.name": STANDARD }).authorizer).toEqual({
+      superUsers: new Set(),
+      allowEveryoneIfNoAclFound: false
+    })
+  })
+
+  it("refuses other authorizers, bad principals, and authorizer settings without an authorizer, naming the key", () => {
+    expect(() => parse({ "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer" })).toThrow(
+      /authorizer.class.name=kafka.security.authorizer.AclAuthorizer: only org.apache.kafka.metadata.authorizer.StandardAuthorizer/
+    )
+    expect(() => parse({ "authorizer.class.name": STANDARD, "super.users": "admin" })).toThrow(/super.users=admin/)
+    expect(() => parse({ "super.users": "User:admin" })).toThrow(/"super.users" needs authorizer.class.name/)
+    expect(() => parse({ "allow.everyone.if.no.acl.found": "true" })).toThrow(
+      /"allow.everyone.if.no.acl.found" needs authorizer.class.name/
+    )
   })
 })
 

@@ -99,6 +99,24 @@ describe("DynamicBrokerConfig", () => {
       ["message.max.bytes", "2000", Source.DYNAMIC_DEFAULT_BROKER_CONFIG]
     ])
   })
+
+  it("never describes a secret's value: password-type entries are null and sensitive, synonyms too", () => {
+    const described = DynamicBrokerConfig.describeBroker(
+      layers(BrokerConfig.defaults, {
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": 'ScramLoginModule required password="s3cret";',
+        "listener.name.internal.ssl.keystore.password": "s3cret",
+        "message.max.bytes": "2000"
+      }),
+      "",
+      true
+    )
+    expect(described.map((c) => [c.name, c.value, c.isSensitive, c.synonyms.map((s) => s.value)])).toEqual([
+      ["listener.name.internal.ssl.keystore.password", null, true, [null]],
+      ["listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config", null, true, [null]],
+      ["message.max.bytes", "2000", false, ["2000"]]
+    ])
+    expect(JSON.stringify(described)).not.toContain("s3cret")
+  })
 })
 
 describe("LogConfigs", () => {

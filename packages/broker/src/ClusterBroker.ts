@@ -6,6 +6,7 @@
  * that change metadata are forwarded to the controller. Decisions live in the controller; this module
  * only wires.
  */
+import { StandardAuthorizer } from "@clustermirror/authorizer"
 import { FeatureControl } from "@clustermirror/controller"
 import { NetworkLeaderEndpoint, ReplicaFetcher } from "@clustermirror/fetcher"
 import { MetadataImage, MetadataLog, MetadataPublisher } from "@clustermirror/metadata-log"
@@ -19,9 +20,11 @@ import {
   BrokerHeartbeat,
   BrokerRegistration,
   BumpLeaderEpochs,
+  CreateAcls,
   CreateClusterMirror,
   CreatePartitions,
   CreateTopics,
+  DeleteAcls,
   DeleteTopics,
   ElectLeaders,
   Errors,
@@ -37,17 +40,19 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { logConfigFor, minInsyncReplicasFor } from "@clustermirror/broker-config/LogConfigs"
+import * as BrokerConfigs from "@clustermirror/broker-config/BrokerConfig"
 import type { BrokerConfig } from "@clustermirror/broker-config/BrokerConfig"
 import * as DynamicBrokerConfig from "@clustermirror/broker-config/DynamicBrokerConfig"
+import * as AclApis from "./AclApis.js"
+import * as Authorization from "./Authorization.js"
 import * as GroupApis from "./GroupApis.js"
+import * as Listeners from "./Listeners.js"
 import { type BrokerContext, INTERNAL_TOPICS, ProducerIdManager, register } from "./KafkaApis.js"
 import type * as MetadataView from "./MetadataView.js"
 import * as MirrorApis from "./MirrorApis.js"
 import * as MirrorRuntime from "./MirrorRuntime.js"
 import * as ScramApis from "./ScramApis.js"
-import * as SaslConfig from "@clustermirror/broker-config/SaslConfig"
 import * as SaslAuthenticator from "@clustermirror/network/SaslAuthenticator"
-import type { Security } from "@clustermirror/client"
 import { CLOSE_BUDGET_MS, ReplicaManager } from "@clustermirror/replication/ReplicaManager"
 import { Handlers } from "@clustermirror/network/RequestChannel"
 import * as SocketServer from "@clustermirror/network/SocketServer"
@@ -72,7 +77,6 @@ export interface ClusterBroker {
 }
 
 /** Kafka's SecurityProtocol ids, as broker registrations carry them. */
-const SECURITY_PROTOCOL_IDS = { PLAINTEXT: 0, SSL: 1, SASL_PLAINTEXT: 2, SASL_SSL: 3 } as const
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
@@ -87,7 +91,8 @@ const METADATA_FETCH_TIMEOUT_MS = 30_000
 const viewOf = (
   current: () => MetadataImage.MetadataImage,
   clusterId: string,
-  selfId: number
+  selfId: number,
+  interBrokerListenerName: string | null
 ): MetadataView.MetadataView => {
   const topic = (t: MetadataImage.TopicImage, image: MetadataImage.MetadataImage): MetadataView.TopicView => ({
     name: t.name,
@@ -105,8 +110,16 @@ const viewOf = (
     configs: MetadataImage.configsOf(image, MetadataImage.ConfigResourceType.TOPIC, t.name),
     readOnly: t.mirrorName !== null
   })
-  const endpoint = (b: MetadataImage.BrokerRegistration): MetadataView.BrokerEndpoint | undefined => {
-    const l = b.listeners.find((x) => x.name !== "CONTROLLER") ?? b.listeners[0]
+  // A request's listener: that endpoint only, as Kafka answers (a broker without it is left out).
+  // Without one (the broker's own lookups): the inter-broker listener's.
+  const endpoint = (
+    b: MetadataImage.BrokerRegistration,
+    listenerName?: string
+  ): MetadataView.BrokerEndpoint | undefined => {
+    const l =
+      listenerName !== undefined
+        ? b.listeners.find((x) => x.name === listenerName)
+        : listenerOf(b, interBrokerListenerName)
     return l === undefined ? undefined : { nodeId: b.id, host: l.host, port: l.port, rack: b.rack }
   }
   return {
@@ -129,16 +142,22 @@ const viewOf = (
       const image = current()
       for (const t of image.topics.byId.values()) yield topic(t, image)
     },
-    brokers: () =>
+    brokers: (listenerName) =>
       MetadataImage.activeBrokers(current())
-        .map(endpoint)
+        .map((b) => endpoint(b, listenerName))
         .filter((e): e is MetadataView.BrokerEndpoint => e !== undefined),
-    broker: (id) => {
+    broker: (id, listenerName) => {
       const b = current().cluster.brokers.get(id)
-      return b === undefined || b.fenced ? undefined : endpoint(b)
+      return b === undefined || b.fenced ? undefined : endpoint(b, listenerName)
     }
   }
 }
+
+/** A broker's endpoint on the inter-broker listener (else, for a registration without it, its first non-controller one). */
+const listenerOf = (b: MetadataImage.BrokerRegistration | undefined, interBrokerListenerName: string | null) =>
+  b?.listeners.find((x) => x.name === interBrokerListenerName) ??
+  b?.listeners.find((x) => x.name !== "CONTROLLER") ??
+  b?.listeners[0]
 
 export const start = async (
   requested: BrokerConfig,
@@ -149,42 +168,59 @@ export const start = async (
   if (bootstrap === null) throw new Error("a broker in a cluster needs controller.quorum.bootstrap.servers")
   fs.mkdirSync(requested.dataDir, { recursive: true })
   const handlers = new Handlers()
-  // SCRAM credentials come from the metadata image, which is loaded after the listener is up.
+  // One server per listener but the controller ones; TLS material is read here, so a bad file fails the start.
+  const brokerListeners = BrokerConfigs.listenersOf(requested).filter(
+    (l) => !requested.controllerListenerNames.includes(l.name)
+  )
+  if (brokerListeners.length === 0) throw new Error("a broker needs a listener that is not a controller listener")
+  // This broker's own connections: to the other brokers' inter-broker listener and to the controller listener.
+  const interBrokerName = requested.interBrokerListenerName ?? brokerListeners[0]!.name
+  const interBroker = Listeners.clientSecurity(
+    requested,
+    interBrokerName,
+    requested.listenerSecurityProtocolMap.get(interBrokerName) ?? "PLAINTEXT",
+    "sasl.mechanism.inter.broker.protocol"
+  )
+  const controllerListener = BrokerConfigs.controllerProtocol(requested)
+  const toController = Listeners.clientSecurity(
+    requested,
+    controllerListener.name,
+    controllerListener.protocol,
+    "sasl.mechanism.controller.protocol"
+  )
+  const socketOptions = brokerListeners.map((l) => Listeners.socketOptions(requested, l))
+  // SCRAM credentials come from the metadata image, which is loaded after the listeners are up.
   let scramImage: () => MetadataImage.MetadataImage = () => MetadataImage.empty
-  const listenerSasl =
-    requested.listenerSecurityProtocol === "SASL_PLAINTEXT"
-      ? SaslConfig.forListener(requested, requested.listenerName)
-      : undefined
-  const server = await SocketServer.start({
-    host: requested.host,
-    port: requested.port,
-    maxFrameBytes: requested.socketRequestMaxBytes,
-    listenerName: requested.listenerName,
-    securityProtocol: requested.listenerSecurityProtocol,
-    handle:
-      listenerSasl === undefined
-        ? handlers.frameHandler(log)
-        : SaslAuthenticator.wrap(handlers.frameHandler(log), {
-            enabledMechanisms: listenerSasl.enabledMechanisms,
-            plainPassword: (u) => listenerSasl.plainUsers.get(u),
-            scramCredential: (u, m) => MetadataImage.scramCredential(scramImage(), u, Scram.mechanismId(m)),
-            maxReauthMs: listenerSasl.maxReauthMs,
-            log
-          }),
-    log
-  })
-  // The broker's own connections: to the controller with sasl.mechanism.controller.protocol, to the other
-  // brokers (their client listener) with sasl.mechanism.inter.broker.protocol, as Kafka does.
-  const controllerSecurity: Security.ClientSecurity | undefined =
-    requested.controllerSecurityProtocol === "SASL_PLAINTEXT"
-      ? { sasl: SaslConfig.clientCredentials(requested, "CONTROLLER", "sasl.mechanism.controller.protocol") }
-      : undefined
-  const interBrokerSecurity: Security.ClientSecurity | undefined =
-    requested.listenerSecurityProtocol === "SASL_PLAINTEXT"
-      ? {
-          sasl: SaslConfig.clientCredentials(requested, requested.listenerName, "sasl.mechanism.inter.broker.protocol")
-        }
-      : undefined
+  const servers = new Map<string, SocketServer.SocketServer>()
+  try {
+    for (const [i, l] of brokerListeners.entries()) {
+      const { sasl, ...options } = socketOptions[i]!
+      servers.set(
+        l.name,
+        await SocketServer.start({
+          host: l.host === "" ? "0.0.0.0" : l.host,
+          port: l.port,
+          maxFrameBytes: requested.socketRequestMaxBytes,
+          handle:
+            sasl === undefined
+              ? handlers.frameHandler(log)
+              : SaslAuthenticator.wrap(handlers.frameHandler(log), {
+                  enabledMechanisms: sasl.enabledMechanisms,
+                  plainPassword: (u) => sasl.plainUsers.get(u),
+                  scramCredential: (u, m) => MetadataImage.scramCredential(scramImage(), u, Scram.mechanismId(m)),
+                  maxReauthMs: sasl.maxReauthMs,
+                  log
+                }),
+          log,
+          ...options
+        })
+      )
+    }
+  } catch (e) {
+    for (const s of servers.values()) await s.close()
+    throw e
+  }
+  const server = servers.get(interBrokerName) ?? [...servers.values()][0]!
   const config: BrokerConfig = { ...requested, port: server.port }
   const nodeId = config.nodeId
   const clusterId = config.clusterId ?? clusterIdFrom(config.dataDir)
@@ -201,11 +237,18 @@ export const start = async (
   scramImage = () => image
   // The config in force: the properties under the dynamic broker configs of the metadata log.
   let effectiveConfig = DynamicBrokerConfig.effective(DynamicBrokerConfig.layersOf(config, image))
+  // The authorizer over the image's ACLs (authorizer.class.name), rebuilt whenever they change.
+  const authorizerConfig = config.authorizer
+  const buildAuthorizer = () =>
+    authorizerConfig === null
+      ? undefined
+      : StandardAuthorizer.StandardAuthorizer.make(authorizerConfig, image.acls.values())
+  let authorizer = buildAuthorizer()
   // Three connections to the controller, since it answers each connection's requests in order: heartbeats
   // (and registration) must never wait behind a long-polling metadata fetch, nor behind forwarded requests.
-  const controller = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-controller`, controllerSecurity)
-  const heartbeats = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-heartbeat`, controllerSecurity)
-  const metadataChannel = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-metadata`, controllerSecurity)
+  const controller = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-controller`, toController)
+  const heartbeats = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-heartbeat`, toController)
+  const metadataChannel = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-metadata`, toController)
   let brokerEpoch = -1n
   let stopped = false
 
@@ -236,8 +279,6 @@ export const start = async (
     readonly port: number
   }
   const fetchers = new Map<number, LeaderFetcher>()
-  const listenerOf = (b: MetadataImage.BrokerRegistration | undefined) =>
-    b?.listeners.find((x) => x.name !== "CONTROLLER") ?? b?.listeners[0]
   const retireFetcher = (leaderId: number) => {
     const existing = fetchers.get(leaderId)
     if (existing === undefined) return
@@ -251,7 +292,7 @@ export const start = async (
     b: MetadataImage.BrokerRegistration,
     l: { readonly host: string; readonly port: number }
   ): ReplicaFetcher.ReplicaFetcher => {
-    const channel = new Channel(l.host, l.port, `broker-${nodeId}-fetcher-${leaderId}`, interBrokerSecurity)
+    const channel = new Channel(l.host, l.port, `broker-${nodeId}-fetcher-${leaderId}`, interBroker)
     const fetcher = new ReplicaFetcher.ReplicaFetcher({
       brokerId: nodeId,
       brokerEpoch: () => brokerEpoch,
@@ -285,7 +326,7 @@ export const start = async (
   /** The fetcher for the current registration of `leaderId`, replacing one built for an earlier one. */
   const fetcherFor = (leaderId: number): ReplicaFetcher.ReplicaFetcher | undefined => {
     const b = image.cluster.brokers.get(leaderId)
-    const l = listenerOf(b)
+    const l = listenerOf(b, config.interBrokerListenerName)
     const existing = fetchers.get(leaderId)
     if (b === undefined || l === undefined) {
       retireFetcher(leaderId)
@@ -355,7 +396,7 @@ export const start = async (
       return effectiveConfig
     },
     layers: () => DynamicBrokerConfig.layersOf(config, image),
-    view: viewOf(() => image, clusterId, nodeId),
+    view: viewOf(() => image, clusterId, nodeId, config.interBrokerListenerName),
     admin,
     replicas,
     producerIds: new ProducerIdManager(admin),
@@ -370,15 +411,14 @@ export const start = async (
     const existing = peers.get(id)
     if (existing !== undefined) return existing
     const b = image.cluster.brokers.get(id)
-    const l = b?.listeners.find((x) => x.name !== "CONTROLLER") ?? b?.listeners[0]
+    const l = listenerOf(b, config.interBrokerListenerName)
     if (l === undefined) return undefined
-    const c = new Channel(l.host, l.port, `broker-${nodeId}-peer-${id}`, interBrokerSecurity)
+    const c = new Channel(l.host, l.port, `broker-${nodeId}-peer-${id}`, interBroker)
     peers.set(id, c)
     return c
   }
   const mirrors = MirrorRuntime.make({
     config,
-    ...(interBrokerSecurity === undefined ? {} : { ownClusterSecurity: interBrokerSecurity }),
     effectiveConfig: () => effectiveConfig,
     clusterId,
     image: () => image,
@@ -386,6 +426,7 @@ export const start = async (
     controller,
     catchUp: () => catchUp(),
     peer,
+    ...(interBroker === undefined ? {} : { interBrokerSecurity: interBroker }),
     log,
     ...options,
     metrics
@@ -426,7 +467,7 @@ export const start = async (
 
   const applyPartition = (t: MetadataImage.TopicImage, partitionId: number, p: MetadataImage.PartitionRegistration) => {
     if (!p.replicas.includes(nodeId)) return
-    const topicView = viewOf(() => image, clusterId, nodeId).topicByName(t.name)
+    const topicView = viewOf(() => image, clusterId, nodeId, config.interBrokerListenerName).topicByName(t.name)
     const role = replicas.applyRegistration(
       t.name,
       partitionId,
@@ -457,7 +498,7 @@ export const start = async (
   // Config changes apply to the hosted partitions as they are replayed: a broker-level change to every
   // partition, a topic's change to its own.
   const reconfigure = (topics: ReadonlySet<string> | "all") => {
-    const views = viewOf(() => image, clusterId, nodeId)
+    const views = viewOf(() => image, clusterId, nodeId, config.interBrokerListenerName)
     for (const state of replicas.all()) {
       if (topics !== "all" && !topics.has(state.topic)) continue
       const topicView = views.topicByName(state.topic)
@@ -486,6 +527,8 @@ export const start = async (
     onMetadataUpdate: (delta: MetadataDelta.MetadataDelta, next, manifest) =>
       Effect.sync(() => {
         image = next
+        if (authorizer !== undefined && (manifest._tag === "Snapshot" || delta.aclsChanged()))
+          authorizer = buildAuthorizer()
         refreshFetchers()
         if (manifest._tag === "Snapshot") {
           effectiveConfig = DynamicBrokerConfig.effective(DynamicBrokerConfig.layersOf(config, image))
@@ -548,6 +591,28 @@ export const start = async (
       Math.min(config.offsetsTopicReplicationFactor, Math.max(1, ctx.view.brokers().length))
     )
   )
+  const current = authorizer === undefined ? undefined : () => authorizer!
+  AclApis.register(handlers, {
+    authorizer: current,
+    createAcls: async (request) => {
+      const res = await controller.request(CreateAcls.api, request)
+      await catchUp()
+      return res
+    },
+    deleteAcls: async (request) => {
+      const res = await controller.request(DeleteAcls.api, request)
+      await catchUp()
+      return res
+    }
+  })
+  // Last: the checks wrap the handlers registered above. Without an authorizer nothing is wrapped.
+  if (current !== undefined)
+    Authorization.install(handlers, {
+      authorizer: current,
+      topicNameById: (id) => MetadataImage.topicById(image, id)?.name,
+      topicExists: (name) => MetadataImage.topicByName(image, name) !== undefined,
+      autoCreateTopicsEnable: () => effectiveConfig.autoCreateTopicsEnable
+    })
 
   // -------------------------------------------------------------------------------------------------
   // Lifecycle: register, follow the metadata log, heartbeat
@@ -558,14 +623,13 @@ export const start = async (
       brokerId: nodeId,
       clusterId,
       incarnationId,
-      listeners: [
-        {
-          name: config.listenerName,
-          host: config.advertisedHost,
-          port: config.port,
-          securityProtocol: SECURITY_PROTOCOL_IDS[config.listenerSecurityProtocol]
-        }
-      ],
+      listeners: BrokerConfigs.advertisedOf(config).map((l) => ({
+        name: l.name,
+        host: l.host,
+        // The inter-broker listener is where this broker bound; another advertises its own port unless 0.
+        port: l.name === interBrokerName || l.port === 0 ? (servers.get(l.name)?.port ?? l.port) : l.port,
+        securityProtocol: Listeners.SECURITY_PROTOCOL_ID[l.securityProtocol]
+      })),
       features: [...FeatureControl.SUPPORTED].map(([name, r]) => ({
         name,
         minSupportedVersion: r.min,
@@ -698,7 +762,8 @@ export const start = async (
     config.replicaHighWatermarkCheckpointIntervalMs
   )
   hwCheckpoint.unref()
-  log(`broker ${nodeId} serving on ${config.host}:${server.port} (controller ${bootstrap.host}:${bootstrap.port})`)
+  const endpoints = [...servers].map(([name, s]) => `${name}://${s.host}:${s.port}`).join(", ")
+  log(`broker ${nodeId} serving on ${endpoints} (controller ${bootstrap.host}:${bootstrap.port})`)
 
   return {
     port: server.port,
@@ -713,7 +778,7 @@ export const start = async (
       clearInterval(retention)
       clearInterval(hwCheckpoint)
       await metricsServer?.close()
-      await server.close()
+      for (const s of servers.values()) await s.close()
       for (const f of fetchers.values()) {
         f.fetcher.stop()
         f.channel.close()

@@ -2,10 +2,11 @@
  * A controller node's network face: the Kafka API server on the controller listener, translating
  * the controller-bound requests (broker registration and heartbeats, AlterPartition, topic and config
  * changes, producer-id blocks, BumpLeaderEpochs, AlterUserScramCredentials) into `QuorumController`
- * operations (after SASL authentication when the listener is SASL_PLAINTEXT), and serving the
+ * operations (after SASL authentication on a SASL_PLAINTEXT or SASL_SSL listener), and serving the
  * metadata log to brokers with Fetch on `__cluster_metadata`. Decisions live in the controller package.
  */
-import { QuorumController, ScramControl } from "@clustermirror/controller"
+import { Acl, StandardAuthorizer } from "@clustermirror/authorizer"
+import { QuorumController, ReplicationControl, ScramControl } from "@clustermirror/controller"
 import { MetadataLog } from "@clustermirror/metadata-log"
 import {
   AllocateProducerIds,
@@ -38,7 +39,9 @@ import * as fs from "node:fs"
 import { Handlers } from "@clustermirror/network/RequestChannel"
 import * as SocketServer from "@clustermirror/network/SocketServer"
 import * as SaslAuthenticator from "@clustermirror/network/SaslAuthenticator"
-import type * as SaslConfig from "@clustermirror/broker-config/SaslConfig"
+import type * as Listeners from "./Listeners.js"
+import * as AclApis from "./AclApis.js"
+import * as Authorization from "./Authorization.js"
 
 export interface ControllerServerOptions {
   readonly nodeId: number
@@ -59,8 +62,15 @@ export interface ControllerServerOptions {
   /** Credentials a new metadata log starts with (`--add-scram`). */
   readonly bootstrapScramCredentials?: ReadonlyArray<QuorumController.BootstrapScramCredential>
   /** SASL on the CONTROLLER listener (its protocol is SASL_PLAINTEXT); absent: PLAINTEXT. */
-  readonly sasl?: SaslConfig.ListenerSasl
+  /** `authorizer.class.name` (with `super.users`, `allow.everyone.if.no.acl.found`); null or absent: none. */
+  readonly authorizer?: StandardAuthorizer.AuthorizerConfig | null
   readonly log?: (line: string) => void
+  /** The controller listener's name, protocol and TLS (default a PLAINTEXT listener named CONTROLLER). */
+  readonly listener?: Listeners.ListenerOptions
+  /** Further controller listeners (`controller.listener.names` beyond the first), served alike. */
+  readonly moreListeners?: ReadonlyArray<
+    Pick<SocketServer.SocketServerOptions, "host" | "port"> & Listeners.ListenerOptions
+  >
 }
 
 export interface ControllerServer {
@@ -231,32 +241,97 @@ export const start = async (options: ControllerServerOptions): Promise<Controlle
     ...(options.log !== undefined ? { log_: options.log } : {})
   })
   const handlers = registerHandlers(new Handlers(), controller, metadataLog)
-  const log = options.log ?? (() => {})
-  const sasl = options.sasl
-  const server = await SocketServer.start({
-    host: options.host,
-    port: options.port,
-    maxFrameBytes: options.maxFrameBytes,
-    listenerName: "CONTROLLER",
-    securityProtocol: sasl === undefined ? "PLAINTEXT" : "SASL_PLAINTEXT",
-    handle:
-      sasl === undefined
-        ? handlers.frameHandler(log)
-        : SaslAuthenticator.wrap(handlers.frameHandler(log), {
-            enabledMechanisms: sasl.enabledMechanisms,
-            plainPassword: (u) => sasl.plainUsers.get(u),
-            scramCredential: (u, m) => ScramControl.credential(controller.current.scram, u, Scram.mechanismId(m)),
-            maxReauthMs: sasl.maxReauthMs,
-            log
-          }),
-    log
+  const authorizerConfig = options.authorizer ?? null
+  // The authorizer over the committed ACLs, rebuilt when the controller's ACL slice changes.
+  let built: { readonly acls: unknown; readonly authorizer: StandardAuthorizer.StandardAuthorizer } | undefined
+  const current =
+    authorizerConfig === null
+      ? undefined
+      : () => {
+          const acls = controller.current.acls.acls
+          if (built?.acls !== acls)
+            built = { acls, authorizer: StandardAuthorizer.StandardAuthorizer.make(authorizerConfig, acls.values()) }
+          return built.authorizer
+        }
+  AclApis.register(handlers, {
+    authorizer: current,
+    trustClusterAction: true,
+    createAcls: async (request) => ({
+      throttleTimeMs: 0,
+      results: await controller.createAcls(
+        request.creations.map((c) => ({
+          resourceType: c.resourceType,
+          resourceName: c.resourceName,
+          patternType: c.resourcePatternType,
+          principal: c.principal,
+          host: c.host,
+          operation: c.operation,
+          permissionType: c.permissionType
+        }))
+      )
+    }),
+    deleteAcls: async (request) => ({
+      throttleTimeMs: 0,
+      filterResults: (await controller.deleteAcls(request.filters.map(AclApis.filterOf))).map((r) => ({
+        errorCode: r.errorCode,
+        errorMessage: r.errorMessage,
+        matchingAcls: r.matchingAcls.map((a) => ({ errorCode: 0, errorMessage: null, ...a }))
+      }))
+    })
   })
-  log(`controller ${options.nodeId} of cluster ${options.clusterId} serving on ${options.host}:${server.port}`)
+  if (current !== undefined) {
+    Authorization.installController(handlers, {
+      authorizer: current,
+      topicNameById: (id) => ReplicationControl.topicById(controller.current.replication, id)?.name,
+      topicExists: (name) => ReplicationControl.topicByName(controller.current.replication, name) !== undefined,
+      autoCreateTopicsEnable: () => false,
+      trustClusterAction: true,
+      deleteMirrorOperation: Acl.AclOperation.ALTER
+    })
+  }
+  const log = options.log ?? (() => {})
+  const servers: SocketServer.SocketServer[] = []
+  try {
+    for (const { sasl, ...l } of [
+      { host: options.host, port: options.port, ...options.listener },
+      ...(options.moreListeners ?? [])
+    ])
+      servers.push(
+        await SocketServer.start({
+          maxFrameBytes: options.maxFrameBytes,
+          handle:
+            sasl === undefined
+              ? handlers.frameHandler(log)
+              : SaslAuthenticator.wrap(handlers.frameHandler(log), {
+                  enabledMechanisms: sasl.enabledMechanisms,
+                  plainPassword: (u) => sasl.plainUsers.get(u),
+                  scramCredential: (u, m) => ScramControl.credential(controller.current.scram, u, Scram.mechanismId(m)),
+                  maxReauthMs: sasl.maxReauthMs,
+                  log
+                }),
+          log,
+          listenerName: "CONTROLLER",
+          ...l
+        })
+      )
+  } catch (e) {
+    for (const s of servers) await s.close()
+    await controller.close()
+    await Effect.runPromise(metadataLog.close)
+    throw e
+  }
+  const server = servers[0]!
+  log(
+    `controller ${options.nodeId} of cluster ${options.clusterId} serving on ${options.host}:${server.port}${servers
+      .slice(1)
+      .map((s) => ` and ${s.host}:${s.port}`)
+      .join("")}`
+  )
   return {
     port: server.port,
     controller,
     close: async () => {
-      await server.close()
+      for (const s of servers) await s.close()
       await controller.close()
       await Effect.runPromise(metadataLog.close)
     }

@@ -144,7 +144,7 @@ export const register = (
                 creating = undefined
               })
           const leader = topic?.partitions[shards.partitionFor(key)]?.leader ?? -1
-          const node = leader >= 0 ? ctx.view.broker(leader) : undefined
+          const node = leader >= 0 ? ctx.view.broker(leader, req.connection.listenerName) : undefined
           if (node !== undefined)
             return { key, nodeId: node.nodeId, host: node.host, port: node.port, errorCode: 0, errorMessage: null }
         }

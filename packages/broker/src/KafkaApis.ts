@@ -78,20 +78,29 @@ export class ProducerIdManager {
   }
 }
 
-const describeTopic = (ctx: BrokerContext, topic: MetadataView.TopicView) => ({
+/**
+ * A topic as Metadata describes it to a client on `listenerName`: like Kafka, a partition whose leader is
+ * registered but has no endpoint on that listener gets LISTENER_NOT_FOUND and no leader, and replicas
+ * without one are offline.
+ */
+const describeTopic = (ctx: BrokerContext, topic: MetadataView.TopicView, listenerName: string) => ({
   errorCode: 0,
   name: topic.name,
   topicId: topic.topicId,
   isInternal: INTERNAL_TOPICS.has(topic.name),
-  partitions: topic.partitions.map((p) => ({
-    errorCode: 0,
-    partitionIndex: p.partitionId,
-    leaderId: p.leader,
-    leaderEpoch: p.leaderEpoch,
-    replicaNodes: p.replicas,
-    isrNodes: p.isr,
-    offlineReplicas: p.replicas.filter((r) => ctx.view.broker(r) === undefined)
-  })),
+  partitions: topic.partitions.map((p) => {
+    const noListener =
+      p.leader >= 0 && ctx.view.broker(p.leader) !== undefined && ctx.view.broker(p.leader, listenerName) === undefined
+    return {
+      errorCode: noListener ? Errors.ErrorCode.LISTENER_NOT_FOUND : 0,
+      partitionIndex: p.partitionId,
+      leaderId: noListener ? -1 : p.leader,
+      leaderEpoch: p.leaderEpoch,
+      replicaNodes: p.replicas,
+      isrNodes: p.isr,
+      offlineReplicas: p.replicas.filter((r) => ctx.view.broker(r, listenerName) === undefined)
+    }
+  }),
   topicAuthorizedOperations: UNSET_OPS
 })
 
@@ -115,10 +124,11 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
     }))
     .register(Metadata.api, async (req, request) => {
       const all = request.topics === null || (req.apiVersion === 0 && request.topics.length === 0)
+      const listenerName = req.connection.listenerName
       const describe = async (t: { name: string | null; topicId: string }) => {
         const byId = t.name === null || t.name === ""
         const found = byId ? ctx.view.topicById(t.topicId) : ctx.view.topicByName(t.name!)
-        if (found !== undefined) return describeTopic(ctx, found)
+        if (found !== undefined) return describeTopic(ctx, found, listenerName)
         const unknown = {
           errorCode: byId ? Errors.ErrorCode.UNKNOWN_TOPIC_ID : Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
           name: t.name,
@@ -151,14 +161,18 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
         // Created, but this broker has not seen the metadata yet: the client retries, as with Kafka.
         return topic === undefined
           ? { ...unknown, errorCode: Errors.ErrorCode.LEADER_NOT_AVAILABLE }
-          : describeTopic(ctx, topic)
+          : describeTopic(ctx, topic, listenerName)
       }
       const topics = all
-        ? [...ctx.view.topics()].sort((a, b) => a.name.localeCompare(b.name)).map((t) => describeTopic(ctx, t))
+        ? [...ctx.view.topics()]
+            .sort((a, b) => a.name.localeCompare(b.name))
+            .map((t) => describeTopic(ctx, t, listenerName))
         : await Promise.all(request.topics!.map(describe))
       return {
         throttleTimeMs: 0,
-        brokers: ctx.view.brokers().map((b) => ({ nodeId: b.nodeId, host: b.host, port: b.port, rack: b.rack })),
+        brokers: ctx.view
+          .brokers(listenerName)
+          .map((b) => ({ nodeId: b.nodeId, host: b.host, port: b.port, rack: b.rack })),
         clusterId: ctx.view.clusterId,
         controllerId: ctx.view.controllerId(),
         topics,
@@ -372,7 +386,7 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
         describeConfigs(ctx, r.resourceType, r.resourceName, r.configurationKeys, request.includeSynonyms)
       )
     }))
-    .register(DescribeCluster.api, () => ({
+    .register(DescribeCluster.api, (req) => ({
       throttleTimeMs: 0,
       errorCode: 0,
       errorMessage: null,
@@ -380,7 +394,7 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
       clusterId: ctx.view.clusterId,
       controllerId: ctx.view.controllerId(),
       brokers: ctx.view
-        .brokers()
+        .brokers(req.connection.listenerName)
         .map((b) => ({ brokerId: b.nodeId, host: b.host, port: b.port, rack: b.rack, isFenced: false })),
       clusterAuthorizedOperations: UNSET_OPS
     }))

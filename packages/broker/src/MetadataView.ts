@@ -39,9 +39,13 @@ export interface MetadataView {
   readonly topicByName: (name: string) => TopicView | undefined
   readonly topicById: (id: string) => TopicView | undefined
   readonly topics: () => Iterable<TopicView>
-  /** Live (unfenced) brokers. */
-  readonly brokers: () => ReadonlyArray<BrokerEndpoint>
-  readonly broker: (id: number) => BrokerEndpoint | undefined
+  /**
+   * Live (unfenced) brokers, at their endpoint on `listenerName` (the listener a request came in on; a
+   * broker without it is left out, as Kafka does), else on the inter-broker listener.
+   */
+  readonly brokers: (listenerName?: string) => ReadonlyArray<BrokerEndpoint>
+  /** A live broker's endpoint on `listenerName` (else on the inter-broker listener). */
+  readonly broker: (id: number, listenerName?: string) => BrokerEndpoint | undefined
 }
 
 export interface CreatableTopic {

@@ -72,7 +72,7 @@ export const describeMirrorConfigs = (
     .filter(([key]) => keys === null || keys.includes(key))
     .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
     .map(([key, value]) => {
-      const secret = ConfigurationControl.MIRROR_CONFIG_DEFS.get(key)?.type === "password"
+      const secret = ConfigurationControl.isSensitive(ConfigurationControl.ResourceType.CLUSTER_MIRROR, key)
       return {
         name: key,
         value: secret ? null : value,

@@ -9,7 +9,7 @@
  * controller channel, source clusters) and wires events between them. Decisions are the manager's and the
  * controller's; it must not decide state transitions itself.
  */
-import { ClusterClient, Connection, type Security } from "@clustermirror/client"
+import { ClientError, ClusterClient, Connection, Security } from "@clustermirror/client"
 import { ClusterMirrorCoordinator, MirrorMetadataManager } from "@clustermirror/coordinator"
 import { MirrorFetcherManager, type SourceCluster } from "@clustermirror/fetcher"
 import { MetadataImage } from "@clustermirror/metadata-log"
@@ -66,6 +66,8 @@ export interface MirrorRuntimeOptions {
   readonly catchUp: () => Promise<void>
   /** A channel to another broker of this cluster; undefined when it is not known. */
   readonly peer: (nodeId: number) => Channel | undefined
+  /** How this broker connects to its own cluster's inter-broker listener (TLS, SASL); absent: PLAINTEXT. */
+  readonly interBrokerSecurity?: Security.ClientSecurity
   readonly log: (line: string) => void
   /** Mirror-level work the periodic refresh runs on the mirror-coordinator broker (§5.9); none by default. */
   readonly coordinatorTasks?: ReadonlyArray<MirrorRefresh.CoordinatorTask>
@@ -73,8 +75,6 @@ export interface MirrorRuntimeOptions {
   readonly onSyncError?: (mirror: string, kind: string, error: string) => void
   /** Where the mirror metrics are counted and their gauges collected; none when absent. */
   readonly metrics?: MirrorMetrics.MirrorMetrics
-  /** How the mirror's own connections to this cluster authenticate (the inter-broker credentials). */
-  readonly ownClusterSecurity?: Security.ClientSecurity
 }
 
 export interface MirrorRuntime {
@@ -103,10 +103,67 @@ const parseServers = (s: string): ReadonlyArray<{ host: string; port: number }> 
       return { host: x.slice(0, i), port: Number(x.slice(i + 1)) }
     })
 
+/**
+ * A mirror's connection settings to its source: the bootstrap servers and the security configs, read
+ * (key and trust store files included) when the mirror's connections are built, and again whenever
+ * one of them changes. A security config this broker cannot use fails every connect with its message,
+ * which names the key and the file, never a secret.
+ */
+interface SourceSettings {
+  readonly bootstrap: string
+  /** Identifies the settings: connections are rebuilt when it changes. Held in memory only. */
+  readonly key: string
+  readonly security: Either.Either<Security.ClientSecurity, Security.SecurityConfigError>
+}
+
+const sourceSettings = (configs: ReadonlyMap<string, string>): SourceSettings => {
+  const bootstrap = configs.get("bootstrap.servers") ?? ""
+  const security = [...configs].filter(([k]) => Security.isSecurityConfig(k)).sort((a, b) => (a[0] < b[0] ? -1 : 1))
+  return { bootstrap, key: connectionKey(configs), security: Security.fromConfig(new Map(security)) }
+}
+
+/** The security of a client: a function that throws the config error when the settings cannot be used. */
+const clientSecurity = (settings: SourceSettings): Security.ClientSecurity | (() => Security.ClientSecurity) =>
+  Either.match(settings.security, {
+    onRight: (security) => security,
+    onLeft: (error) => () => {
+      throw error
+    }
+  })
+
+/** Connection keys by config map: a mirror's configs are one map until they change (one start, many partitions). */
+const connectionKeys = new WeakMap<ReadonlyMap<string, string>, string>()
+
+/** `SourceSettings.key` without reading any file. */
+const connectionKey = (configs: ReadonlyMap<string, string>): string => {
+  let key = connectionKeys.get(configs)
+  if (key === undefined) {
+    key = JSON.stringify([
+      configs.get("bootstrap.servers") ?? "",
+      [...configs].filter(([k]) => Security.isSecurityConfig(k)).sort((a, b) => (a[0] < b[0] ? -1 : 1))
+    ])
+    connectionKeys.set(configs, key)
+  }
+  return key
+}
+
 /** A source connection over the client package's connection. */
-const connector = (clientId: string): SourceCluster.SourceConnector => ({
+const connector = (clientId: string, settings: SourceSettings): SourceCluster.SourceConnector => ({
   connect: async (host, port) => {
-    const c = await Connection.open({ host, port, clientId, requestTimeoutMs: 30_000 })
+    if (Either.isLeft(settings.security))
+      throw new ClientError.ConnectionError({
+        host,
+        port,
+        reason: "connect",
+        message: `connect to ${host}:${port}: ${settings.security.left.message}`
+      })
+    const c = await Connection.open({
+      host,
+      port,
+      clientId,
+      requestTimeoutMs: 30_000,
+      security: settings.security.right
+    })
     return {
       request: <Req extends Spec.Fields, Res extends Spec.Fields>(
         api: Api.ApiDef<Req, Res>,
@@ -152,7 +209,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
   // -------------------------------------------------------------------------------------------------
   // Mirror fetchers, one manager per mirror
 
-  const fetcherManagers = new Map<string, { manager: MirrorFetcherManager.MirrorFetcherManager; bootstrap: string }>()
+  const fetcherManagers = new Map<string, { manager: MirrorFetcherManager.MirrorFetcherManager; key: string }>()
   let manager: MirrorMetadataManager.MirrorMetadataManager
   let lag: MirrorLag.MirrorLag
   /** Partitions whose data loss the operator accepted: their fetcher restarts them at the source log start once. */
@@ -160,16 +217,18 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
 
   const fetcherFor = (mirror: string): MirrorFetcherManager.MirrorFetcherManager | undefined => {
     const configs = MetadataImage.configsOf(image(), MetadataImage.ConfigResourceType.CLUSTER_MIRROR, mirror)
-    const bootstrap = configs.get("bootstrap.servers") ?? ""
     const existing = fetcherManagers.get(mirror)
-    if (existing !== undefined && existing.bootstrap === bootstrap) return existing.manager
+    if (existing !== undefined && existing.key === connectionKey(configs)) return existing.manager
     if (existing !== undefined) void existing.manager.close()
-    const servers = parseServers(bootstrap)
+    const settings = sourceSettings(configs)
+    if (Either.isLeft(settings.security))
+      log(`mirror ${mirror}: cannot connect to the source: ${settings.security.left.message}`)
+    const servers = parseServers(settings.bootstrap)
     if (servers.length === 0) return undefined
     const created = new MirrorFetcherManager.MirrorFetcherManager({
       mirrorName: mirror,
       bootstrapServers: servers,
-      connector: connector(`broker-${nodeId}-mirror-${mirror}`),
+      connector: connector(`broker-${nodeId}-mirror-${mirror}`, settings),
       config: MirrorFetcherManager.fromMirrorConfigs(configs),
       // A partition that cannot fetch for the mirror's request timeout fails (and retries with backoff).
       failAfterMs: Math.max(1000, Number(configs.get("request.timeout.ms") ?? 30_000) || 30_000),
@@ -203,7 +262,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
           manager.epochNearlyAhead(tp.topic, tp.partition, Math.max(e.batchEpoch, e.sourceLeaderEpoch))
       }
     })
-    fetcherManagers.set(mirror, { manager: created, bootstrap })
+    fetcherManagers.set(mirror, { manager: created, key: settings.key })
     metrics?.mirrorKnown(mirror)
     return created
   }
@@ -211,22 +270,21 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
   // -------------------------------------------------------------------------------------------------
   // Source clusters: last-mirror-epoch lookups (§5.5), batched per mirror
 
-  const sourceClients = new Map<string, { client: ClusterClient.Client; bootstrap: string }>()
+  const sourceClients = new Map<string, { client: ClusterClient.Client; key: string }>()
   const sourceClient = (mirror: string): ClusterClient.Client => {
-    const bootstrap =
-      MetadataImage.configsOf(image(), MetadataImage.ConfigResourceType.CLUSTER_MIRROR, mirror).get(
-        "bootstrap.servers"
-      ) ?? ""
+    const configs = MetadataImage.configsOf(image(), MetadataImage.ConfigResourceType.CLUSTER_MIRROR, mirror)
     const existing = sourceClients.get(mirror)
-    if (existing !== undefined && existing.bootstrap === bootstrap) return existing.client
+    if (existing !== undefined && existing.key === connectionKey(configs)) return existing.client
     if (existing !== undefined) void existing.client.close()
+    const settings = sourceSettings(configs)
     const client = new ClusterClient.Client({
-      bootstrapServers: parseServers(bootstrap).map((s) => `${s.host}:${s.port}`),
+      bootstrapServers: parseServers(settings.bootstrap).map((s) => `${s.host}:${s.port}`),
       clientId: `broker-${nodeId}-mirror-admin-${mirror}`,
       requestTimeoutMs: 10_000,
-      connectTimeoutMs: 5_000
+      connectTimeoutMs: 5_000,
+      security: clientSecurity(settings)
     })
-    sourceClients.set(mirror, { client, bootstrap })
+    sourceClients.set(mirror, { client, key: settings.key })
     return client
   }
 
@@ -405,7 +463,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
         bootstrapServers: [`${config.advertisedHost}:${config.port}`],
         clientId: `broker-${nodeId}-mirror-refresh`,
         requestTimeoutMs: 30_000,
-        ...(options.ownClusterSecurity === undefined ? {} : { security: options.ownClusterSecurity })
+        ...(options.interBrokerSecurity === undefined ? {} : { security: options.interBrokerSecurity })
       })),
     bumpLeaderEpochs: partitions.bumpLeaderEpochs,
     intervalMs: config.mirrorMetadataRefreshIntervalMs,
@@ -524,11 +582,21 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     onStatePartition: (partition, leader, leaderEpoch, numPartitions) =>
       manager.onStatePartition(partition, leader === nodeId ? leaderEpoch : -1, numPartitions),
     onMetadataUpdate: () => {
-      for (const [mirror, f] of fetcherManagers)
-        if (metadata.mirrorConfigs(mirror) === undefined) {
+      for (const [mirror, f] of fetcherManagers) {
+        const configs = metadata.mirrorConfigs(mirror)
+        if (configs === undefined) {
           void f.manager.close()
           fetcherManagers.delete(mirror)
+        } else if (connectionKey(configs) !== f.key) {
+          // The source's address or security changed: its partitions move to fetchers connected anew
+          // (nothing is appended by the old ones once they are removed from them).
+          const moved = f.manager.partitionList()
+          f.manager.removePartitions(moved)
+          void f.manager.close()
+          fetcherManagers.delete(mirror)
+          if (moved.length > 0) fetcherFor(mirror)?.addPartitions(moved)
         }
+      }
       groupSync.retain(new Set(metadata.mirrorNames()))
       manager.onMetadataUpdate()
       refresh.onMetadataUpdate()

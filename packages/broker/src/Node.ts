@@ -11,10 +11,11 @@ import { Uuid } from "@clustermirror/protocol"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
+import * as BrokerConfigs from "@clustermirror/broker-config/BrokerConfig"
 import type { BrokerConfig } from "@clustermirror/broker-config/BrokerConfig"
-import * as SaslConfig from "@clustermirror/broker-config/SaslConfig"
 import * as ClusterBroker from "./ClusterBroker.js"
 import * as ControllerServer from "./ControllerServer.js"
+import * as Listeners from "./Listeners.js"
 
 export interface Node {
   /** The client listener (-1 for a controller-only node). */
@@ -64,8 +65,17 @@ export const start = async (
   let controller: ControllerServer.ControllerServer | undefined
   if (roles.includes("controller")) {
     if (config.controllerPort < 0 && !combinedDefault)
-      throw new Error("a controller needs a CONTROLLER listener in listeners")
+      throw new Error("a controller needs a listener of controller.listener.names in listeners")
+    const [listener, ...more] = BrokerConfigs.listenersOf(config).filter((l) =>
+      config.controllerListenerNames.includes(l.name)
+    )
     controller = await ControllerServer.start({
+      ...(listener === undefined ? {} : { listener: Listeners.socketOptions(config, listener) }),
+      moreListeners: more.map((l) => ({
+        host: l.host || "0.0.0.0",
+        port: l.port,
+        ...Listeners.socketOptions(config, l)
+      })),
       nodeId: config.nodeId,
       clusterId,
       host: config.controllerPort < 0 ? "127.0.0.1" : config.controllerHost,
@@ -82,9 +92,7 @@ export const start = async (
       leaderImbalanceCheckIntervalMs: config.leaderImbalanceCheckIntervalSeconds * 1000,
       leaderImbalancePerBrokerPercentage: config.leaderImbalancePerBrokerPercentage,
       bootstrapScramCredentials: config.bootstrapScramCredentials,
-      ...(config.controllerSecurityProtocol === "SASL_PLAINTEXT"
-        ? { sasl: SaslConfig.forListener(config, "CONTROLLER") }
-        : {}),
+      authorizer: config.authorizer,
       log
     })
   }

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Connection } from "@clustermirror/client"
 import {
   CreateClusterMirror,
+  DeleteClusterMirror,
   DescribeConfigs,
   Errors,
   ListClusterMirrors,
@@ -140,7 +141,7 @@ describe("ListClusterMirrors", () => {
     }
   })
 
-  it("refuses a mirror with TLS or SASL settings, naming the setting and not echoing a secret", async () => {
+  it("refuses a mirror whose security configs cannot connect, naming the setting and not echoing a secret", async () => {
     const refused = await conns[1]!.call(CreateClusterMirror.api, {
       mirrorName: "secure",
       config: [
@@ -151,8 +152,48 @@ describe("ListClusterMirrors", () => {
     })
     expect(refused.errorCode).toBe(Errors.ErrorCode.INVALID_CONFIG)
     expect(refused.errorMessage).toBe(
-      "Invalid value [hidden] for configuration ssl.key.password: TLS and SASL are not implemented yet: connections to the source are PLAINTEXT only"
+      "Invalid value [hidden] for configuration ssl.key.password: is a TLS setting, and security.protocol PLAINTEXT does not use TLS (SSL or SASL_SSL do)"
     )
+  })
+
+  it("stores a mirror's secrets and describes them as sensitive, with a null value, on every broker", async () => {
+    const jaas =
+      'org.apache.kafka.common.security.scram.ScramLoginModule required username="mirror" password="s3cret-scram";'
+    const created = await conns[0]!.call(CreateClusterMirror.api, {
+      mirrorName: "sasl",
+      config: [
+        { name: "bootstrap.servers", value: source.bootstrap },
+        { name: "mirror.source.cluster.id", value: "sasl-cluster" },
+        { name: "security.protocol", value: "SASL_PLAINTEXT" },
+        { name: "sasl.mechanism", value: "SCRAM-SHA-512" },
+        { name: "sasl.jaas.config", value: jaas }
+      ]
+    })
+    expect([created.errorCode, created.errorMessage]).toEqual([0, null])
+    const expected = [
+      ["bootstrap.servers", source.bootstrap, false],
+      ["mirror.source.cluster.id", "sasl-cluster", false],
+      ["sasl.jaas.config", null, true],
+      ["sasl.mechanism", "SCRAM-SHA-512", false],
+      ["security.protocol", "SASL_PLAINTEXT", false]
+    ]
+    for (const conn of conns) {
+      let shown: ReadonlyArray<unknown> = []
+      for (let i = 0; i < 100; i++) {
+        const res = await conn.call(DescribeConfigs.api, {
+          resources: [{ resourceType: 64, resourceName: "sasl", configurationKeys: null }],
+          includeSynonyms: true,
+          includeDocumentation: false
+        })
+        shown = res.results[0]!.configs.map((c) => [c.name, c.value, c.isSensitive])
+        if (shown.length === expected.length) break
+        await new Promise((r) => setTimeout(r, 50))
+      }
+      expect(shown).toEqual(expected)
+      expect(JSON.stringify(shown)).not.toContain("s3cret-scram")
+    }
+    const deleted = await conns[0]!.call(DeleteClusterMirror.api, { mirrorName: "sasl" })
+    expect(deleted.errorCode).toBe(0)
   })
 
   it("describes a mirror's configs as stored", async () => {

@@ -25,7 +25,6 @@ import { fromPromise } from "./internal/effect.js"
 import * as MetadataCache from "./MetadataCache.js"
 import * as NodePool from "./NodePool.js"
 import * as Retry from "./Retry.js"
-import type { ClientSecurity } from "./Security.js"
 
 export interface Config {
   /** "host:port" of brokers to bootstrap from. */
@@ -43,8 +42,8 @@ export interface Config {
   readonly fanOutConcurrency?: number
   /** Per-broker timeout of `forEachBroker`; default the request timeout. */
   readonly fanOutTimeoutMs?: number
-  /** TLS and SASL of every connection; absent: PLAINTEXT. */
-  readonly security?: ClientSecurity
+  /** TLS and SASL for every connection (see `NodePool.Options.security`); absent: PLAINTEXT. */
+  readonly security?: NodePool.Options["security"]
 }
 
 export interface SendOptions {

@@ -1,6 +1,6 @@
 /**
- * One TCP connection to a Kafka broker: framing, correlation ids, pipelining and ApiVersions
- * negotiation.
+ * One TCP (or TLS, with `security.tls`) connection to a Kafka broker: framing, correlation ids,
+ * pipelining and ApiVersions negotiation.
  *
  * The core is Promise/callback based on `node:net` so that the data path (replica and mirror
  * fetchers, forwarding) pays no Effect per request: `request` encodes, writes and resolves with the
@@ -28,6 +28,7 @@ import {
 import { Effect, Either, type Scope } from "effect"
 import { Buffer } from "node:buffer"
 import * as net from "node:net"
+import * as tls from "node:tls"
 import {
   type ClientError,
   ConnectionError,
@@ -130,17 +131,18 @@ export class Connection {
   /** Connects and, unless `negotiate` is false, negotiates API versions. */
   static open(options: Options): Promise<Connection> {
     const connectTimeoutMs = options.connectTimeoutMs ?? 10_000
-    if (options.security?.tls !== undefined)
-      return Promise.reject(
-        new ConnectionError({
-          host: options.host,
-          port: options.port,
-          reason: "connect",
-          message: `connect to ${options.host}:${options.port}: TLS is not implemented yet`
-        })
-      )
+    const tlsOptions = options.security?.tls
     return new Promise<Connection>((resolve, reject) => {
-      const socket = net.connect({ host: options.host, port: options.port })
+      const socket =
+        tlsOptions === undefined
+          ? net.connect({ host: options.host, port: options.port })
+          : tls.connect({
+              // SNI takes host names only; the certificate check uses `host` either way.
+              ...(net.isIP(options.host) === 0 ? { servername: options.host } : {}),
+              ...tlsOptions,
+              host: options.host,
+              port: options.port
+            })
       const timer = setTimeout(() => {
         socket.destroy()
         reject(
@@ -159,13 +161,13 @@ export class Connection {
             host: options.host,
             port: options.port,
             reason: "connect",
-            message: `connect to ${options.host}:${options.port} failed: ${err.message}`,
+            message: `connect to ${options.host}:${options.port} failed: ${tlsOptions === undefined ? err.message : tlsFailure(err)}`,
             cause: err
           })
         )
       }
       socket.once("error", onError)
-      socket.once("connect", () => {
+      socket.once(tlsOptions === undefined ? "connect" : "secureConnect", () => {
         clearTimeout(timer)
         socket.off("error", onError)
         resolve(new Connection(socket, options))
@@ -519,6 +521,31 @@ export class Connection {
     }, delay)
     this.reauthTimer.unref?.()
   }
+}
+
+/** Why a TLS connection failed, naming certificate problems the way an operator can act on them. */
+const tlsFailure = (err: Error): string => {
+  const code = (err as NodeJS.ErrnoException).code ?? ""
+  // The TCP connect itself failed (refused, unreachable): no TLS problem to name.
+  const syscall = (err as NodeJS.ErrnoException).syscall
+  if (syscall === "connect" || syscall === "getaddrinfo") return err.message
+  if (code === "ERR_TLS_CERT_ALTNAME_INVALID")
+    return `TLS: the broker's certificate does not name this host (${err.message})`
+  if (code === "CERT_HAS_EXPIRED" || code === "CERT_NOT_YET_VALID")
+    return `TLS: the broker's certificate is not valid now (${code})`
+  if (
+    code === "DEPTH_ZERO_SELF_SIGNED_CERT" ||
+    code === "SELF_SIGNED_CERT_IN_CHAIN" ||
+    code === "UNABLE_TO_VERIFY_LEAF_SIGNATURE" ||
+    code === "UNABLE_TO_GET_ISSUER_CERT_LOCALLY" ||
+    code === "UNABLE_TO_GET_ISSUER_CERT"
+  )
+    return `TLS: the broker's certificate is not trusted by the truststore (${code})`
+  if (/certificate required|handshake failure|unknown ca|bad certificate/i.test(err.message))
+    return `TLS: the broker refused the handshake, check the client certificate (${err.message})`
+  if (/wrong version number|packet length too long/i.test(err.message))
+    return `TLS: the peer does not speak TLS on this port (${err.message})`
+  return `TLS handshake failed: ${err.message}`
 }
 
 /** Opens a connection (see `Connection.open`). */

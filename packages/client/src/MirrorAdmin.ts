@@ -34,6 +34,7 @@ import { type BrokerResult, Client, validRequest } from "./ClusterClient.js"
 import * as FanOut from "./FanOut.js"
 import type * as MetadataCache from "./MetadataCache.js"
 import type * as Retry from "./Retry.js"
+import * as Security from "./Security.js"
 
 /** The config resource type of a cluster mirror (KIP-1279). */
 export const CLUSTER_MIRROR_RESOURCE = 64
@@ -76,6 +77,14 @@ export interface StartOptions {
   readonly exclude?: ReadonlyArray<string>
   /** The source's bootstrap servers; by default read from the mirror's `bootstrap.servers`. */
   readonly sourceBootstrap?: string
+}
+
+/** A mirror config entry as DescribeConfigs answers it. */
+export interface MirrorConfigEntry {
+  readonly name: string
+  /** Null for a secret. */
+  readonly value: string | null
+  readonly isSensitive: boolean
 }
 
 export interface SourceTopic {
@@ -418,12 +427,6 @@ export const mergeGroupSync = (
   return [...groups.values()].sort((a, b) => compareStrings(a.group, b.group))
 }
 
-/** Runs `use` with a short-lived client on a source cluster, closing it afterwards. */
-/** Whether a mirror config connects the way our source client does: PLAINTEXT, without TLS or SASL keys. */
-const plaintext = (configs: ReadonlyMap<string, string>): boolean =>
-  (configs.get("security.protocol") ?? "PLAINTEXT").trim().toUpperCase() === "PLAINTEXT" &&
-  ![...configs.keys()].some((k) => k.startsWith("ssl.") || k.startsWith("sasl."))
-
 /** A failure to talk to the source as `SourceUnreachable` (with the innermost reason); others unchanged. */
 const unreachable = (bootstrap: string, e: unknown): unknown => {
   if (!(e instanceof ConnectionError || e instanceof NoBrokerAvailable || e instanceof RequestTimeout)) return e
@@ -436,12 +439,21 @@ const unreachable = (bootstrap: string, e: unknown): unknown => {
   return new SourceUnreachable({ bootstrap, reason: text, cause: e })
 }
 
-const withSource = async <A>(bootstrap: string, use: (source: Client) => Promise<A>): Promise<A> => {
+/** How this client reaches a mirror's source: its bootstrap servers and the mirror's security configs. */
+export interface SourceAccess {
+  readonly bootstrap: string
+  readonly security?: Security.ClientSecurity
+}
+
+/** Runs `use` with a short-lived client on a source cluster, closing it afterwards. */
+const withSource = async <A>(access: SourceAccess | string, use: (source: Client) => Promise<A>): Promise<A> => {
+  const { bootstrap, security } = typeof access === "string" ? { bootstrap: access, security: undefined } : access
   const servers = splitServers(bootstrap)
   if (servers.length === 0) throw new Error("no source bootstrap servers")
   const source = new Client({
     bootstrapServers: servers,
     clientId: "clustermirror-mirror-admin",
+    ...(security === undefined ? {} : { security }),
     retry: SOURCE_RETRY,
     connectTimeoutMs: SOURCE_TIMEOUT_MS,
     requestTimeoutMs: SOURCE_TIMEOUT_MS
@@ -508,16 +520,30 @@ export class MirrorAdmin {
 
   /**
    * Creates a mirror. Without `mirror.source.cluster.id` in `configs`, it is read from the source (as
-   * Kafka's admin does); a source that cannot be reached fails the create with `SourceUnreachable`
-   * ("cannot reach the source at …: ECONNREFUSED …"). The lookup speaks PLAINTEXT, so a config asking for
-   * another security protocol (or carrying ssl./sasl. keys) goes as given, for the cluster to refuse.
+   * Kafka's admin does), connecting with the mirror's own security configs (`security.protocol`,
+   * `sasl.*`, `ssl.*`, files read here); a source that cannot be reached fails the create with
+   * `SourceUnreachable` ("cannot reach the source at …: ECONNREFUSED …"). Security configs that cannot
+   * be used go as given, for the cluster to refuse naming the key; files this host cannot read fail the
+   * create with the key and the path (set `mirror.source.cluster.id` to create without the lookup).
    */
   async createClusterMirror(name: string, configs: ReadonlyMap<string, string>): Promise<void> {
     const all = new Map(configs)
     const bootstrap = all.get("bootstrap.servers")
-    if (!all.has("mirror.source.cluster.id") && bootstrap !== undefined && plaintext(all)) {
-      const clusterId = await withSource(bootstrap, async (s) => (await s.metadata([])).clusterId)
-      if (clusterId !== null) all.set("mirror.source.cluster.id", clusterId)
+    if (!all.has("mirror.source.cluster.id") && bootstrap !== undefined) {
+      const props = new Map([...all].filter(([k]) => Security.isSecurityConfig(k)))
+      if (Either.isRight(Security.validate(props))) {
+        const security = Security.fromConfig(props)
+        if (Either.isLeft(security))
+          throw new SourceUnreachable({
+            bootstrap,
+            reason: `${security.left.message} (set mirror.source.cluster.id to create the mirror without asking the source)`
+          })
+        const clusterId = await withSource(
+          { bootstrap, security: security.right },
+          async (s) => (await s.metadata([])).clusterId
+        )
+        if (clusterId !== null) all.set("mirror.source.cluster.id", clusterId)
+      }
     }
     const res = await this.anyBroker(CreateClusterMirror.api, {
       mirrorName: name,
@@ -534,7 +560,7 @@ export class MirrorAdmin {
    * (the OffsetForLeaderEpoch check the fetcher does first). No last mirror epoch: the whole log goes.
    */
   async previewTruncation(name: string, topics: ReadonlyArray<string>): Promise<ReadonlyArray<TruncationPreview>> {
-    const bootstrap = await this.sourceBootstrap(name)
+    const access = await this.sourceAccess(name)
     const local = await this.client.metadata(topics)
     const clusterId = local.clusterId
     const wanted = topics.map((t) => {
@@ -547,7 +573,7 @@ export class MirrorAdmin {
         })
       return { name: t, topicId: info.topicId, partitions: [...info.partitions.keys()].sort((a, b) => a - b) }
     })
-    return withSource(bootstrap, async (source) => {
+    return withSource(access, async (source) => {
       // The last mirror epochs the source's brokers hold for mirrors whose source is this cluster.
       const lmes = new Map<string, number>()
       const brokers = [...(await source.metadata([])).brokers.values()].sort((a, b) => a.nodeId - b.nodeId)
@@ -604,6 +630,11 @@ export class MirrorAdmin {
 
   /** A mirror's stored configs; password values come back as null. */
   async describeMirrorConfigs(name: string): Promise<ReadonlyMap<string, string | null>> {
+    return new Map((await this.mirrorConfigEntries(name)).map((c) => [c.name, c.value]))
+  }
+
+  /** A mirror's configs as the cluster describes them: a secret's value is null, marked sensitive. */
+  async mirrorConfigEntries(name: string): Promise<ReadonlyArray<MirrorConfigEntry>> {
     const res = await this.anyBroker(DescribeConfigs.api, {
       resources: [{ resourceType: CLUSTER_MIRROR_RESOURCE, resourceName: name, configurationKeys: null }],
       includeSynonyms: false,
@@ -612,7 +643,7 @@ export class MirrorAdmin {
     const r = res.results[0]
     if (r === undefined) throw new Error(`DescribeConfigs returned no result for mirror ${name}`)
     checked(`DescribeConfigs mirror ${name}`, r)
-    return new Map(r.configs.map((c) => [c.name, c.value]))
+    return r.configs.map((c) => ({ name: c.name, value: c.value, isSensitive: c.isSensitive }))
   }
 
   /** The configs of one broker of the cluster (the named keys only, unless `keys` is null). */
@@ -639,14 +670,45 @@ export class MirrorAdmin {
     return servers
   }
 
-  /** The topics of a mirror's source cluster (all of them, or the named ones that exist). */
+  /**
+   * How this client reaches a mirror's source, from the mirror's configs. The cluster never returns
+   * a mirror's secrets, so a source reached with a password or key (SASL, a PEM key, a key store
+   * password) cannot be reached from here: `SourceUnreachable` says so, naming the hidden keys.
+   */
+  async sourceAccess(name: string): Promise<SourceAccess> {
+    const configs = await this.describeMirrorConfigs(name)
+    const bootstrap = configs.get("bootstrap.servers")
+    if (bootstrap === undefined || bootstrap === null || bootstrap === "")
+      throw new Error(`mirror ${name} has no bootstrap.servers`)
+    const props = new Map<string, string>()
+    const hidden: Array<string> = []
+    for (const [k, v] of configs)
+      if (Security.isSecurityConfig(k)) {
+        if (v === null) hidden.push(k)
+        else props.set(k, v)
+      }
+    const protocol = props.get("security.protocol") ?? "PLAINTEXT"
+    if (hidden.length > 0)
+      throw new SourceUnreachable({
+        bootstrap,
+        reason: `mirror ${name} connects over ${protocol} with secrets the cluster does not return (${hidden.sort().join(", ")}), so this client cannot connect to the source itself`
+      })
+    const security = Security.fromConfig(props)
+    if (Either.isLeft(security)) throw new SourceUnreachable({ bootstrap, reason: security.left.message })
+    return { bootstrap, security: security.right }
+  }
+
+  /**
+   * The topics of a mirror's source cluster (all of them, or the named ones that exist), reached as
+   * `sourceAccess` says, or at `sourceBootstrap` in PLAINTEXT when given.
+   */
   async sourceTopics(
     name: string,
     topics: ReadonlyArray<string> | null,
     sourceBootstrap?: string
   ): Promise<ReadonlyArray<SourceTopic>> {
-    const bootstrap = sourceBootstrap ?? (await this.sourceBootstrap(name))
-    return withSource(bootstrap, async (source) => {
+    const access = sourceBootstrap ?? (await this.sourceAccess(name))
+    return withSource(access, async (source) => {
       const snap = await source.metadata(topics)
       return [...snap.topics.values()]
         .filter((t) => t.errorCode === 0 && (topics === null || topics.includes(t.name)))

@@ -24,8 +24,11 @@ export interface Options {
   /** Cap on the reconnect delay; default 1 s. */
   readonly reconnectBackoffMaxMs?: number
   readonly negotiate?: boolean
-  /** TLS and SASL for every connection of the pool; absent: PLAINTEXT. */
-  readonly security?: ClientSecurity
+  /**
+   * TLS and SASL for every connection of the pool; absent: PLAINTEXT. A function is asked at each
+   * connect; when it throws (a security config that cannot be used), the connect fails with its message.
+   */
+  readonly security?: ClientSecurity | (() => ClientSecurity)
 }
 
 export const addressKey = (a: Address): string => `${a.host}:${a.port}`
@@ -87,6 +90,23 @@ export class NodePool {
     }
   }
 
+  private security(address: Address): ClientSecurity | undefined {
+    const s = this.options.security
+    if (typeof s !== "function") return s
+    try {
+      return s()
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e)
+      throw new ConnectionError({
+        host: address.host,
+        port: address.port,
+        reason: "connect",
+        message: `connect to ${addressKey(address)}: ${message}`,
+        cause: e
+      })
+    }
+  }
+
   /** Records (or updates) the address of a node id. */
   setNode(nodeId: number, address: Address): void {
     this.nodes.set(nodeId, address)
@@ -112,6 +132,7 @@ export class NodePool {
     const opening = (wait > 0 ? Retry.sleep(wait) : Promise.resolve())
       .then(() => {
         if (this.closed) throw new ClientClosed({ message: "node pool closed" })
+        const security = this.security(address)
         return Connection.open({
           host: address.host,
           port: address.port,
@@ -119,7 +140,7 @@ export class NodePool {
           ...(this.options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: this.options.connectTimeoutMs }),
           ...(this.options.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: this.options.requestTimeoutMs }),
           ...(this.options.negotiate === undefined ? {} : { negotiate: this.options.negotiate }),
-          ...(this.options.security === undefined ? {} : { security: this.options.security })
+          ...(security === undefined ? {} : { security })
         })
       })
       .then(

@@ -534,7 +534,7 @@ describe("MirrorAdmin and an unreachable source", () => {
     expect(client.sent).toEqual([])
   })
 
-  it("createClusterMirror does not look up a source it would reach over the wrong protocol, and sends the config", async () => {
+  it("createClusterMirror does not look up a source with security configs the cluster will refuse, and sends the config", async () => {
     const sent: Array<ReadonlyArray<string>> = []
     const client = new ScriptedClient([1]).answer(CreateClusterMirror.api, (_n, req) => {
       sent.push(req.config.map((c) => c.name))
@@ -548,6 +548,91 @@ describe("MirrorAdmin and an unreachable source", () => {
       ])
     )
     expect(sent).toEqual([["bootstrap.servers", "security.protocol"]])
+  })
+
+  it("createClusterMirror looks the cluster id up with the mirror's security configs, never showing the password", async () => {
+    const client = new ScriptedClient([1])
+    const secret = "mirror-secret-never-shown"
+    const error = await new MirrorAdmin.MirrorAdmin(client)
+      .createClusterMirror(
+        "m",
+        new Map([
+          ["bootstrap.servers", "127.0.0.1:1"],
+          ["security.protocol", "SASL_PLAINTEXT"],
+          ["sasl.mechanism", "SCRAM-SHA-512"],
+          [
+            "sasl.jaas.config",
+            `org.apache.kafka.common.security.scram.ScramLoginModule required username="m" password="${secret}";`
+          ]
+        ])
+      )
+      .catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(SourceUnreachable)
+    expect(error instanceof Error && error.message).toMatch(/^cannot reach the source at 127\.0\.0\.1:1: /)
+    expect(error instanceof Error && error.message).not.toContain(secret)
+    expect(client.sent).toEqual([])
+  })
+
+  it("createClusterMirror names the key and the path of a file this host cannot read", async () => {
+    const client = new ScriptedClient([1])
+    const error = await new MirrorAdmin.MirrorAdmin(client)
+      .createClusterMirror(
+        "m",
+        new Map([
+          ["bootstrap.servers", "127.0.0.1:1"],
+          ["security.protocol", "SSL"],
+          ["ssl.truststore.type", "PEM"],
+          ["ssl.truststore.location", "/nowhere/ca.pem"]
+        ])
+      )
+      .catch((e: unknown) => e)
+    expect(error instanceof Error && error.message).toBe(
+      "cannot reach the source at 127.0.0.1:1: ssl.truststore.location: cannot read /nowhere/ca.pem (ENOENT) (set mirror.source.cluster.id to create the mirror without asking the source)"
+    )
+    expect(client.sent).toEqual([])
+  })
+
+  it("a mirror whose source needs a secret the cluster does not return: the source cannot be asked from here", async () => {
+    const described = [
+      ["bootstrap.servers", "127.0.0.1:1", false],
+      ["security.protocol", "SASL_SSL", false],
+      ["sasl.mechanism", "PLAIN", false],
+      ["sasl.jaas.config", null, true]
+    ] as const
+    const client = new ScriptedClient([1])
+      .answer(DescribeConfigs.api, (_n, req) => ({
+        throttleTimeMs: 0,
+        results: req.resources.map((r) => ({
+          errorCode: 0,
+          errorMessage: null,
+          resourceType: r.resourceType,
+          resourceName: r.resourceName,
+          configs: described.map(([name, value, isSensitive]) => ({
+            name,
+            value,
+            readOnly: false,
+            configSource: 2,
+            isDefault: false,
+            isSensitive,
+            synonyms: []
+          }))
+        }))
+      }))
+      .answer(StartMirrorTopics.api, (_n, req) => ({
+        throttleTimeMs: 0,
+        errorCode: 0,
+        errorMessage: null,
+        topics: req.topics.map((t) => ({ name: t.topicName, errorCode: 0, errorMessage: null }))
+      }))
+    const admin = new MirrorAdmin.MirrorAdmin(client)
+    const error = await admin.sourceAccess("m").catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(SourceUnreachable)
+    expect(error instanceof Error && error.message).toBe(
+      "cannot reach the source at 127.0.0.1:1: mirror m connects over SASL_SSL with secrets the cluster does not return (sasl.jaas.config), so this client cannot connect to the source itself"
+    )
+    // A start goes by name: the cluster resolves the topic on the source.
+    const results = await admin.startMirrorTopics("m", ["orders"])
+    expect(results.map((r) => [r.name, r.error, r.source])).toEqual([["orders", null, "unreachable"]])
   })
 
   it("startMirrorTopics says which topics the source has, lacks, or could not be asked about", async () => {

@@ -3,6 +3,7 @@ import { Ports } from "@clustermirror/testkit"
 import { describe, expect, it } from "@effect/vitest"
 import { ConnectionError } from "../src/ClientError.js"
 import { NodePool } from "../src/NodePool.js"
+import { SecurityConfigError } from "../src/Security.js"
 import * as Fake from "./FakeBroker.js"
 
 describe("NodePool", () => {
@@ -46,6 +47,38 @@ describe("NodePool", () => {
       expect(Date.now() - started).toBeGreaterThanOrEqual(150)
     } finally {
       await pool.close()
+    }
+  })
+
+  it("asks a security function at each connect; when it throws, the connect fails with its message and nothing is sent", async () => {
+    const fake = await Fake.start((req) => {
+      if (req.apiKey === ApiVersions.api.key) Fake.answerApiVersions(req)
+    })
+    let usable = false
+    const pool = new NodePool({
+      reconnectBackoffMs: 1,
+      security: () => {
+        if (!usable)
+          throw new SecurityConfigError({
+            key: "ssl.truststore.location",
+            reason: "cannot read /nowhere/ca.pem (ENOENT)"
+          })
+        return {}
+      }
+    })
+    try {
+      const address = { host: "127.0.0.1", port: fake.port }
+      const failed = await pool.get(address).catch((e: unknown) => e)
+      expect(failed).toBeInstanceOf(ConnectionError)
+      expect(failed instanceof ConnectionError && failed.message).toBe(
+        `connect to 127.0.0.1:${fake.port}: ssl.truststore.location: cannot read /nowhere/ca.pem (ENOENT)`
+      )
+      expect(fake.seen.length).toBe(0)
+      usable = true
+      expect((await pool.get(address)).isOpen).toBe(true)
+    } finally {
+      await pool.close()
+      await fake.close()
     }
   })
 })

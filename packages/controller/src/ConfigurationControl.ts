@@ -11,6 +11,7 @@
  */
 import { Errors, type IncrementalAlterConfigs, MetadataRecords } from "@clustermirror/protocol"
 import { Either } from "effect"
+import { Security } from "@clustermirror/client"
 import * as ControllerError from "./ControllerError.js"
 import * as ControllerResult from "./ControllerResult.js"
 import * as Patterns from "./internal/mirrorPatterns.js"
@@ -55,20 +56,14 @@ const oneOf =
   (v: string): string | null =>
     allowed.includes(v.trim()) ? null : `String must be one of: ${allowed.join(", ")}`
 
-const SECURITY_PROTOCOLS = ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] as const
+/** `security.protocol`: one of Kafka's names, in any case (as Kafka's clients read it). */
+const securityProtocol = (v: string): string | null =>
+  Security.SECURITY_PROTOCOLS.some((x) => x === v.trim().toUpperCase())
+    ? null
+    : `String must be one of: ${Security.SECURITY_PROTOCOLS.join(", ")}`
 
-/** Why a mirror's connection to its source cannot use a setting: only PLAINTEXT is implemented. */
-const NO_TLS_OR_SASL = "TLS and SASL are not implemented yet: connections to the source are PLAINTEXT only"
-
-/** `security.protocol`: Kafka's names, of which only PLAINTEXT is implemented. */
-const plaintextOnly = (v: string): string | null => {
-  const p = v.trim().toUpperCase()
-  if (!SECURITY_PROTOCOLS.some((x) => x === p)) return `String must be one of: ${SECURITY_PROTOCOLS.join(", ")}`
-  return p === "PLAINTEXT" ? null : NO_TLS_OR_SASL
-}
-
-/** A TLS or SASL setting: refused whatever its value, rather than kept and ignored. */
-const notImplemented = (): string => NO_TLS_OR_SASL
+/** A Kafka client security key clustermirror refuses whatever its value, with the reason. */
+const refused = (why: string) => (): string => why
 
 const listOf =
   (...allowed: ReadonlyArray<string>) =>
@@ -193,6 +188,8 @@ export const BROKER_CLUSTER_ONLY_CONFIGS: ReadonlySet<string> = new Set(["unclea
  */
 export const BROKER_READ_ONLY_CONFIGS: ReadonlySet<string> = new Set([
   "advertised.listeners",
+  "allow.everyone.if.no.acl.found",
+  "authorizer.class.name",
   "auto.create.topics.enable",
   "broker.heartbeat.interval.ms",
   "broker.id",
@@ -226,6 +223,7 @@ export const BROKER_READ_ONLY_CONFIGS: ReadonlySet<string> = new Set([
   "socket.receive.buffer.bytes",
   "socket.request.max.bytes",
   "socket.send.buffer.bytes",
+  "super.users",
   "transaction.state.log.min.isr",
   "transaction.state.log.replication.factor"
 ])
@@ -233,7 +231,7 @@ export const BROKER_READ_ONLY_CONFIGS: ReadonlySet<string> = new Set([
 const COMPACTION = "log compaction is not implemented yet"
 const THROTTLING = "replication throttling is not implemented yet"
 const QUOTAS = "connection quotas are not implemented yet"
-const SECURITY = "TLS and SASL listeners are not implemented yet"
+const SECURITY = "listener security settings are read from the server properties at start and cannot change dynamically"
 
 /**
  * Kafka broker keys that promise behaviour clustermirror does not have: refused, in properties and
@@ -261,7 +259,6 @@ export const BROKER_UNSUPPORTED_CONFIGS: ReadonlyMap<string, string> = new Map([
   ["sasl.", SECURITY],
   ["listener.name.", SECURITY],
   ["security.inter.broker.protocol", SECURITY],
-  ["authorizer.class.name", "authorization is not implemented yet"],
   ["remote.log.storage.system.enable", "tiered storage is not implemented"]
 ])
 
@@ -305,35 +302,35 @@ export const MIRROR_CONFIG_DEFS: ReadonlyMap<string, ConfigDef> = table([
   def("mirror.groups.include", "list", ".*", regexList),
   def("mirror.groups.exclude", "list", "", regexList),
   def("mirror.acls.include", "list", "*"),
-  // Kafka's client security settings are known keys, refused until TLS and SASL are implemented (so
-  // they have no defaults to show either).
-  def("security.protocol", "string", "PLAINTEXT", plaintextOnly),
-  def("security.providers", "string", null, notImplemented),
-  def("sasl.mechanism", "string", null, notImplemented),
-  def("sasl.jaas.config", "password", null, notImplemented),
-  def("sasl.client.callback.handler.class", "class", null, notImplemented),
-  def("sasl.login.callback.handler.class", "class", null, notImplemented),
-  def("sasl.login.class", "class", null, notImplemented),
-  def("sasl.kerberos.service.name", "string", null, notImplemented),
-  def("ssl.protocol", "string", null, notImplemented),
-  def("ssl.provider", "string", null, notImplemented),
-  def("ssl.cipher.suites", "list", null, notImplemented),
-  def("ssl.enabled.protocols", "list", null, notImplemented),
-  def("ssl.keystore.type", "string", null, notImplemented),
-  def("ssl.keystore.location", "string", null, notImplemented),
-  def("ssl.keystore.password", "password", null, notImplemented),
-  def("ssl.key.password", "password", null, notImplemented),
-  def("ssl.keystore.key", "password", null, notImplemented),
-  def("ssl.keystore.certificate.chain", "password", null, notImplemented),
-  def("ssl.truststore.type", "string", null, notImplemented),
-  def("ssl.truststore.location", "string", null, notImplemented),
-  def("ssl.truststore.password", "password", null, notImplemented),
-  def("ssl.truststore.certificates", "password", null, notImplemented),
-  def("ssl.keymanager.algorithm", "string", null, notImplemented),
-  def("ssl.trustmanager.algorithm", "string", null, notImplemented),
-  def("ssl.endpoint.identification.algorithm", "string", null, notImplemented),
-  def("ssl.secure.random.implementation", "string", null, notImplemented),
-  def("ssl.engine.factory.class", "class", null, notImplemented)
+  // The connection to the source: Kafka's client security configs (checked together by `mirrorSecurity`).
+  // The Java-only ones are known keys, refused with the reason.
+  def("security.protocol", "string", "PLAINTEXT", securityProtocol),
+  def("security.providers", "string", null, refused("custom security providers are Java classes")),
+  def("sasl.mechanism", "string", "PLAIN"),
+  def("sasl.jaas.config", "password", null),
+  def("sasl.client.callback.handler.class", "class", null, refused("SASL callback handlers are Java classes")),
+  def("sasl.login.callback.handler.class", "class", null, refused("SASL callback handlers are Java classes")),
+  def("sasl.login.class", "class", null, refused("SASL login classes are Java classes")),
+  def("sasl.kerberos.service.name", "string", null, refused("GSSAPI (Kerberos) is not supported")),
+  def("ssl.protocol", "string", "TLSv1.3"),
+  def("ssl.provider", "string", null, refused("security providers are Java's")),
+  def("ssl.cipher.suites", "list", null, refused("cipher suites are not configurable: Node's TLS defaults apply")),
+  def("ssl.enabled.protocols", "list", "TLSv1.2,TLSv1.3"),
+  def("ssl.keystore.type", "string", null),
+  def("ssl.keystore.location", "string", null),
+  def("ssl.keystore.password", "password", null),
+  def("ssl.key.password", "password", null),
+  def("ssl.keystore.key", "password", null),
+  def("ssl.keystore.certificate.chain", "password", null),
+  def("ssl.truststore.type", "string", null),
+  def("ssl.truststore.location", "string", null),
+  def("ssl.truststore.password", "password", null),
+  def("ssl.truststore.certificates", "password", null),
+  def("ssl.keymanager.algorithm", "string", "SunX509"),
+  def("ssl.trustmanager.algorithm", "string", "PKIX"),
+  def("ssl.endpoint.identification.algorithm", "string", "https"),
+  def("ssl.secure.random.implementation", "string", null, refused("the random source is Node's")),
+  def("ssl.engine.factory.class", "class", null, refused("SSL engine factories are Java classes"))
 ])
 
 /** Mirror keys every mirror must have (the Admin client fills the cluster id at create). */
@@ -361,6 +358,14 @@ export const definitions = (resourceType: number): ReadonlyMap<string, ConfigDef
       return undefined
   }
 }
+
+/**
+ * Whether a config's value is a secret: Kafka's PASSWORD type, for any resource type, including the
+ * listener- and mechanism-prefixed broker keys (`listener.name.<l>.<mechanism>.sasl.jaas.config`).
+ * DescribeConfigs answers these with a null value and `isSensitive`, as Kafka does; nothing shows them.
+ */
+export const isSensitive = (resourceType: number, key: string): boolean =>
+  definitions(resourceType)?.get(key)?.type === "password" || Security.isSensitive(key)
 
 const splitList = (v: string): ReadonlyArray<string> =>
   v
@@ -606,8 +611,28 @@ const checkResource = (state: State, resourceType: number, resourceName: string,
   }
 }
 
+/**
+ * Why a mirror's security configs cannot connect to its source (KIP-1279 §7.3), checked together as the
+ * mirror's brokers will read them, except the key and trust store files, which only the brokers hold:
+ * a broker reads them when it connects, and a file it cannot use fails the mirror's partitions with
+ * the key and the path. The message names the key, and never shows a password's value.
+ */
+export const mirrorSecurity = (entries: Entries): string | null => {
+  const security = new Map([...entries].filter(([k]) => Security.isSecurityConfig(k)))
+  const checked = Security.validate(security)
+  if (Either.isRight(checked)) return null
+  const { key, reason } = checked.left
+  const value = entries.get(key)
+  if (value === undefined) return `Invalid configuration ${key}: ${reason}`
+  const shown = Security.isSensitive(key) || MIRROR_CONFIG_DEFS.get(key)?.type === "password" ? "[hidden]" : value
+  return `Invalid value ${shown} for configuration ${key}: ${reason}`
+}
+
 const missingRequired = (resourceType: number, entries: Entries): Failure | null => {
   if (resourceType !== ResourceType.CLUSTER_MIRROR) return null
+  // A bad security config first: a client cannot have looked the source's cluster id up with it.
+  const insecure = mirrorSecurity(entries)
+  if (insecure !== null) return failure(Errors.ErrorCode.INVALID_CONFIG, insecure)
   const missing = MIRROR_REQUIRED_CONFIGS.find((k) => (entries.get(k) ?? "").trim() === "")
   return missing === undefined
     ? null
@@ -840,9 +865,12 @@ export const createMirrorConfigRecords = (
       ResourceType.CLUSTER_MIRROR,
       new Map(records.map((r) => [r.data.name, r.data.value ?? ""]))
     )
-    return missing === null
-      ? Either.right(records)
-      : Either.left(new ControllerError.InvalidRequest({ message: missing.errorMessage }))
+    if (missing === null) return Either.right(records)
+    return Either.left(
+      missing.errorCode === Errors.ErrorCode.INVALID_CONFIG
+        ? new ControllerError.InvalidConfig({ message: missing.errorMessage })
+        : new ControllerError.InvalidRequest({ message: missing.errorMessage })
+    )
   })
 }
 

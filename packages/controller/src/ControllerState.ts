@@ -7,6 +7,7 @@
  * Soft state (broker heartbeat times, pending responses) lives in the runtime, never here.
  */
 import type { MetadataRecords } from "@clustermirror/protocol"
+import * as AclControl from "./AclControl.js"
 import * as ClusterControl from "./ClusterControl.js"
 import * as ConfigurationControl from "./ConfigurationControl.js"
 import * as FeatureControl from "./FeatureControl.js"
@@ -15,6 +16,7 @@ import * as ReplicationControl from "./ReplicationControl.js"
 import * as ScramControl from "./ScramControl.js"
 
 export interface ControllerState {
+  readonly acls: AclControl.State
   readonly cluster: ClusterControl.State
   readonly configs: ConfigurationControl.State
   readonly features: FeatureControl.State
@@ -24,6 +26,7 @@ export interface ControllerState {
 }
 
 export const empty: ControllerState = {
+  acls: AclControl.empty,
   cluster: ClusterControl.empty,
   configs: ConfigurationControl.empty,
   features: FeatureControl.empty,
@@ -96,13 +99,13 @@ const replaySlices = (state: ControllerState, record: MetadataRecords.MetadataRe
     case "UserScramCredentialRecord":
     case "RemoveUserScramCredentialRecord":
       return { ...state, scram: ScramControl.replay(state.scram, record) }
+    case "AccessControlEntryRecord":
+    case "RemoveAccessControlEntryRecord":
+      return { ...state, acls: AclControl.replay(state.acls, record) }
     // Replication's alone.
     case "PartitionRecord":
     case "PartitionChangeRecord":
     case "MirrorTopicStateChangeRecord":
-    // ACLs have no control module yet; their records are valid log content and change nothing here.
-    case "AccessControlEntryRecord":
-    case "RemoveAccessControlEntryRecord":
     // Markers: transactions group records for the log reader, they carry no state of their own.
     case "NoOpRecord":
     case "BeginTransactionRecord":

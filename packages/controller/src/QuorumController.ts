@@ -34,6 +34,8 @@ import type {
 } from "@clustermirror/protocol"
 import { MetadataDelta, MetadataImage, MetadataLog, MetadataTransaction } from "@clustermirror/metadata-log"
 import { Cause, type Clock, Duration, Effect, Either, Exit, Queue, Scope } from "effect"
+import type { Acl } from "@clustermirror/authorizer"
+import * as AclControl from "./AclControl.js"
 import * as BrokerHeartbeats from "./BrokerHeartbeats.js"
 import * as ClusterControl from "./ClusterControl.js"
 import * as ConfigurationControl from "./ConfigurationControl.js"
@@ -831,6 +833,19 @@ export class QuorumController {
       if (Either.isLeft(r)) return { records: [], response: Either.left(toRequestError(r.left)) }
       return { records: r.right.records, response: Either.right(r.right.response) }
     })
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // ACLs
+
+  /** CreateAcls: AccessControlEntryRecords for the new bindings, one result per creation. */
+  createAcls(creations: ReadonlyArray<Acl.AclBinding>): Promise<ReadonlyArray<AclControl.CreationResult>> {
+    return this.write((state) => AclControl.createAcls(state.acls, creations, Uuid.random), "CreateAcls")
+  }
+
+  /** DeleteAcls: RemoveAccessControlEntryRecords for every binding a filter matches, with the matches. */
+  deleteAcls(filters: ReadonlyArray<Acl.AclBindingFilter>): Promise<ReadonlyArray<AclControl.FilterResult>> {
+    return this.write((state) => AclControl.deleteAcls(state.acls, filters), "DeleteAcls")
   }
 
   // -------------------------------------------------------------------------------------------------

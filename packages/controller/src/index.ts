@@ -2,6 +2,7 @@
  * @clustermirror/controller: the KRaft-style controller's control modules as pure decide/replay
  * functions over one immutable state, and the harness to test them.
  */
+export * as AclControl from "./AclControl.js"
 export * as BrokerHeartbeats from "./BrokerHeartbeats.js"
 export * as ClusterControl from "./ClusterControl.js"
 export * as ConfigurationControl from "./ConfigurationControl.js"

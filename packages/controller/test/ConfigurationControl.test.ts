@@ -516,63 +516,118 @@ describe("ConfigurationControl.createTopicConfigRecords / createMirrorConfigReco
     ])
   })
 
-  it("refuses TLS and SASL settings of a mirror instead of connecting in plaintext anyway", () => {
+  it("accepts a mirror's security configs as the brokers will connect with them, the files left to the brokers", () => {
+    const base = [
+      { name: "bootstrap.servers", value: "a:1" },
+      { name: "mirror.source.cluster.id", value: "c" }
+    ]
+    const secured = [
+      ...base,
+      { name: "security.protocol", value: "sasl_ssl" },
+      { name: "sasl.mechanism", value: "SCRAM-SHA-512" },
+      {
+        name: "sasl.jaas.config",
+        value: 'org.apache.kafka.common.security.scram.ScramLoginModule required username="mirror" password="s3cret";'
+      },
+      { name: "ssl.truststore.type", value: "PEM" },
+      { name: "ssl.truststore.location", value: "/etc/clustermirror/source-ca.pem" },
+      { name: "ssl.endpoint.identification.algorithm", value: "" }
+    ]
+    const records = ConfigurationControl.createMirrorConfigRecords("m", secured)
+    expect(Either.getOrThrow(records).map((r) => [r.data.name, r.data.value])).toEqual(
+      secured.map((c) => [c.name, c.value])
+    )
+  })
+
+  it("refuses a mirror's security configs that cannot connect, naming the key and never a secret", () => {
     const tags = (e: Either.Either<unknown, { _tag: string; message: string }>) =>
       Either.isLeft(e) ? [e.left._tag, e.left.message] : ["right"]
     const base = [
       { name: "bootstrap.servers", value: "a:1" },
       { name: "mirror.source.cluster.id", value: "c" }
     ]
-    const refused = "TLS and SASL are not implemented yet: connections to the source are PLAINTEXT only"
-    for (const protocol of ["SASL_SSL", "SSL", "SASL_PLAINTEXT", "sasl_ssl"])
-      expect(
-        tags(
-          ConfigurationControl.createMirrorConfigRecords("m", [...base, { name: "security.protocol", value: protocol }])
-        )
-      ).toEqual(["InvalidConfig", `Invalid value ${protocol} for configuration security.protocol: ${refused}`])
-    for (const [name, value] of [
-      ["ssl.truststore.location", "/etc/ca.pem"],
-      ["sasl.mechanism", "SCRAM-SHA-512"],
-      ["ssl.endpoint.identification.algorithm", ""]
-    ] as const)
-      expect(tags(ConfigurationControl.createMirrorConfigRecords("m", [...base, { name, value }]))).toEqual([
-        "InvalidConfig",
-        `Invalid value ${value} for configuration ${name}: ${refused}`
-      ])
-    // A password is refused without being echoed.
-    expect(
+    const create = (...extra: ReadonlyArray<readonly [string, string]>) =>
       tags(
         ConfigurationControl.createMirrorConfigRecords("m", [
           ...base,
-          { name: "sasl.jaas.config", value: 'ScramLoginModule required password="s3cret";' }
+          ...extra.map(([name, value]) => ({ name, value }))
         ])
       )
-    ).toEqual(["InvalidConfig", `Invalid value [hidden] for configuration sasl.jaas.config: ${refused}`])
-    expect(
-      ConfigurationControl.createMirrorConfigRecords("m", [...base, { name: "security.protocol", value: "PLAINTEXT" }])
-    ).toEqual(
-      Either.right([
-        config(CLUSTER_MIRROR, "m", "bootstrap.servers", "a:1"),
-        config(CLUSTER_MIRROR, "m", "mirror.source.cluster.id", "c"),
-        config(CLUSTER_MIRROR, "m", "security.protocol", "PLAINTEXT")
-      ])
+    const scram = (password: string) =>
+      `org.apache.kafka.common.security.scram.ScramLoginModule required username="mirror" password="${password}";`
+    expect(create(["security.protocol", "TLS"])).toEqual([
+      "InvalidConfig",
+      "Invalid value TLS for configuration security.protocol: String must be one of: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"
+    ])
+    expect(create(["security.protocol", "SASL_SSL"])).toEqual([
+      "InvalidConfig",
+      "Invalid configuration sasl.jaas.config: must be set for SASL PLAIN"
+    ])
+    expect(create(["security.protocol", "SASL_SSL"], ["sasl.mechanism", "GSSAPI"])).toEqual([
+      "InvalidConfig",
+      "Invalid value GSSAPI for configuration sasl.mechanism: GSSAPI (Kerberos) is not supported: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"
+    ])
+    // The login module must serve the mechanism; the JAAS text (with its password) is never shown.
+    const wrongModule = create(
+      ["security.protocol", "SASL_PLAINTEXT"],
+      ["sasl.mechanism", "PLAIN"],
+      ["sasl.jaas.config", scram("s3cret-one")]
     )
+    expect(wrongModule).toEqual([
+      "InvalidConfig",
+      "Invalid value [hidden] for configuration sasl.jaas.config: the login module org.apache.kafka.common.security.scram.ScramLoginModule does not serve sasl.mechanism PLAIN: use org.apache.kafka.common.security.plain.PlainLoginModule"
+    ])
+    const unterminated = create(
+      ["security.protocol", "SASL_SSL"],
+      ["sasl.mechanism", "SCRAM-SHA-256"],
+      ["sasl.jaas.config", 'org.apache.kafka.common.security.scram.ScramLoginModule required password="s3cret-two']
+    )
+    expect(unterminated).toEqual([
+      "InvalidConfig",
+      "Invalid value [hidden] for configuration sasl.jaas.config: unterminated quoted value"
+    ])
+    expect(create(["security.protocol", "SSL"], ["ssl.truststore.location", "/ca.jks"])).toEqual([
+      "InvalidConfig",
+      "Invalid configuration ssl.truststore.type: is not set, so Kafka's default JKS applies, which is not supported: set ssl.truststore.type=PEM or PKCS12"
+    ])
+    expect(
+      create(["security.protocol", "SSL"], ["ssl.keystore.type", "JKS"], ["ssl.keystore.location", "/k.jks"])
+    ).toEqual([
+      "InvalidConfig",
+      "Invalid value JKS for configuration ssl.keystore.type: JKS key stores are not supported: use PEM or PKCS12"
+    ])
+    expect(
+      create(
+        ["security.protocol", "SSL"],
+        ["ssl.keystore.type", "PKCS12"],
+        ["ssl.keystore.location", "/k.p12"],
+        ["ssl.keystore.password", "s3cret-three"],
+        ["ssl.key.password", "s3cret-four"]
+      )
+    ).toEqual([
+      "InvalidConfig",
+      "Invalid value [hidden] for configuration ssl.key.password: must equal ssl.keystore.password for a PKCS12 key store (one passphrase opens both)"
+    ])
+    // TLS settings on a connection without TLS are refused, not kept and ignored.
+    expect(create(["ssl.truststore.location", "/etc/ca.pem"])).toEqual([
+      "InvalidConfig",
+      "Invalid value /etc/ca.pem for configuration ssl.truststore.location: is a TLS setting, and security.protocol PLAINTEXT does not use TLS (SSL or SASL_SSL do)"
+    ])
+    expect(create(["security.protocol", "SSL"], ["sasl.jaas.config", scram("s3cret-five")])).toEqual([
+      "InvalidConfig",
+      "Invalid value [hidden] for configuration sasl.jaas.config: is a SASL setting, and security.protocol SSL does not use SASL (SASL_PLAINTEXT or SASL_SSL do)"
+    ])
+    expect(create(["security.protocol", "SSL"], ["ssl.cipher.suites", "TLS_AES_128_GCM_SHA256"])).toEqual([
+      "InvalidConfig",
+      "Invalid value TLS_AES_128_GCM_SHA256 for configuration ssl.cipher.suites: cipher suites are not configurable: Node's TLS defaults apply"
+    ])
+    expect(create(["security.protocol", "PLAINTEXT"])[0]).toBe("right")
   })
 
-  it("refuses TLS and SASL settings when a mirror's configs are altered", () => {
+  it("checks the security configs a mirror is left with when they are altered", () => {
     start
       .when(incremental([resource(CLUSTER_MIRROR, "m1", [op("security.protocol", SET, "SASL_SSL")])]))
-      .then(
-        [],
-        [
-          err(
-            CLUSTER_MIRROR,
-            "m1",
-            40,
-            "Invalid value SASL_SSL for configuration security.protocol: TLS and SASL are not implemented yet: connections to the source are PLAINTEXT only"
-          )
-        ]
-      )
+      .then([], [err(CLUSTER_MIRROR, "m1", 40, "Invalid configuration sasl.jaas.config: must be set for SASL PLAIN")])
     start
       .when(incremental([resource(CLUSTER_MIRROR, "m1", [op("ssl.keystore.location", SET, "/k.pem")])]))
       .then(
@@ -582,9 +637,28 @@ describe("ConfigurationControl.createTopicConfigRecords / createMirrorConfigReco
             CLUSTER_MIRROR,
             "m1",
             40,
-            "Invalid value /k.pem for configuration ssl.keystore.location: TLS and SASL are not implemented yet: connections to the source are PLAINTEXT only"
+            "Invalid value /k.pem for configuration ssl.keystore.location: is a TLS setting, and security.protocol PLAINTEXT does not use TLS (SSL or SASL_SSL do)"
           )
         ]
+      )
+    const jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="s3cret";'
+    start
+      .when(
+        incremental([
+          resource(CLUSTER_MIRROR, "m1", [
+            op("security.protocol", SET, "SASL_PLAINTEXT"),
+            op("sasl.mechanism", SET, "PLAIN"),
+            op("sasl.jaas.config", SET, jaas)
+          ])
+        ])
+      )
+      .then(
+        [
+          config(CLUSTER_MIRROR, "m1", "security.protocol", "SASL_PLAINTEXT"),
+          config(CLUSTER_MIRROR, "m1", "sasl.mechanism", "PLAIN"),
+          config(CLUSTER_MIRROR, "m1", "sasl.jaas.config", jaas)
+        ],
+        [ok(CLUSTER_MIRROR, "m1")]
       )
   })
 
@@ -720,9 +794,22 @@ describe("ConfigurationControl tables", () => {
   it("mirror configs are KIP-1279's keys with their defaults", () => {
     const m = ConfigurationControl.MIRROR_CONFIG_DEFS
     expect(m.get("mirror.topics.exclude")!.default).toBe("__.*")
-    expect(m.get("sasl.mechanism")!.default).toBeNull()
+    expect(m.get("sasl.mechanism")!.default).toBe("PLAIN")
+    expect(m.get("ssl.endpoint.identification.algorithm")!.default).toBe("https")
     expect(m.get("mirror.fetch.response.max.bytes")!.default).toBe("10485760")
     expect(m.get("sasl.jaas.config")!.type).toBe("password")
     expect(ConfigurationControl.MIRROR_FILTER_CONFIGS.has("mirror.acls.include")).toBe(true)
+  })
+
+  it("password-type configs are sensitive for every resource type, including prefixed broker keys", () => {
+    const { CLUSTER_MIRROR: M, BROKER: B, TOPIC: T } = ConfigurationControl.ResourceType
+    const sensitive = (type: number, key: string) => ConfigurationControl.isSensitive(type, key)
+    for (const key of [...ConfigurationControl.MIRROR_CONFIG_DEFS.values()].filter((d) => d.type === "password"))
+      expect([key.name, sensitive(M, key.name)]).toEqual([key.name, true])
+    expect(sensitive(B, "listener.name.sasl_ssl.plain.sasl.jaas.config")).toBe(true)
+    expect(sensitive(B, "listener.name.ssl.ssl.truststore.password")).toBe(true)
+    expect(sensitive(M, "bootstrap.servers")).toBe(false)
+    expect(sensitive(M, "sasl.mechanism")).toBe(false)
+    expect(sensitive(T, "retention.ms")).toBe(false)
   })
 })

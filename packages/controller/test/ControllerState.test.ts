@@ -348,7 +348,7 @@ describe("ControllerState properties", () => {
 })
 
 describe("ControllerState.replay", () => {
-  it("sends topic records to replication and configuration, and ignores markers and ACLs", () => {
+  it("sends topic records to replication and configuration, ACLs to their slice, and ignores markers", () => {
     const topic = MetadataRecords.make("TopicRecord", { name: "t", topicId: uuid(5) })
     const s = ControllerState.replayAll(
       ControllerState.empty,
@@ -373,6 +373,7 @@ describe("ControllerState.replay", () => {
     )
     expect(s.configs.topicNames.get(uuid(5))).toBe("t")
     expect(s.replication).not.toEqual(ControllerState.empty.replication)
+    expect(s.acls.acls.size).toBe(0)
     expect({ ...s, configs: ControllerState.empty.configs, replication: ControllerState.empty.replication }).toEqual(
       ControllerState.empty
     )

@@ -155,6 +155,11 @@ export class MirrorFetcherManager {
     return this.partitions.has(tp.topic, tp.partition)
   }
 
+  /** The partitions being mirrored, as they were added. */
+  partitionList(): ReadonlyArray<MirrorPartition> {
+    return [...this.partitions.values()].map((s) => s.partition)
+  }
+
   /**
    * Lag of a partition: `lag` = max(0, source HW - local high watermark); `lagMs` = 0 when the local log end
    * reached the source HW at the last answer, otherwise the time since it last did (or since it was added).

@@ -30,10 +30,33 @@ export type Handle<Req extends Spec.Fields, Res extends Spec.Fields> = (
 interface Registered {
   readonly api: Api.ApiShape
   readonly run: (ctx: RequestContext, frame: Buffer) => FrameResult | Promise<FrameResult>
+  /** The handler as registered (typed by its API), for `wrap`. */
+  readonly handle: unknown
+  readonly versions: { readonly min: number; readonly max: number } | undefined
 }
 
 export class Handlers {
   private readonly byKey = new Map<number, Registered>()
+
+  /**
+   * Replaces the handler of a registered API with `around(handler)`, at the same versions (a check in
+   * front of the handler, such as authorization). Returns false when the API has no handler.
+   */
+  wrap<Req extends Spec.Fields, Res extends Spec.Fields>(
+    api: Api.ApiDef<Req, Res>,
+    around: (handle: Handle<Req, Res>) => Handle<Req, Res>
+  ): boolean {
+    const existing = this.byKey.get(api.key)
+    if (existing === undefined) return false
+    // Registered under this key by `register`, which stores the handler of this very API.
+    this.register(api, around(existing.handle as Handle<Req, Res>), existing.versions)
+    return true
+  }
+
+  /** Whether an API has a handler. */
+  has(apiKey: number): boolean {
+    return this.byKey.has(apiKey)
+  }
 
   /**
    * Registers the handler of an API. `versions` overrides the range served (default: the API's own),
@@ -55,6 +78,8 @@ export class Handlers {
     }
     this.byKey.set(api.key, {
       api: served,
+      handle,
+      versions,
       run: (ctx, frame) => {
         const decoded = Api.decodeRequest(api, frame)
         if (Either.isLeft(decoded)) return { _tag: "Close", reason: `malformed request: ${decoded.left.message}` }

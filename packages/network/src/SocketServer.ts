@@ -1,5 +1,10 @@
 /**
- * The Kafka API socket server: TCP listener, size-prefixed framing, and per-connection ordering.
+ * The Kafka API socket server: a TCP or TLS listener, size-prefixed framing, and per-connection ordering.
+ *
+ * A TLS listener (SSL, and the transport of SASL_SSL) completes the handshake before a connection
+ * exists; a failed handshake, or a client speaking plaintext to it, closes only that socket with one
+ * rate-limited log line. With a client certificate, the connection's principal is `User:` and the
+ * certificate's subject as `principalOf` maps it.
  *
  * Clients may pipeline requests; like Kafka, a connection's requests are processed one at a time in
  * arrival order, so responses leave in request order. Malformed input never crashes the server: a bad
@@ -9,7 +14,9 @@
  */
 import { Header } from "@clustermirror/protocol"
 import { Either } from "effect"
+import type * as crypto from "node:crypto"
 import * as net from "node:net"
+import * as tls from "node:tls"
 import * as RateLimitedLog from "./RateLimitedLog.js"
 
 /** Kafka's security protocols (`listener.security.protocol.map` values). */
@@ -52,8 +59,14 @@ export interface SocketServerOptions {
   readonly handle: FrameHandler
   /** The listener's name, reported on each connection (default `PLAINTEXT`). */
   readonly listenerName?: string
-  /** The listener's security protocol, reported on each connection (default `PLAINTEXT`). */
+  /** The listener's protocol, reported on each connection (default `PLAINTEXT`; SSL and SASL_SSL need `tls`). */
   readonly securityProtocol?: SecurityProtocol
+  /** TLS for the listener: Node's server options, and how a client certificate's subject becomes a principal. */
+  readonly tls?: {
+    readonly options: tls.TlsOptions
+    /** The principal name for a subject in RFC 2253 form (`CN=client,OU=test`), or null when no rule applies. */
+    readonly principalOf: (subject: string) => string | null
+  }
   readonly log?: (line: string) => void
   /** How many "closing connection" lines per interval reach the log (default 10 per 10 s). */
   readonly closeLogLimit?: RateLimitedLog.RateLimitOptions
@@ -66,6 +79,14 @@ export interface SocketServer {
   readonly close: () => Promise<void>
 }
 
+/** A certificate's subject in RFC 2253 form, most specific first (`CN=client,OU=test,O=example`), as Java prints it. */
+export const rfc2253 = (cert: crypto.X509Certificate): string =>
+  cert.subject
+    .split("\n")
+    .filter((l) => l !== "")
+    .reverse()
+    .join(",")
+
 /** Frames queued on one connection before it stops reading (backpressure). */
 const MAX_QUEUED_FRAMES = 64
 
@@ -74,16 +95,49 @@ export const start = (options: SocketServerOptions): Promise<SocketServer> =>
     const log = options.log ?? (() => {})
     const closeLog = RateLimitedLog.make(log, { what: "closed connections", ...options.closeLogLimit })
     const sockets = new Set<net.Socket>()
+    // A TLS listener's TCP sockets, from before their handshake: close() ends these too.
+    const raw = new Set<net.Socket>()
     let nextId = 0
-    const server = net.createServer({ noDelay: true }, (socket) => {
+    const securityProtocol = options.securityProtocol ?? "PLAINTEXT"
+    const secured = securityProtocol === "SSL" || securityProtocol === "SASL_SSL"
+    if (secured !== (options.tls !== undefined))
+      return reject(
+        new Error(
+          `listener ${options.listenerName ?? "PLAINTEXT"}: ${securityProtocol} ${secured ? "needs" : "takes no"} TLS options`
+        )
+      )
+    const onConnection = (socket: net.Socket) => {
       sockets.add(socket)
+      let principal = ANONYMOUS
+      if (socket instanceof tls.TLSSocket) {
+        const cert = socket.getPeerX509Certificate()
+        if (cert !== undefined) {
+          const subject = rfc2253(cert)
+          if (!socket.authorized) {
+            closeLog.log(
+              `closing connection ${socket.remoteAddress}:${socket.remotePort}: client certificate ${subject} not trusted (${String(socket.authorizationError)})`
+            )
+            socket.destroy()
+            return
+          }
+          const name = options.tls!.principalOf(subject)
+          if (name === null) {
+            closeLog.log(
+              `closing connection ${socket.remoteAddress}:${socket.remotePort}: no ssl.principal.mapping.rules rule applies to ${subject}`
+            )
+            socket.destroy()
+            return
+          }
+          principal = `User:${name}`
+        }
+      }
       const connection: Connection = {
         id: nextId++,
         remoteHost: socket.remoteAddress ?? "unknown",
         remotePort: socket.remotePort ?? 0,
         listenerName: options.listenerName ?? "PLAINTEXT",
-        securityProtocol: options.securityProtocol ?? "PLAINTEXT",
-        principal: ANONYMOUS
+        securityProtocol,
+        principal
       }
       const decoder = new Header.FrameDecoder(options.maxFrameBytes)
       const queue: Buffer[] = []
@@ -159,7 +213,23 @@ export const start = (options: SocketServerOptions): Promise<SocketServer> =>
         closed = true
         sockets.delete(socket)
       })
-    })
+    }
+    let server: net.Server
+    if (options.tls === undefined) server = net.createServer({ noDelay: true }, onConnection)
+    else {
+      const tlsServer = tls.createServer({ ...options.tls.options, noDelay: true }, onConnection)
+      tlsServer.on("connection", (socket: net.Socket) => {
+        raw.add(socket)
+        socket.once("close", () => raw.delete(socket))
+      })
+      tlsServer.on("tlsClientError", (err, socket) => {
+        closeLog.log(
+          `closing connection ${socket.remoteAddress ?? "unknown"}:${socket.remotePort ?? 0}: TLS handshake failed: ${err.message}`
+        )
+        socket.destroy()
+      })
+      server = tlsServer
+    }
     server.on("error", reject)
     server.listen(options.port, options.host, () => {
       const addr = server.address() as net.AddressInfo
@@ -172,6 +242,7 @@ export const start = (options: SocketServerOptions): Promise<SocketServer> =>
         close: () =>
           new Promise<void>((done) => {
             for (const s of sockets) s.destroy()
+            for (const s of raw) s.destroy()
             closeLog.flush()
             server.close(() => done())
           })

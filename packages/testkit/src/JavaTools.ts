@@ -1,6 +1,6 @@
 /**
  * Apache Kafka's own command-line tools, run as `java -cp '<libs>/*' <main class> ...` against any
- * cluster (Apache Kafka or ours): kafka-topics, the console producer and consumer, consumer-groups,
+ * cluster (Apache Kafka or ours): kafka-topics, kafka-acls, the console producer and consumer, consumer-groups,
  * kafka-configs, kafka-leader-election and the producer/consumer performance tools.
  *
  * Arguments are passed through unchanged (including `--bootstrap-server`), so a test says exactly what an
@@ -21,6 +21,7 @@ export const MainClass = {
   producerPerf: "org.apache.kafka.tools.ProducerPerformance",
   consumerPerf: "org.apache.kafka.tools.ConsumerPerformance",
   leaderElection: "org.apache.kafka.tools.LeaderElectionCommand",
+  acls: "org.apache.kafka.tools.AclCommand",
   storage: "kafka.tools.StorageTool"
 } as const
 
@@ -73,6 +74,10 @@ export const run = async (
     }
   )
 }
+
+/** `kafka-acls.sh`: e.g. `["--bootstrap-server", b, "--add", "--allow-principal", "User:x", "--operation", "Read", "--topic", t]`. */
+export const acls = (args: ReadonlyArray<string>, opts?: ToolOptions): Promise<ToolResult> =>
+  run(MainClass.acls, args, opts)
 
 /** `kafka-topics.sh`: e.g. `["--bootstrap-server", b, "--create", "--topic", t, "--partitions", "3"]`. */
 export const kafkaTopics = (args: ReadonlyArray<string>, opts?: ToolOptions): Promise<ToolResult> =>

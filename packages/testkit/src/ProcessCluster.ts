@@ -32,8 +32,8 @@ export interface ClusterOptions {
   readonly brokerConfig?: Properties.Properties
   /** Extra `server` arguments of the controller, e.g. `["--add-scram", "SCRAM-SHA-512=[name=admin,password=…]"]`. */
   readonly controllerArgs?: ReadonlyArray<string>
-  /** The name of the brokers' client listener (default `PLAINTEXT`), e.g. `SASL_PLAINTEXT`. */
-  readonly brokerListenerName?: string
+  /** The name of the brokers' listener (default PLAINTEXT), e.g. SSL; its protocol is the config's business. */
+  readonly brokerListener?: string
   /** Flags for `node` itself, e.g. `--max-old-space-size=256`. */
   readonly nodeArgs?: ReadonlyArray<string>
   readonly readyTimeoutMs?: number
@@ -140,7 +140,7 @@ export const start = async (opts: ClusterOptions): Promise<Cluster> => {
     const props =
       role === "controller"
         ? controllerProperties(clusterId, port, logDir, opts.controllerConfig)
-        : brokerProperties(clusterId, nodeId, port, ports[0]!, logDir, opts.brokerConfig, opts.brokerListenerName)
+        : brokerProperties(clusterId, nodeId, port, ports[0]!, logDir, opts.brokerConfig, opts.brokerListener)
     writeFileSync(configFile, Properties.render(props))
     return {
       nodeId,

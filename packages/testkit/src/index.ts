@@ -4,6 +4,7 @@
  * mirror verifier. Test support only; never imported by production code.
  */
 export * as ApacheKafka from "./ApacheKafka.js"
+export * as Certificates from "./Certificates.js"
 export * as ConfluentKafka from "./ConfluentKafka.js"
 export * as IsolatedConsumer from "./IsolatedConsumer.js"
 export * as JavaTools from "./JavaTools.js"

@@ -1,0 +1,2 @@
+export * as Acl from "./Acl.js"
+export * as StandardAuthorizer from "./StandardAuthorizer.js"
