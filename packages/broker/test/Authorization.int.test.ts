@@ -1,6 +1,6 @@
 /**
  * Authorization end to end on a real cluster (a controller and a broker over TCP, StandardAuthorizer on
- * both): every connection is `User:ANONYMOUS` until SASL, so the cluster's own traffic and the admin
+ * both): these plaintext connections are all `User:ANONYMOUS`, so the cluster's own traffic and the admin
  * come from 127.0.0.1, which the ACLs allow everything, and the client under test connects from
  * 127.0.0.2, which gets exactly the ACLs each test grants (host-specific ACLs). Each KIP-1279 §8.2 row
  * is refused without its permission and accepted with it, and the per-RPC checks answer Kafka's errors.

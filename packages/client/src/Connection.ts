@@ -466,7 +466,10 @@ export class Connection {
     if (handshake.body.errorCode !== 0)
       throw new KafkaError({
         errorCode: handshake.body.errorCode,
-        errorMessage: `SASL mechanism ${sasl.mechanism} is not enabled (the broker enables ${handshake.body.mechanisms.join(", ") || "none"})`,
+        errorMessage:
+          handshake.body.errorCode === Errors.ErrorCode.ILLEGAL_SASL_STATE
+            ? "the broker's listener does not take SASL (is its security protocol PLAINTEXT or SSL?)"
+            : `SASL mechanism ${sasl.mechanism} is not enabled (the broker enables ${handshake.body.mechanisms.join(", ") || "none"})`,
         context: "SaslHandshake"
       })
     const round = async (token: Buffer) => {
