@@ -63,7 +63,8 @@ const mirror = (
   mirrorName,
   authorizedOperations: -2147483648,
   topics: Object.entries(topics).map(([topicName, partitions]) => ({ topicName, partitions: [...partitions] })),
-  groupSyncStatuses: []
+  groupSyncStatuses: [],
+  aclSyncStatuses: []
 })
 
 const answered = (nodeId: number, res: Response): MirrorAdmin.BrokerDescription => ({
