@@ -12,8 +12,15 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { BrokerConfig } from "@clustermirror/broker-config"
 import { Node } from "@clustermirror/broker"
+import * as MirrorsCommand from "@clustermirror/cli"
 import { ClusterClient, MirrorAdmin } from "@clustermirror/client"
-import { CreateAcls, DeleteAcls, DescribeAcls, DescribeClusterMirrors } from "@clustermirror/protocol"
+import {
+  CreateAcls,
+  DeleteAcls,
+  DescribeAcls,
+  DescribeClusterMirrors,
+  IncrementalAlterConfigs
+} from "@clustermirror/protocol"
 import { Wait } from "@clustermirror/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
@@ -262,6 +269,26 @@ describe("mirror ACL sync (mirror.acls.include)", () => {
     await settled("dr")
     expect(await aclStatus(dst, "dr")).toMatchObject({ state: "SYNCED", synced: 2, created: 0, deleted: 0 })
     expect(syncErrors.filter((e) => e.kind === "acls" && e.mirror === "dr")).toEqual([])
+
+    // An invalid rule is refused at alter too, naming the key and the rule; the rules in force stay.
+    const altered = await dst.sendToAnyBroker(IncrementalAlterConfigs.api, {
+      resources: [
+        {
+          resourceType: MirrorAdmin.CLUSTER_MIRROR_RESOURCE,
+          resourceName: "dr",
+          configs: [{ name: "mirror.acls.include", configOperation: 0, value: "TOPIC;(oops" }]
+        }
+      ],
+      validateOnly: false
+    })
+    expect(altered.responses.map((r) => [r.errorCode, r.errorMessage])).toEqual([
+      [
+        40,
+        "Invalid value TOPIC;(oops for configuration mirror.acls.include: invalid rule 'TOPIC;(oops': the resourceName '(oops' is not a valid regular expression"
+      ]
+    ])
+    await moreRuns(dst, "dr", 1)
+    expect(await listAcls(dst)).toEqual(next)
   })
 
   it("a source without an authorizer is one acls sync error, and nothing on the destination changes", async () => {
@@ -289,6 +316,23 @@ describe("mirror ACL sync (mirror.acls.include)", () => {
       }
     ])
     expect(await listAcls(dst)).toEqual(before)
+
+    // The CLI shows both mirrors' last results.
+    const cli = async (mirror: string, ...extra: Array<string>) => {
+      const out: Array<string> = []
+      const code = await MirrorsCommand.main(
+        ["--bootstrap-server", destination.bootstrap, "--describe", "--acls", "--mirror", mirror, ...extra],
+        { out: (l) => out.push(l), err: (l) => out.push(`ERR ${l}`) }
+      )
+      expect(code).toBe(0)
+      return out.join("\n")
+    }
+    const table = (await cli("unsecured")).split("\n")
+    expect(table[0]!.split(/\s+/)).toEqual(["STATE", "SYNCED", "CREATED", "DELETED", "LAST-SYNC", "DETAIL"])
+    expect(table[1]).toMatch(/^FAILED\s+0\s+0\s+0\s+-\s+the source cluster has no authorizer/)
+    expect(JSON.parse(await cli("dr", "--json"))).toEqual([
+      expect.objectContaining({ state: "SYNCED", detail: null, synced: 2 })
+    ])
     await admin.deleteClusterMirror("unsecured")
   })
 

@@ -692,6 +692,49 @@ describe("mergeGroupSync", () => {
   })
 })
 
+describe("mergeAclSync", () => {
+  const withAcls = (name: string, timeMs: bigint | null, state = "SYNCED") => ({
+    ...mirror(name, {}),
+    aclSyncStatuses:
+      timeMs === null
+        ? []
+        : [
+            {
+              state,
+              detail: state === "FAILED" ? "boom" : null,
+              timeMs,
+              lastSyncedMs: timeMs,
+              synced: 3,
+              created: 1,
+              deleted: 2
+            }
+          ]
+  })
+
+  it("takes the newest status any broker has, and is undefined before a sync", () => {
+    const merged = MirrorAdmin.mergeAclSync("dr", [
+      answered(1, response({ mirrors: [withAcls("dr", null)] })),
+      answered(2, response({ mirrors: [withAcls("dr", 10n)] })),
+      answered(3, response({ mirrors: [withAcls("dr", 20n, "FAILED")] })),
+      failed(4, new Error("down"))
+    ])
+    expect(merged).toEqual({
+      state: "FAILED",
+      detail: "boom",
+      timeMs: 20,
+      lastSyncedMs: 20,
+      synced: 3,
+      created: 1,
+      deleted: 2
+    })
+    expect(MirrorAdmin.mergeAclSync("dr", [answered(1, response({ mirrors: [withAcls("dr", null)] }))])).toBeUndefined()
+    const unknown = Errors.ErrorCode.UNKNOWN_CLUSTER_MIRROR
+    expect(() =>
+      MirrorAdmin.mergeAclSync("nope", [answered(1, response({ mirrors: [mirror("nope", {}, unknown)] }))])
+    ).toThrow(KafkaError)
+  })
+})
+
 describe("MirrorAdmin request bodies", () => {
   const created = () =>
     new ScriptedClient([1]).answer(CreateClusterMirror.api, () => ({
