@@ -5,7 +5,8 @@
  * goes from the destination, destination ACLs the source does not have go, and CLUSTER_MIRROR ACLs are
  * neither copied nor deleted. A side without an authorizer is one `acls` sync error and changes nothing.
  * Everything runs from the refresh loop (interval lowered per mirror); the status is read from
- * DescribeClusterMirrors.
+ * DescribeClusterMirrors. Last, a real Apache Kafka source with StandardAuthorizer, its ACLs managed with
+ * Kafka's kafka-acls, and the result listed on our destination by kafka-acls too.
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -21,7 +22,7 @@ import {
   DescribeClusterMirrors,
   IncrementalAlterConfigs
 } from "@clustermirror/protocol"
-import { Wait } from "@clustermirror/testkit"
+import { ApacheKafka, JavaTools, KafkaPeer, Wait } from "@clustermirror/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 // Kafka's ACL codes.
@@ -358,4 +359,99 @@ describe("mirror ACL sync (mirror.acls.include)", () => {
     // The source is untouched.
     expect(await listAcls(src)).toHaveLength(4)
   })
+})
+
+describe("mirror ACL sync from a real Apache Kafka source (StandardAuthorizer)", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cm-kafka-acls-"))
+  let kafka: ApacheKafka.KafkaNode
+  let destination: Node.Embedded
+  let dst: ClusterClient.Client
+  const syncErrors: Array<string> = []
+
+  const kafkaAcls = async (bootstrap: string, args: ReadonlyArray<string>) =>
+    JavaTools.expectSuccess("kafka-acls", await JavaTools.acls(["--bootstrap-server", bootstrap, ...args]))
+
+  beforeAll(async () => {
+    await KafkaPeer.libs()
+    ;[kafka, destination] = await Promise.all([
+      ApacheKafka.startKafka({
+        jvmFlags: ApacheKafka.FAST_START_JVM_FLAGS,
+        properties: {
+          ...ApacheKafka.QUICK_SESSION_PROPERTIES,
+          "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+          "super.users": "User:ANONYMOUS"
+        }
+      }),
+      Node.embedded(1, base(dir, true), () => {}, {
+        onSyncError: (_mirror, kind, error) => syncErrors.push(`${kind}: ${error}`)
+      })
+    ])
+    dst = new ClusterClient.Client({ bootstrapServers: [destination.bootstrap], requestTimeoutMs: 30_000 })
+  }, 300_000)
+
+  afterAll(async () => {
+    await dst?.close()
+    await destination?.close()
+    await kafka?.stop()
+    fs.rmSync(dir, { recursive: true, force: true })
+  })
+
+  it("copies the ACLs kafka-acls added on Kafka that the rules select, and removes those kafka-acls removed", async () => {
+    await kafkaAcls(kafka.bootstrap, [
+      "--add",
+      "--allow-principal",
+      "User:app",
+      "--operation",
+      "Read",
+      "--topic",
+      "orders"
+    ])
+    await kafkaAcls(kafka.bootstrap, [
+      ...["--add", "--allow-principal", "User:app", "--operation", "Write"],
+      ...["--topic", "orders-", "--resource-pattern-type", "prefixed"]
+    ])
+    await kafkaAcls(kafka.bootstrap, [
+      "--add",
+      "--deny-principal",
+      "User:audit",
+      "--operation",
+      "Read",
+      "--group",
+      "audit"
+    ])
+
+    const admin = new MirrorAdmin.MirrorAdmin(dst)
+    await admin.createClusterMirror(
+      "from-kafka",
+      new Map([
+        ["bootstrap.servers", kafka.bootstrap],
+        ["mirror.acls.include", "TOPIC;orders.*;*;ALLOW;User:app"],
+        ["mirror.metadata.refresh.interval.ms", "300"]
+      ])
+    )
+    const expected = sorted([acl({}), acl({ resourceName: "orders-", patternType: PREFIXED, operation: WRITE })])
+    await Wait.eventually(
+      "Kafka's selected ACLs on the destination",
+      async () => ((await listAcls(dst)).join() === expected.join() ? true : undefined),
+      120_000,
+      200
+    )
+
+    // Kafka's own tool lists them on our destination.
+    const listed = await kafkaAcls(destination.bootstrap, ["--list", "--topic", "orders"])
+    expect(listed.stdout).toContain("ResourcePattern(resourceType=TOPIC, name=orders, patternType=LITERAL)")
+    expect(listed.stdout).toContain("(principal=User:app, host=*, operation=READ, permissionType=ALLOW)")
+
+    await kafkaAcls(kafka.bootstrap, [
+      ...["--remove", "--force", "--allow-principal", "User:app", "--operation", "Read", "--topic", "orders"]
+    ])
+    const after = sorted([acl({ resourceName: "orders-", patternType: PREFIXED, operation: WRITE })])
+    await Wait.eventually(
+      "the ACL removed on Kafka gone from the destination",
+      async () => ((await listAcls(dst)).join() === after.join() ? true : undefined),
+      120_000,
+      200
+    )
+    expect(syncErrors.filter((e) => e.startsWith("acls"))).toEqual([])
+  }, 300_000)
 })
