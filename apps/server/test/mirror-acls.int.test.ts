@@ -3,7 +3,8 @@
  * both sides, the clusters' own traffic as the super user User:ANONYMOUS): the source ACLs that
  * `mirror.acls.include` selects appear on the destination, the others do not, an ACL removed on the source
  * goes from the destination, destination ACLs the source does not have go, and CLUSTER_MIRROR ACLs are
- * neither copied nor deleted. A side without an authorizer is one `acls` sync error and changes nothing.
+ * neither copied nor deleted. A side without an authorizer is one `acls` sync error (log and metric) and
+ * changes nothing.
  * Everything runs from the refresh loop (interval lowered per mirror); the status is read from
  * DescribeClusterMirrors. Last, a real Apache Kafka source with StandardAuthorizer, its ACLs managed with
  * Kafka's kafka-acls, and the result listed on our destination by kafka-acls too.
@@ -22,7 +23,7 @@ import {
   DescribeClusterMirrors,
   IncrementalAlterConfigs
 } from "@clustermirror/protocol"
-import { ApacheKafka, JavaTools, KafkaPeer, Wait } from "@clustermirror/testkit"
+import { ApacheKafka, JavaTools, KafkaPeer, Ports, Wait } from "@clustermirror/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 // Kafka's ACL codes.
@@ -124,6 +125,7 @@ describe("mirror ACL sync (mirror.acls.include)", () => {
   let src: ClusterClient.Client
   let dst: ClusterClient.Client
   let pln: ClusterClient.Client
+  let metricsPort: number
   const syncErrors: Array<{
     readonly cluster: string
     readonly mirror: string
@@ -191,7 +193,13 @@ describe("mirror ACL sync (mirror.acls.include)", () => {
   beforeAll(async () => {
     for (const d of ["source", "destination", "plain"]) fs.mkdirSync(path.join(dir, d))
     source = await Node.embedded(1, base(path.join(dir, "source"), true), () => {}, collect("source"))
-    destination = await Node.embedded(1, base(path.join(dir, "destination"), true), () => {}, collect("destination"))
+    metricsPort = await Ports.freePort()
+    destination = await Node.embedded(
+      1,
+      { ...base(path.join(dir, "destination"), true), metricsPort },
+      () => {},
+      collect("destination")
+    )
     plain = await Node.embedded(1, base(path.join(dir, "plain"), false), () => {}, collect("plain"))
     src = new ClusterClient.Client({ bootstrapServers: [source.bootstrap], requestTimeoutMs: 30_000 })
     dst = new ClusterClient.Client({ bootstrapServers: [destination.bootstrap], requestTimeoutMs: 30_000 })
@@ -317,6 +325,9 @@ describe("mirror ACL sync (mirror.acls.include)", () => {
       }
     ])
     expect(await listAcls(dst)).toEqual(before)
+    // Counted once in the sync-error metric.
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+    expect(metrics.split("\n")).toContain('clustermirror_mirror_sync_errors_total{mirror="unsecured",kind="acls"} 1')
 
     // The CLI shows both mirrors' last results.
     const cli = async (mirror: string, ...extra: Array<string>) => {
