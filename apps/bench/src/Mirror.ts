@@ -1,8 +1,9 @@
 /**
  * The `mirror` suite: our KIP-1279 cluster mirroring against the alternatives, on the same machine with
- * the same data. Four setups, one after the other: (a) Apache Kafka → MirrorMaker 2 → Apache Kafka,
- * (b) Apache Kafka → our destination cluster, (c) our cluster → our cluster, (d) Apache Kafka's own
- * follower replication (see `MirrorSetups`).
+ * the same data. The setups run one after the other: (a) Apache Kafka → MirrorMaker 2 → Apache Kafka,
+ * (b) Apache Kafka → our destination cluster, (b-tls) the same with the mirror reading the source's SSL
+ * listener, (c) our cluster → our cluster, (d) Apache Kafka's own follower replication (see
+ * `MirrorSetups`).
  *
  * Per setup: a fixed total of 1 KB records in lz4 batches is produced, untimed, to a topic of several
  * partitions on the source; then the copy starts and the catch-up is timed from the first record seen
@@ -126,7 +127,7 @@ export interface Result {
   readonly options: Readonly<Record<string, unknown>>
   readonly workload: Readonly<Record<string, unknown>>
   readonly setups: ReadonlyArray<SetupResult>
-  /** (b)/(a) and (b)/(d) of MB per CPU second and of MB/s, when those setups ran. */
+  /** (b)/(a), (b)/(c), (b)/(d) and (b-tls)/(b) of MB per CPU second and of MB/s, when those setups ran. */
   readonly ratios: Readonly<Record<string, number>>
   readonly goals: typeof GOALS
   readonly profile: {
@@ -381,6 +382,7 @@ export const table = (r: Result): string => {
 const ratiosOf = (setups: ReadonlyArray<SetupResult>): Record<string, number> => {
   const by = new Map(setups.map((s) => [s.id, s.catchUp]))
   const b = by.get("b")
+  const bTls = by.get("b-tls")
   const out: Record<string, number> = {}
   if (b === undefined) return out
   for (const other of ["a", "c", "d"] as const) {
@@ -388,6 +390,10 @@ const ratiosOf = (setups: ReadonlyArray<SetupResult>): Record<string, number> =>
     if (x === undefined) continue
     out[`b/${other} MB/CPU-s`] = b.mbPerCpuSecond / x.mbPerCpuSecond
     out[`b/${other} MB/s`] = b.mbPerSec / x.mbPerSec
+  }
+  if (bTls !== undefined) {
+    out["b-tls/b MB/CPU-s"] = bTls.mbPerCpuSecond / b.mbPerCpuSecond
+    out["b-tls/b MB/s"] = bTls.mbPerSec / b.mbPerSec
   }
   return out
 }
@@ -432,6 +438,7 @@ export const run = async (o: Options, resultsDir: string, repoRoot: string): Pro
         kafka: `Apache Kafka ${KafkaPeer.version()} (Maven Central), Kafka's default JVM flags, 1 GB heap`,
         mirrorMaker: `MirrorMaker 2 ${KafkaPeer.connectMirrorVersion()} (connect-mirror from Maven Central), dedicated mode, tasks.max=${o.mm2Tasks}, IdentityReplicationPolicy, heartbeats/checkpoints/offset syncs/config syncs off, producer ${JSON.stringify(o.producerProps)}`,
         ours: `one server process per cluster: a controller and ${o.ourBrokers} broker(s) (--embedded ${o.ourBrokers}); the mirror created with bootstrap.servers only`,
+        tls: "b-tls: the Kafka source gets a second client listener SSL (inline PEM keystore, Kafka's default TLS settings, no client certificates); the mirror is created with security.protocol=SSL and the CA as a PEM truststore and reads over SSL; producers and the bench's admin client use the PLAINTEXT listener, as in (b)",
         follower:
           "a controller and two broker JVMs; the topic created on broker 1 and filled, then reassigned to [1, 2]",
         window:
@@ -467,7 +474,9 @@ export const run = async (o: Options, resultsDir: string, repoRoot: string): Pro
         ratio("b/d MB/CPU-s", GOALS.bOverD),
         ratio("b/c MB/CPU-s"),
         ratio("b/a MB/s"),
-        ratio("b/d MB/s")
+        ratio("b/d MB/s"),
+        ratio("b-tls/b MB/CPU-s"),
+        ratio("b-tls/b MB/s")
       ]
         .filter((x) => x !== "")
         .join("; ")

@@ -1,15 +1,17 @@
 /**
- * The four copy setups the `mirror` suite compares, behind one shape: (a) Apache Kafka → MirrorMaker 2
- * → Apache Kafka, (b) Apache Kafka → our destination cluster (KIP-1279 mirror), (c) our cluster → our
- * cluster, (d) Apache Kafka's own follower replication (a partition reassignment adds a follower on a
- * second broker). Each starts its processes, creates the topic on the source, starts the copy on
- * request, reports its progress, and names every process whose CPU counts.
+ * The copy setups the `mirror` suite compares, behind one shape: (a) Apache Kafka → MirrorMaker 2
+ * → Apache Kafka, (b) Apache Kafka → our destination cluster (KIP-1279 mirror), (b-tls) the same with
+ * the mirror reading the source's SSL listener, (c) our cluster → our cluster, (d) Apache Kafka's own
+ * follower replication (a partition reassignment adds a follower on a second broker). Each starts its
+ * processes, creates the topic on the source, starts the copy on request, reports its progress, and
+ * names every process whose CPU counts.
  *
  * It starts and stops processes and drives them over the wire; it measures nothing itself (the suite
  * does) and never judges a number. Every process it starts is stopped by `stop()`, also after a failure
  * half-way through `start`.
  */
-import { readdirSync, statSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { ClusterClient, MirrorAdmin } from "@clustermirror/client"
 import {
@@ -20,7 +22,7 @@ import {
   RecordBatch,
   Uuid
 } from "@clustermirror/protocol"
-import { ApacheKafka, MirrorMaker, ServerProcess, Wait } from "@clustermirror/testkit"
+import { ApacheKafka, Certificates, MirrorMaker, ServerProcess, Wait } from "@clustermirror/testkit"
 
 const HOST = "127.0.0.1"
 const CLIENT_ID = "clustermirror-bench-mirror"
@@ -30,11 +32,12 @@ const PRODUCE_VERSION = 9
 const SEGMENT = /^\d{20}\.log$/
 export const MIRROR = "bench"
 
-export type SetupId = "a" | "b" | "c" | "d"
+export type SetupId = "a" | "b" | "b-tls" | "c" | "d"
 
 export const labels: Readonly<Record<SetupId, string>> = {
   a: "(a) Kafka -> MirrorMaker 2 -> Kafka",
   b: "(b) Kafka -> our destination",
+  "b-tls": "(b-tls) Kafka -> our destination over TLS",
   c: "(c) ours -> ours",
   d: "(d) Kafka follower replication"
 }
@@ -406,19 +409,61 @@ const startMirrorMaker2 = async (o: SetupOptions): Promise<Setup> => {
   }
 }
 
-/** (b) and (c): a KIP-1279 mirror on our destination, from Apache Kafka or from our own cluster. */
-const startOurMirror = async (id: "b" | "c", o: SetupOptions): Promise<Setup> => {
+/**
+ * The source of (b-tls): Apache Kafka with a second client listener, `SSL`, whose PEM keystore is given
+ * inline (`ssl.keystore.type=PEM`, `ssl.keystore.key`, `ssl.keystore.certificate.chain`; no client
+ * certificates asked for). PLAINTEXT stays its inter-broker listener and is where the producers and the
+ * bench's admin client connect; the mirror connects to `SSL` with `security.protocol=SSL` and the CA as
+ * a PEM truststore. The certificates live in a temp dir removed on cleanup.
+ */
+const startTlsKafka = async (cleanups: Array<() => Promise<unknown>>) => {
+  const dir = mkdtempSync(join(tmpdir(), "clustermirror-bench-mirror-tls-"))
+  cleanups.push(async () => rmSync(dir, { recursive: true, force: true }))
+  const certs = Certificates.make(dir)
+  const kafka = await ApacheKafka.startKafka({
+    ...kafkaNodeOptions,
+    extraListeners: [{ name: "SSL", protocol: "SSL" }],
+    properties: {
+      "listener.name.ssl.ssl.keystore.type": "PEM",
+      "listener.name.ssl.ssl.keystore.key": readFileSync(certs.server.keyFile, "utf8"),
+      "listener.name.ssl.ssl.keystore.certificate.chain":
+        readFileSync(certs.server.certFile, "utf8") + readFileSync(certs.caFile, "utf8"),
+      "listener.name.ssl.ssl.client.auth": "none"
+    }
+  })
+  cleanups.push(() => kafka.stop())
+  const mirrorConfig = new Map([
+    ["bootstrap.servers", `${HOST}:${kafka.listenerPorts["SSL"]!}`],
+    ["security.protocol", "SSL"],
+    ["ssl.truststore.type", "PEM"],
+    ["ssl.truststore.location", certs.caFile]
+  ])
+  return { kafka, mirrorConfig }
+}
+
+/**
+ * (b), (b-tls) and (c): a KIP-1279 mirror on our destination, from Apache Kafka (over PLAINTEXT or its
+ * SSL listener) or from our own cluster.
+ */
+const startOurMirror = async (id: "b" | "b-tls" | "c", o: SetupOptions): Promise<Setup> => {
   const cleanups: Array<() => Promise<unknown>> = []
   try {
     let sourceBootstrap: string
     let sourceRole: string
     let sourcePid: () => number
+    let mirrorConfig: Map<string, string> | undefined
     if (id === "b") {
       const kafka = await ApacheKafka.startKafka(kafkaNodeOptions)
       cleanups.push(() => kafka.stop())
       sourceBootstrap = kafka.bootstrap
       sourceRole = "kafka source"
       sourcePid = () => kafka.pid
+    } else if (id === "b-tls") {
+      const tls = await startTlsKafka(cleanups)
+      sourceBootstrap = tls.kafka.bootstrap
+      sourceRole = "kafka source"
+      sourcePid = () => tls.kafka.pid
+      mirrorConfig = tls.mirrorConfig
     } else {
       const ours = await startOurs("source", o)
       cleanups.push(() => ours.server.stop())
@@ -433,7 +478,7 @@ const startOurMirror = async (id: "b" | "c", o: SetupOptions): Promise<Setup> =>
     cleanups.push(() => source.close())
     const admin = new MirrorAdmin.MirrorAdmin(dest.client)
     await createTopics(source, [o.topic], o.partitions)
-    await admin.createClusterMirror(MIRROR, new Map([["bootstrap.servers", sourceBootstrap]]))
+    await admin.createClusterMirror(MIRROR, mirrorConfig ?? new Map([["bootstrap.servers", sourceBootstrap]]))
     await Wait.eventually(
       `mirror ${MIRROR} described`,
       async () => ((await admin.describeClusterMirrors([MIRROR])).mirrors[0]?.errorCode === 0 ? true : undefined),
@@ -447,9 +492,9 @@ const startOurMirror = async (id: "b" | "c", o: SetupOptions): Promise<Setup> =>
       sourceBootstrap,
       destination: dest.client,
       counted:
-        id === "b"
-          ? "the Kafka source JVM (combined broker+controller) and our destination process (its controller and brokers)"
-          : "our source process and our destination process (each a controller and its brokers)",
+        id === "c"
+          ? "our source process and our destination process (each a controller and its brokers)"
+          : "the Kafka source JVM (combined broker+controller) and our destination process (its controller and brokers)",
       processes: () => [
         { role: sourceRole, pid: sourcePid() },
         { role: "our destination", pid: dest.server.pid }

@@ -1,5 +1,5 @@
 /**
- * `pnpm bench [suite] [--mb <n>] [--partitions <n>] [--setups a,b,c,d] [--profile]`: runs one named
+ * `pnpm bench [suite] [--mb <n>] [--partitions <n>] [--setups a,b,b-tls,c,d] [--profile]`: runs one named
  * benchmark suite (default `produce-fetch`), prints its table and saves `bench-results/<suite>.json`.
  * `--mb` (or `BENCH_MB`) sets the MB of record values each produce phase sends; `--partitions` the idle
  * partitions of `mirror-memory`; `--setups` which of the `mirror` suite's setups run; `--profile` runs
@@ -59,7 +59,7 @@ const suites: Readonly<Record<string, Suite>> = {
       )
   },
   mirror: {
-    description: `(a) Kafka -> MirrorMaker 2 -> Kafka, (b) Kafka -> ours, (c) ours -> ours, (d) Kafka follower replication: catch-up of --mb MB (default ${Mirror.DEFAULT_MB}), lag, stop of 1,000 partitions; --setups a,b,c,d`,
+    description: `(a) Kafka -> MirrorMaker 2 -> Kafka, (b) Kafka -> ours, (b-tls) (b) over TLS, (c) ours -> ours, (d) Kafka follower replication: catch-up of --mb MB (default ${Mirror.DEFAULT_MB}), lag, stop of 1,000 partitions; --setups a,b,b-tls,c,d`,
     defaultMb: Mirror.DEFAULT_MB,
     runAndReport: (a) =>
       Mirror.run(
@@ -84,7 +84,7 @@ const suites: Readonly<Record<string, Suite>> = {
   }
 }
 
-const usage = `usage: pnpm bench [${Object.keys(suites).join("|")}] [--mb <n>] [--partitions <n>] [--setups a,b,c,d] [--profile]
+const usage = `usage: pnpm bench [${Object.keys(suites).join("|")}] [--mb <n>] [--partitions <n>] [--setups a,b,b-tls,c,d] [--profile]
 ${Object.entries(suites)
   .map(([name, s]) => `  ${name}: ${s.description}`)
   .join("\n")}`
@@ -111,7 +111,7 @@ const main = async (): Promise<void> => {
     else if (a.startsWith("--mb=")) mbArg = a.slice(5)
     else if (a === "--partitions") partitionsArg = argv[++i] ?? fail("--partitions needs a number")
     else if (a.startsWith("--partitions=")) partitionsArg = a.slice(13)
-    else if (a === "--setups") setupsArg = argv[++i] ?? fail("--setups needs a list such as a,b,c,d")
+    else if (a === "--setups") setupsArg = argv[++i] ?? fail("--setups needs a list such as a,b,b-tls,c,d")
     else if (a.startsWith("--setups=")) setupsArg = a.slice(9)
     else if (a === "--help" || a === "-h") {
       process.stdout.write(`${usage}\n`)
@@ -128,7 +128,7 @@ const main = async (): Promise<void> => {
   const setups = setupsArg === undefined ? undefined : setupsArg.split(",").map((x) => x.trim())
   const isSetup = (x: string): x is MirrorSetups.SetupId => x in MirrorSetups.labels
   if (setups !== undefined && (setups.length === 0 || !setups.every(isSetup)))
-    fail("--setups must list some of a, b, c, d")
+    fail("--setups must list some of a, b, b-tls, c, d")
   const setupIds = setups?.filter(isSetup)
   if ("runAndReport" in suite) {
     await suite.runAndReport({ mb, partitions, setups: setupIds, profileDir: profile ? resultsDir : undefined })

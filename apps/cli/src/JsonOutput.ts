@@ -44,6 +44,17 @@ export const GroupSyncStatus = Schema.Struct({
   offsets: Schema.Array(GroupSyncOffset)
 })
 
+/** The status of `--describe --acls --json` (times in ms as numbers). */
+export const AclSyncStatus = Schema.Struct({
+  state: string,
+  detail: Schema.NullOr(string),
+  timeMs: Schema.Int,
+  lastSyncedMs: Schema.Int,
+  synced: int32,
+  created: int32,
+  deleted: int32
+})
+
 /** A config of `--describe --configs --json`: a secret's value is null, with `sensitive` true. */
 export const ConfigEntry = Schema.Struct({
   name: string,

@@ -26,6 +26,7 @@ actions (exactly one):
   --list     [--mirror <name>]
   --describe [--mirror <name>] [--failed] [--json]    partition states and lag (--failed: FAILED only)
   --describe --groups --mirror <name> [--json]        per consumer group, what the offset sync did
+  --describe --acls --mirror <name> [--json]          what the last ACL sync did (mirror.acls.include)
   --describe --configs --mirror <name> [--json]       the mirror's configs (secrets shown as sensitive, never their value)
   --delete   --mirror <name>
   acls ...   manage ACLs (ClusterMirror ACLs too) like kafka-acls: "acls --help"
@@ -43,6 +44,7 @@ const FLAGS = new Set<string>([
   "json",
   "failed",
   "groups",
+  "acls",
   "configs",
   "help",
   "dry-run",
@@ -63,6 +65,8 @@ export interface Command {
   readonly failed: boolean
   /** `--describe --groups`: the mirror's consumer group offset sync status. */
   readonly groups: boolean
+  /** `--describe --acls`: the mirror's last ACL sync. */
+  readonly acls: boolean
   /** `--describe --configs`: the mirror's configs. */
   readonly configs: boolean
   /** `--recover --accept-data-loss`: partitions failed on data loss restart at the source log start. */
@@ -114,10 +118,12 @@ export const parse = (argv: ReadonlyArray<string>): Command => {
   if (!needsTopics && topics.length > 0) throw new UsageError(`--topics is not valid with --${action}`)
   const exclude = csv(values.get("exclude"))
   if (action !== "start" && values.has("exclude")) throw new UsageError("--exclude is only valid with --start")
-  for (const f of ["json", "failed", "groups", "configs"] as const)
+  for (const f of ["json", "failed", "groups", "acls", "configs"] as const)
     if (flags.has(f) && action !== "describe") throw new UsageError(`--${f} is only valid with --describe`)
-  for (const f of ["groups", "configs"] as const)
+  for (const f of ["groups", "acls", "configs"] as const)
     if (flags.has(f) && mirror === null) throw new UsageError(`--mirror is required with --${f}`)
+  if (flags.has("acls") && (flags.has("failed") || flags.has("groups") || flags.has("configs")))
+    throw new UsageError("--acls excludes --failed, --groups and --configs")
   if (flags.has("groups") && flags.has("failed")) throw new UsageError("--groups and --failed exclude each other")
   if (flags.has("configs") && (flags.has("failed") || flags.has("groups")))
     throw new UsageError("--configs excludes --failed and --groups")
@@ -136,6 +142,7 @@ export const parse = (argv: ReadonlyArray<string>): Command => {
     json: flags.has("json"),
     failed: flags.has("failed"),
     groups: flags.has("groups"),
+    acls: flags.has("acls"),
     configs: flags.has("configs"),
     acceptDataLoss: flags.has("accept-data-loss")
   }
@@ -342,6 +349,32 @@ export const formatGroupSync = (statuses: ReadonlyArray<MirrorAdmin.GroupSyncSta
     ...rows.map(line)
   ].join("\n")
 }
+
+/** The `--describe --acls` table (or "No ACL sync status found"): one row, DETAIL the error. */
+export const formatAclSync = (status: MirrorAdmin.AclSyncStatus | undefined): string => {
+  if (status === undefined) return "No ACL sync status found"
+  const widths = [10, 8, 8, 8, 25]
+  const line = (cells: ReadonlyArray<string>) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? errorCell(c) : padded(c, widths[i]!)))
+      .join(" ")
+      .trimEnd()
+  return [
+    line(["STATE", "SYNCED", "CREATED", "DELETED", "LAST-SYNC", "DETAIL"]),
+    line([
+      status.state,
+      String(status.synced),
+      String(status.created),
+      String(status.deleted),
+      time(status.lastSyncedMs),
+      status.detail ?? ""
+    ])
+  ].join("\n")
+}
+
+/** The `--describe --acls --json` array (`JsonOutput.AclSyncStatus`): empty before the first sync. */
+export const formatAclSyncJson = (status: MirrorAdmin.AclSyncStatus | undefined): string =>
+  JsonOutput.encode(JsonOutput.AclSyncStatus, status === undefined ? [] : [status])
 
 /** The `--describe --groups --json` array (`JsonOutput.GroupSyncStatus`: offsets as numbers). */
 export const formatGroupSyncJson = (statuses: ReadonlyArray<MirrorAdmin.GroupSyncStatus>): string =>
@@ -568,6 +601,11 @@ export const run = async (command: Command, io: Io): Promise<number> => {
         if (command.configs) {
           const entries = await admin.mirrorConfigEntries(mirror)
           io.out(command.json ? formatConfigsJson(entries) : formatConfigs(mirror, entries))
+          return 0
+        }
+        if (command.acls) {
+          const status = await admin.describeAclSync(mirror)
+          io.out(command.json ? formatAclSyncJson(status) : formatAclSync(status))
           return 0
         }
         if (command.groups) {

@@ -443,6 +443,51 @@ describe("MirrorsCommand --describe --groups", () => {
   })
 })
 
+describe("MirrorsCommand --describe --acls", () => {
+  it("needs --describe and --mirror, and excludes the other describe views", () => {
+    expect(parse("--bootstrap-server h:1 --describe --acls --mirror m")).toMatchObject({
+      action: "describe",
+      mirror: "m",
+      acls: true,
+      groups: false,
+      json: false
+    })
+    expect(parse("--bootstrap-server h:1 --describe --mirror m").acls).toBe(false)
+    for (const bad of [
+      "--describe --acls",
+      "--list --acls --mirror m",
+      "--describe --acls --groups --mirror m",
+      "--describe --acls --failed --mirror m",
+      "--describe --acls --configs --mirror m"
+    ])
+      expect(() => parse(`--bootstrap-server h:1 ${bad}`)).toThrow(MirrorsCommand.UsageError)
+  })
+
+  const status: MirrorAdmin.AclSyncStatus = {
+    state: "FAILED",
+    detail: "the source cluster has no authorizer",
+    timeMs: 5,
+    lastSyncedMs: 0,
+    synced: 4,
+    created: 1,
+    deleted: 2
+  }
+
+  it("prints the last result in one row, or that there is none", () => {
+    const lines = MirrorsCommand.formatAclSync(status).split("\n")
+    expect(lines[0]!.split(/\s+/)).toEqual(["STATE", "SYNCED", "CREATED", "DELETED", "LAST-SYNC", "DETAIL"])
+    expect(lines[1]).toMatch(/^FAILED\s+4\s+1\s+2\s+1970-01-01T00:00:00.000Z\s+the source cluster has no authorizer$/)
+    expect(MirrorsCommand.formatAclSync(undefined)).toBe("No ACL sync status found")
+  })
+
+  it("writes JSON through its Schema, keys in order; [] before the first sync", () => {
+    expect(MirrorsCommand.formatAclSyncJson(status)).toBe(
+      '[{"state":"FAILED","detail":"the source cluster has no authorizer","timeMs":5,"lastSyncedMs":0,"synced":4,"created":1,"deleted":2}]'
+    )
+    expect(MirrorsCommand.formatAclSyncJson(undefined)).toBe("[]")
+  })
+})
+
 describe("MirrorsCommand --start output", () => {
   const result = (
     name: string,

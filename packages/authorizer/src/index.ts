@@ -1,2 +1,3 @@
 export * as Acl from "./Acl.js"
 export * as StandardAuthorizer from "./StandardAuthorizer.js"
+export * as AclRules from "./AclRules.js"

@@ -8,7 +8,8 @@
  */
 import * as fs from "node:fs"
 import * as tls from "node:tls"
-import * as Pkcs12 from "./internal/Pkcs12.js"
+import { Pkcs12 } from "@clustermirror/client"
+import { Either } from "effect"
 import * as PrincipalMapping from "./PrincipalMapping.js"
 
 /** Kafka's password-type ssl keys: their values are never shown. */
@@ -202,9 +203,10 @@ const trustMaterial = (s: SslSettings): tls.SecureContextOptions => {
   const type = s.truststoreType ?? (isPemText(data) ? "PEM" : "PKCS12")
   if (type === "PEM") return { ca: data.toString("utf8") }
   try {
-    const ca = Pkcs12.certificates(data, s.truststorePassword)
-    if (ca.length === 0) throw new Error("it holds no certificates")
-    return { ca: [...ca] }
+    const ders = Pkcs12.certificates(data, s.truststorePassword)
+    if (Either.isLeft(ders)) throw new Error(ders.left)
+    if (ders.right.length === 0) throw new Error("it holds no certificates")
+    return { ca: ders.right.map(Pkcs12.toPem) }
   } catch (e) {
     throw new Error(
       `listener ${s.listenerName}: PKCS12 truststore ${s.truststoreLocation} does not load: ${e instanceof Error ? e.message : String(e)}`

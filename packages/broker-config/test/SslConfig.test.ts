@@ -212,7 +212,7 @@ describe("SslConfig key material", () => {
       SslConfig.clientOptions(
         settings({ "ssl.truststore.location": files[0]!, "ssl.truststore.password": "guessed-pw-123" })
       )
-    expect(wrong).toThrow(`PKCS12 truststore ${files[0]} does not load: wrong password or corrupt file`)
+    expect(wrong).toThrow(`PKCS12 truststore ${files[0]} does not load: the integrity check failed (wrong password?)`)
     try {
       wrong()
     } catch (e) {

@@ -20,6 +20,7 @@ import {
   type MirrorMetrics,
   MirrorRefresh,
   MirrorSync,
+  AclSync,
   Recover,
   TwoPhaseTruncation,
   Validation
@@ -426,8 +427,9 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
   }
 
   const groupSync = new MirrorSync.GroupSyncStatusStore()
-  // The mirror-level sync (topic configs, group offsets) runs as the refresh's coordinator-only tasks.
-  const syncTasks = MirrorSync.coordinatorTasks({ store: groupSync })
+  const aclSync = new AclSync.AclSyncStatusStore()
+  // The mirror-level sync (topic configs, group offsets, ACLs) runs as the refresh's coordinator-only tasks.
+  const syncTasks = [...MirrorSync.coordinatorTasks({ store: groupSync }), AclSync.aclsTask({ store: aclSync })]
 
   manager = new MirrorMetadataManager.MirrorMetadataManager({
     metadata,
@@ -483,9 +485,12 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     handlers.register(ReadMirrorStates.api, (_req, request) => coordinator.read(request))
     handlers.register(WriteMirrorStates.api, (_req, request) => coordinator.write(request))
     handlers.register(DescribeClusterMirrors.api, async (_req, request) =>
-      MirrorSync.withGroupSync(
-        await MirrorLag.withUnfetchedLag(manager.describe(request), lag, highWatermark),
-        groupSync
+      AclSync.withAclSync(
+        MirrorSync.withGroupSync(
+          await MirrorLag.withUnfetchedLag(manager.describe(request), lag, highWatermark),
+          groupSync
+        ),
+        aclSync
       )
     )
 
@@ -598,6 +603,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
         }
       }
       groupSync.retain(new Set(metadata.mirrorNames()))
+      aclSync.retain(new Set(metadata.mirrorNames()))
       manager.onMetadataUpdate()
       refresh.onMetadataUpdate()
     },

@@ -170,6 +170,22 @@ export interface GroupSyncStatus {
   readonly offsets: ReadonlyArray<GroupSyncOffset>
 }
 
+/** The mirror's last ACL sync (KIP-1279 §5.9): what it did, or why it failed. */
+export interface AclSyncStatus {
+  /** SYNCED, FAILED, or DISABLED (an empty `mirror.acls.include`). */
+  readonly state: string
+  /** The error when failed. */
+  readonly detail: string | null
+  /** When the status was recorded (ms since the epoch). */
+  readonly timeMs: number
+  /** When a run last completed; -1 never. */
+  readonly lastSyncedMs: number
+  /** The source ACLs the rules selected at the last completed run, and what that run created and deleted here. */
+  readonly synced: number
+  readonly created: number
+  readonly deleted: number
+}
+
 export interface DescribeResult {
   /** Sorted by mirror name. */
   readonly mirrors: ReadonlyArray<MirrorDescription>
@@ -425,6 +441,37 @@ export const mergeGroupSync = (
     }
   }
   return [...groups.values()].sort((a, b) => compareStrings(a.group, b.group))
+}
+
+/**
+ * The mirror's ACL sync status from every broker's answer: the newest (the broker running the mirror's
+ * coordinator tasks has it; one that ran them before a coordinator move may have an older one); undefined
+ * before the first sync.
+ */
+export const mergeAclSync = (mirror: string, results: ReadonlyArray<BrokerDescription>): AclSyncStatus | undefined => {
+  const described = mergeDescriptions(results).mirrors.find((m) => m.mirrorName === mirror)
+  if (described === undefined) throw kafkaError(3, `mirror ${mirror} was not described`, "DescribeClusterMirrors")
+  if (described.errorCode !== 0) throw kafkaError(described.errorCode, null, `DescribeClusterMirrors ${mirror}`)
+  let newest: AclSyncStatus | undefined
+  for (const { result } of results) {
+    if (Either.isLeft(result) || result.right.errorCode !== 0) continue
+    for (const m of result.right.mirrors) {
+      if (m.mirrorName !== mirror || m.errorCode !== 0) continue
+      for (const a of m.aclSyncStatuses ?? []) {
+        const candidate: AclSyncStatus = {
+          state: a.state,
+          detail: a.detail,
+          timeMs: Number(a.timeMs),
+          lastSyncedMs: Number(a.lastSyncedMs),
+          synced: a.synced,
+          created: a.created,
+          deleted: a.deleted
+        }
+        if (newest === undefined || candidate.timeMs > newest.timeMs) newest = candidate
+      }
+    }
+  }
+  return newest
 }
 
 /** A failure to talk to the source as `SourceUnreachable` (with the innermost reason); others unchanged. */
@@ -888,6 +935,14 @@ export class MirrorAdmin {
    */
   async describeGroupSync(mirror: string): Promise<ReadonlyArray<GroupSyncStatus>> {
     return mergeGroupSync(
+      mirror,
+      await this.describeOnEveryBroker({ mirrorNames: [mirror], includeAuthorizedOperations: false })
+    )
+  }
+
+  /** The mirror's last ACL sync (`mergeAclSync`); undefined before the first sync. */
+  async describeAclSync(mirror: string): Promise<AclSyncStatus | undefined> {
+    return mergeAclSync(
       mirror,
       await this.describeOnEveryBroker({ mirrorNames: [mirror], includeAuthorizedOperations: false })
     )

@@ -13,7 +13,7 @@
 import { Data, Either } from "effect"
 import * as fs from "node:fs"
 import * as tls from "node:tls"
-import * as Pkcs12 from "./internal/pkcs12.js"
+import * as Pkcs12 from "./Pkcs12.js"
 
 /** The SASL mechanisms a client can authenticate with. */
 export type SaslMechanism = "PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512"

@@ -63,7 +63,8 @@ const mirror = (
   mirrorName,
   authorizedOperations: -2147483648,
   topics: Object.entries(topics).map(([topicName, partitions]) => ({ topicName, partitions: [...partitions] })),
-  groupSyncStatuses: []
+  groupSyncStatuses: [],
+  aclSyncStatuses: []
 })
 
 const answered = (nodeId: number, res: Response): MirrorAdmin.BrokerDescription => ({
@@ -687,6 +688,49 @@ describe("mergeGroupSync", () => {
     const unknown = Errors.ErrorCode.UNKNOWN_CLUSTER_MIRROR
     expect(() =>
       MirrorAdmin.mergeGroupSync("nope", [answered(1, response({ mirrors: [mirror("nope", {}, unknown)] }))])
+    ).toThrow(KafkaError)
+  })
+})
+
+describe("mergeAclSync", () => {
+  const withAcls = (name: string, timeMs: bigint | null, state = "SYNCED") => ({
+    ...mirror(name, {}),
+    aclSyncStatuses:
+      timeMs === null
+        ? []
+        : [
+            {
+              state,
+              detail: state === "FAILED" ? "boom" : null,
+              timeMs,
+              lastSyncedMs: timeMs,
+              synced: 3,
+              created: 1,
+              deleted: 2
+            }
+          ]
+  })
+
+  it("takes the newest status any broker has, and is undefined before a sync", () => {
+    const merged = MirrorAdmin.mergeAclSync("dr", [
+      answered(1, response({ mirrors: [withAcls("dr", null)] })),
+      answered(2, response({ mirrors: [withAcls("dr", 10n)] })),
+      answered(3, response({ mirrors: [withAcls("dr", 20n, "FAILED")] })),
+      failed(4, new Error("down"))
+    ])
+    expect(merged).toEqual({
+      state: "FAILED",
+      detail: "boom",
+      timeMs: 20,
+      lastSyncedMs: 20,
+      synced: 3,
+      created: 1,
+      deleted: 2
+    })
+    expect(MirrorAdmin.mergeAclSync("dr", [answered(1, response({ mirrors: [withAcls("dr", null)] }))])).toBeUndefined()
+    const unknown = Errors.ErrorCode.UNKNOWN_CLUSTER_MIRROR
+    expect(() =>
+      MirrorAdmin.mergeAclSync("nope", [answered(1, response({ mirrors: [mirror("nope", {}, unknown)] }))])
     ).toThrow(KafkaError)
   })
 })

@@ -12,6 +12,7 @@
 import { Errors, type IncrementalAlterConfigs, MetadataRecords } from "@clustermirror/protocol"
 import { Either } from "effect"
 import { Security } from "@clustermirror/client"
+import { AclRules } from "@clustermirror/authorizer"
 import * as ControllerError from "./ControllerError.js"
 import * as ControllerResult from "./ControllerResult.js"
 import * as Patterns from "./internal/mirrorPatterns.js"
@@ -301,7 +302,8 @@ export const MIRROR_CONFIG_DEFS: ReadonlyMap<string, ConfigDef> = table([
   def("mirror.topics.exclude", "list", "__.*", regexList),
   def("mirror.groups.include", "list", ".*", regexList),
   def("mirror.groups.exclude", "list", "", regexList),
-  def("mirror.acls.include", "list", "*"),
+  // The ACL sync's rules (§5.9): `resourceType;resourceName;operation;permissionType;principal`; empty: no sync.
+  def("mirror.acls.include", "list", "*", AclRules.invalid),
   // The connection to the source: Kafka's client security configs (checked together by `mirrorSecurity`).
   // The Java-only ones are known keys, refused with the reason.
   def("security.protocol", "string", "PLAINTEXT", securityProtocol),

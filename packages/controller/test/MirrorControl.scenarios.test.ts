@@ -251,6 +251,46 @@ describe("CreateClusterMirror (94)", () => {
     expect(MirrorControl.topicPatterns(valid.after.state, "m").include).toEqual(["orders.*", "audit"])
   })
 
+  it("§5.9: given no mirror, when created with an invalid mirror.acls.include rule, then INVALID_CONFIG naming the key and the rule, and no records", () => {
+    const g = ControllerTest.given(ControllerTest.bootstrap)
+    const cases: ReadonlyArray<readonly [string, string]> = [
+      ["TOPIC;orders.*,BOGUS;x", "invalid rule 'BOGUS;x': unknown resourceType 'BOGUS'"],
+      ["TOPIC;(broken", "invalid rule 'TOPIC;(broken': the resourceName '(broken' is not a valid regular expression"],
+      ["TOPIC;*;FLY", "invalid rule 'TOPIC;*;FLY': unknown operation 'FLY'"],
+      ["GROUP;*;READ;MAYBE", "invalid rule 'GROUP;*;READ;MAYBE': unknown permissionType 'MAYBE' (ALLOW, DENY or *)"],
+      ["*;*;*;*;User:(x", "invalid rule '*;*;*;*;User:(x': the principal 'User:(x' is not a valid regular expression"],
+      ["*;*;*;*;*;*", "invalid rule '*;*;*;*;*;*': a rule has at most 5 fields"]
+    ]
+    for (const [value, why] of cases) {
+      const outcome = g
+        .when((s) =>
+          MirrorControl.createClusterMirror(s, create("m", { ...REQUIRED, "mirror.acls.include": value }), {
+            clusterView: CLUSTER,
+            newTopicId: ids()
+          })
+        )
+        .outcome()
+      expect(outcome.records).toEqual([])
+      expect(outcome.response.errorCode).toBe(E.INVALID_CONFIG)
+      expect(outcome.response.errorMessage).toContain(
+        `Invalid value ${value} for configuration mirror.acls.include: ${why}`
+      )
+    }
+    const valid = g
+      .when((s) =>
+        MirrorControl.createClusterMirror(
+          s,
+          create("m", {
+            ...REQUIRED,
+            "mirror.acls.include": "topic;orders.*;READ;ALLOW;User:app-.*,Group,cluster-mirror"
+          }),
+          { clusterView: CLUSTER, newTopicId: ids() }
+        )
+      )
+      .outcome()
+    expect(valid.response).toEqual(done)
+  })
+
   it("35: given mirror.version 0, when a mirror is created, then UNSUPPORTED_VERSION and no records", () => {
     ControllerTest.given([])
       .when((s) => MirrorControl.createClusterMirror(s, create("m"), { clusterView: CLUSTER, newTopicId: ids() }))

@@ -678,7 +678,8 @@ export class MirrorMetadataManager {
           mirrorName: name,
           authorizedOperations: -2147483648,
           topics: [],
-          groupSyncStatuses: []
+          groupSyncStatuses: [],
+          aclSyncStatuses: []
         }
       const topics = new Map<
         string,
@@ -713,7 +714,8 @@ export class MirrorMetadataManager {
             partitions: partitions.sort((a, b) => a.partitionIndex - b.partitionIndex)
           })),
         // Filled by the broker running the mirror's coordinator tasks, not here.
-        groupSyncStatuses: []
+        groupSyncStatuses: [],
+        aclSyncStatuses: []
       }
     })
     return {

@@ -248,8 +248,22 @@ describe("group sync status", () => {
       errorCode: 0,
       errorMessage: null,
       mirrors: [
-        { errorCode: 0, mirrorName: "dr", authorizedOperations: -2147483648, topics: [], groupSyncStatuses: [] },
-        { errorCode: 137, mirrorName: "gone", authorizedOperations: -2147483648, topics: [], groupSyncStatuses: [] }
+        {
+          errorCode: 0,
+          mirrorName: "dr",
+          authorizedOperations: -2147483648,
+          topics: [],
+          groupSyncStatuses: [],
+          aclSyncStatuses: []
+        },
+        {
+          errorCode: 137,
+          mirrorName: "gone",
+          authorizedOperations: -2147483648,
+          topics: [],
+          groupSyncStatuses: [],
+          aclSyncStatuses: []
+        }
       ],
       lookupResults: []
     }

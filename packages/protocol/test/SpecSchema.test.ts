@@ -69,6 +69,7 @@ describe("Spec schemas", () => {
           mirrorName: "m",
           authorizedOperations: -2147483648,
           groupSyncStatuses: [],
+          aclSyncStatuses: [],
           topics: [
             {
               topicName: "t",

@@ -73,9 +73,21 @@ export interface NodeOptions {
   readonly clusterId?: string
 }
 
+/** A client listener besides PLAINTEXT, e.g. `{ name: "SSL", protocol: "SSL" }`; its port is picked free. */
+export interface ExtraListener {
+  /** The listener name (upper case, as in `listeners`). */
+  readonly name: string
+  readonly protocol: "PLAINTEXT" | "SSL" | "SASL_PLAINTEXT" | "SASL_SSL"
+}
+
 export interface KafkaOptions extends NodeOptions {
   /** `node.id` of the combined broker+controller (default 1). */
   readonly nodeId?: number
+  /**
+   * More client listeners, advertised next to PLAINTEXT (which stays the inter-broker listener and
+   * `bootstrap`); their security settings (`ssl.keystore.*`, ...) go in `properties`.
+   */
+  readonly extraListeners?: ReadonlyArray<ExtraListener>
 }
 
 export interface KafkaClusterOptions extends NodeOptions {
@@ -97,6 +109,8 @@ export interface KafkaNode {
   readonly port: number
   /** CONTROLLER listener port, or `undefined` for a broker-only node. */
   readonly controllerPort: number | undefined
+  /** Port of each extra listener (`KafkaOptions.extraListeners`) by name; empty without them. */
+  readonly listenerPorts: Readonly<Record<string, number>>
   readonly dataDir: string
   readonly propertiesFile: string
   /** The current JVM's process id (changes on `restart()`). */
@@ -134,6 +148,8 @@ export interface NodeSpec {
   /** `host:port` of the controller quorum. */
   readonly quorum: string
   readonly logDir: string
+  /** Client listeners besides PLAINTEXT, with their ports. */
+  readonly extraListeners?: ReadonlyArray<ExtraListener & { readonly port: number }>
 }
 
 /**
@@ -147,7 +163,10 @@ export const nodeProperties = (
 ): Properties.Properties => {
   const listeners: Array<string> = []
   if (spec.port !== undefined) listeners.push(`PLAINTEXT://${HOST}:${spec.port}`)
+  const more = spec.extraListeners ?? []
+  for (const l of more) listeners.push(`${l.name}://${HOST}:${l.port}`)
   if (spec.controllerPort !== undefined) listeners.push(`CONTROLLER://${HOST}:${spec.controllerPort}`)
+  const protocolMap = ["PLAINTEXT:PLAINTEXT", ...more.map((l) => `${l.name}:${l.protocol}`), "CONTROLLER:PLAINTEXT"]
   const isBroker = spec.roles !== "controller"
   return Properties.merge(
     {
@@ -157,7 +176,7 @@ export const nodeProperties = (
       "controller.listener.names": "CONTROLLER",
       listeners: listeners.join(","),
       "advertised.listeners": listeners.join(","),
-      "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+      "listener.security.protocol.map": protocolMap.join(","),
       "log.dirs": spec.logDir
     },
     isBroker
@@ -266,6 +285,7 @@ const launchNode = async (l: Launch): Promise<KafkaNode> => {
     bootstrap: `${HOST}:${probePort}`,
     port: probePort,
     controllerPort: l.spec.controllerPort,
+    listenerPorts: Object.fromEntries((l.spec.extraListeners ?? []).map((x) => [x.name, x.port])),
     dataDir: l.spec.logDir,
     propertiesFile: l.propertiesFile,
     get pid() {
@@ -319,11 +339,20 @@ const prepare = (
 /** Starts a single-node KRaft cluster (one JVM, broker and controller) and waits until it serves. */
 export const startKafka = async (opts: KafkaOptions = {}): Promise<KafkaNode> => {
   const libs = opts.libs ?? (await KafkaPeer.libs(opts.version))
-  const [port, controllerPort] = await Ports.freePorts(2)
+  const extra = opts.extraListeners ?? []
+  const [port, controllerPort, ...extraPorts] = await Ports.freePorts(2 + extra.length)
   const nodeId = opts.nodeId ?? 1
+  const extraListeners = extra.map((l, i) => ({ ...l, port: extraPorts[i]! }))
   const launch = prepare(
     libs,
-    { nodeId, roles: "broker,controller", port, controllerPort, quorum: `${HOST}:${controllerPort}` },
+    {
+      nodeId,
+      roles: "broker,controller",
+      port,
+      controllerPort,
+      quorum: `${HOST}:${controllerPort}`,
+      extraListeners
+    },
     1,
     opts,
     undefined

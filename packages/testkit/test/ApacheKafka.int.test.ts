@@ -1,8 +1,9 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as ApacheKafka from "../src/ApacheKafka.js"
+import * as Certificates from "../src/Certificates.js"
 import * as IsolatedConsumer from "../src/IsolatedConsumer.js"
 import * as JavaTools from "../src/JavaTools.js"
 import * as KafkaPeer from "../src/KafkaPeer.js"
@@ -226,6 +227,75 @@ describe("Apache Kafka single node", () => {
     await k.stop()
     expect(k.isAlive()).toBe(false)
     expect(existsSync(k.dataDir)).toBe(false)
+  })
+})
+
+describe("Apache Kafka with an extra SSL listener", () => {
+  let kafka: ApacheKafka.KafkaNode | undefined
+  let certs: Certificates.Certificates | undefined
+  const dir = mkdtempSync(join(tmpdir(), "clustermirror-testkit-tls-"))
+
+  beforeAll(async () => {
+    await KafkaPeer.libs()
+    const c = Certificates.make(dir)
+    certs = c
+    kafka = await ApacheKafka.startKafka({
+      ...quick,
+      extraListeners: [{ name: "SSL", protocol: "SSL" }],
+      properties: {
+        ...quick.properties,
+        "listener.name.ssl.ssl.keystore.type": "PEM",
+        "listener.name.ssl.ssl.keystore.key": readFileSync(c.server.keyFile, "utf8"),
+        "listener.name.ssl.ssl.keystore.certificate.chain":
+          readFileSync(c.server.certFile, "utf8") + readFileSync(c.caFile, "utf8")
+      }
+    })
+  }, 300_000)
+
+  afterAll(async () => {
+    await kafka?.stop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it("records written over PLAINTEXT are read over SSL by kcat trusting the CA, and refused to kcat trusting an unrelated certificate", async () => {
+    const k = kafka!
+    const ssl = `127.0.0.1:${k.listenerPorts["SSL"]}`
+    expect(k.listenerPorts["SSL"]).not.toBe(k.port)
+    const topic = "testkit-tls"
+    await Kcat.kcat(["-b", k.bootstrap, "-P", "-t", topic], { input: "x\ny\nz\n" })
+    const overTls = await Kcat.kcat([
+      "-b",
+      ssl,
+      "-X",
+      "security.protocol=ssl",
+      "-X",
+      `ssl.ca.location=${certs!.caFile}`,
+      "-C",
+      "-t",
+      topic,
+      "-e",
+      "-q",
+      "-f",
+      "%s\\n"
+    ])
+    expect(JavaTools.lines(overTls.stdout)).toEqual(["x", "y", "z"])
+    const metadata = await Kcat.kcat([
+      "-b",
+      ssl,
+      "-X",
+      "security.protocol=ssl",
+      "-X",
+      `ssl.ca.location=${certs!.caFile}`,
+      "-L",
+      "-J"
+    ])
+    // Kafka answers with the broker's endpoint on the listener the request came in on.
+    expect(JSON.parse(metadata.stdout).brokers).toEqual([{ id: 1, name: ssl }])
+    const distrusted = Kcat.kcat(
+      ["-b", ssl, "-X", "security.protocol=ssl", "-X", `ssl.ca.location=${certs!.untrustedClient.certFile}`, "-L"],
+      { timeoutMs: 30_000 }
+    )
+    await expect(distrusted).rejects.toThrow(/certificate verify failed|SSL handshake failed/i)
   })
 })
 

@@ -48,3 +48,18 @@ describe("ApacheKafka.nodeProperties", () => {
     expect(props["log.dirs"]).toBe("/elsewhere")
   })
 })
+
+describe("ApacheKafka.nodeProperties with extra listeners", () => {
+  it("given an SSL listener, then it is listened on, advertised and mapped to SSL, and PLAINTEXT stays inter-broker", () => {
+    const props = ApacheKafka.nodeProperties(
+      { ...combined, extraListeners: [{ name: "SSL", protocol: "SSL", port: 9094 }] },
+      1
+    )
+    expect(props).toMatchObject({
+      listeners: "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9093",
+      "advertised.listeners": "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9093",
+      "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,CONTROLLER:PLAINTEXT",
+      "inter.broker.listener.name": "PLAINTEXT"
+    })
+  })
+})

@@ -2,13 +2,17 @@
  * The requests of the mirror-level sync (KIP-1279 §5.9 step c) over a `ClusterClient.Client`: topic
  * configs (DescribeConfigs, IncrementalAlterConfigs), consumer groups (ListGroups on every broker,
  * FindCoordinator, DescribeGroups, OffsetFetch, OffsetCommit in the admin form) and the bounds of
- * partition logs (ListOffsets, OffsetForLeaderEpoch). Each call is written to work with any version the
+ * partition logs (ListOffsets, OffsetForLeaderEpoch), and ACLs (DescribeAcls, CreateAcls, DeleteAcls). Each call is written to work with any version the
  * peer negotiates, so a real Apache Kafka source answers as well as ours.
  *
  * Translation only: what to copy, skip or clamp is decided in `MirrorSync`.
  */
+import { Acl } from "@clustermirror/authorizer"
 import { ClusterClient, MirrorAdmin } from "@clustermirror/client"
 import {
+  CreateAcls,
+  DeleteAcls,
+  DescribeAcls,
   DescribeConfigs,
   DescribeGroups,
   Errors,
@@ -336,4 +340,84 @@ export const epochForOffset = async (
     } else lo = mid + 1
   }
   return found
+}
+
+// ---------------------------------------------------------------------------------------------------
+// ACLs
+
+/** Every ACL binding of a cluster: DescribeAcls with the ANY filter to any broker; a refusal throws its error. */
+export const describeAcls = async (client: Client): Promise<ReadonlyArray<Acl.AclBinding>> => {
+  const f = Acl.ANY_FILTER
+  const res = await client.sendToAnyBroker(DescribeAcls.api, {
+    resourceTypeFilter: f.resourceType,
+    resourceNameFilter: f.resourceName,
+    patternTypeFilter: f.patternType,
+    principalFilter: f.principal,
+    hostFilter: f.host,
+    operation: f.operation,
+    permissionType: f.permissionType
+  })
+  if (res.errorCode !== 0) throw new SyncRequestError(res.errorCode, "DescribeAcls", res.errorMessage)
+  return res.resources.flatMap((r) =>
+    r.acls.map((a) => ({
+      resourceType: r.resourceType,
+      resourceName: r.resourceName,
+      patternType: r.patternType,
+      principal: a.principal,
+      host: a.host,
+      operation: a.operation,
+      permissionType: a.permissionType
+    }))
+  )
+}
+
+/** Creates bindings in one CreateAcls; the error message of each that failed (with its binding). */
+export const createAcls = async (
+  client: Client,
+  bindings: ReadonlyArray<Acl.AclBinding>
+): Promise<ReadonlyArray<string>> => {
+  if (bindings.length === 0) return []
+  const res = await client.sendToAnyBroker(CreateAcls.api, {
+    creations: bindings.map((b) => ({
+      resourceType: b.resourceType,
+      resourceName: b.resourceName,
+      resourcePatternType: b.patternType,
+      principal: b.principal,
+      host: b.host,
+      operation: b.operation,
+      permissionType: b.permissionType
+    }))
+  })
+  return res.results.flatMap((r, i) =>
+    r.errorCode === 0 ? [] : [`creating ${Acl.format(bindings[i]!)}: ${r.errorMessage || Errors.message(r.errorCode)}`]
+  )
+}
+
+/**
+ * Deletes bindings in one DeleteAcls, each by its exact filter (its own pattern type, name, principal,
+ * host, operation and permission type, so that nothing else matches); the error message of each that failed.
+ */
+export const deleteAcls = async (
+  client: Client,
+  bindings: ReadonlyArray<Acl.AclBinding>
+): Promise<ReadonlyArray<string>> => {
+  if (bindings.length === 0) return []
+  const res = await client.sendToAnyBroker(DeleteAcls.api, {
+    filters: bindings.map((b) => ({
+      resourceTypeFilter: b.resourceType,
+      resourceNameFilter: b.resourceName,
+      patternTypeFilter: b.patternType,
+      principalFilter: b.principal,
+      hostFilter: b.host,
+      operation: b.operation,
+      permissionType: b.permissionType
+    }))
+  })
+  return res.filterResults.flatMap((r, i) => {
+    const errors = [
+      ...(r.errorCode === 0 ? [] : [r.errorMessage || Errors.message(r.errorCode)]),
+      ...r.matchingAcls.filter((m) => m.errorCode !== 0).map((m) => m.errorMessage || Errors.message(m.errorCode))
+    ]
+    return errors.length === 0 ? [] : [`deleting ${Acl.format(bindings[i]!)}: ${errors.join(", ")}`]
+  })
 }

@@ -10,10 +10,11 @@
  *     [Topics: TopicName [Partitions: PartitionIndex SourceOffset DestinationOffset Lag StateValue
  *       RetryAttempt ErrorMessage  tagged: 0 LagTimeMs]]
  *     tagged: 0 GroupSyncStatuses [GroupId State Detail TimeMs LastSyncedMs
- *       [Offsets: TopicName PartitionIndex SourceOffset Offset LeaderEpoch]]]
+ *       [Offsets: TopicName PartitionIndex SourceOffset Offset LeaderEpoch]]
+ *     tagged: 1 AclSyncStatuses [State Detail TimeMs LastSyncedMs Synced Created Deleted]]
  *   tagged: 0 LookupResults [TopicId [Partitions: PartitionIndex LastMirrorEpoch]]
  *
- * LagTimeMs and GroupSyncStatuses are ours (tagged, ignorable): P-0721 peers skip them.
+ * LagTimeMs, GroupSyncStatuses and AclSyncStatuses are ours (tagged, ignorable): P-0721 peers skip them.
  */
 import * as Api from "../Api.js"
 import * as S from "../Spec.js"
@@ -95,6 +96,25 @@ export const Response = S.message({
           ])
         ],
         { taggedVersions: "0+", tag: 0, ignorable: true }
+      ),
+      // Ours, tagged: the ACL sync's last result (at most one entry), from the broker running the mirror's
+      // coordinator tasks (empty on the others).
+      S.array(
+        "AclSyncStatuses",
+        [
+          // SYNCED, FAILED or DISABLED (an empty mirror.acls.include).
+          S.string("State"),
+          // The error when failed.
+          S.string("Detail", { nullableVersions: "0+", default: null }),
+          S.int64("TimeMs"),
+          // When a run last completed; -1 never.
+          S.int64("LastSyncedMs", { default: -1n }),
+          // The filtered source set at the last completed run, and what that run created and deleted.
+          S.int32("Synced"),
+          S.int32("Created"),
+          S.int32("Deleted")
+        ],
+        { taggedVersions: "0+", tag: 1, ignorable: true }
       )
     ]),
     S.array(
