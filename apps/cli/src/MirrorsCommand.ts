@@ -650,11 +650,13 @@ export const run = async (command: Command, io: Io): Promise<number> => {
       io.err(e.message)
       return 2
     }
-    // A failure to reach the cluster says how the command connected (never with what secret).
+    // A failure to reach the cluster (or to authenticate) says how the command connected (never with what secret).
     const reaching =
       settings.protocol !== "PLAINTEXT" &&
       ClientError.isClientError(e) &&
-      (e._tag === "ConnectionError" || e._tag === "NoBrokerAvailable")
+      (e._tag === "ConnectionError" ||
+        e._tag === "NoBrokerAvailable" ||
+        (e._tag === "KafkaError" && /^Sasl(Handshake|Authenticate)/.test(e.context)))
     io.err(`Error: ${describeError(e)}${reaching ? ` (connecting with security.protocol ${settings.protocol})` : ""}`)
     return 1
   } finally {

@@ -257,7 +257,7 @@ describe("secrets of a mirror's connection", () => {
     expect(refused.stderr).toContain("INVALID_CONFIG")
     expect(refused.stderr).toContain("Invalid value [hidden] for configuration sasl.jaas.config")
 
-    // The command's own connection: a secured --command-config fails to connect, saying how, not with what.
+    // The command's own connection: a SASL --command-config against this PLAINTEXT listener fails, saying how, not with what.
     const commandConfig = path.join(scratch, "admin.properties")
     fs.writeFileSync(
       commandConfig,
@@ -266,6 +266,7 @@ describe("secrets of a mirror's connection", () => {
     const secured = await mirrors("--command-config", commandConfig, "--list")
     expect(secured.code).toBe(1)
     expect(secured.stderr).toContain("(connecting with security.protocol SASL_PLAINTEXT)")
+    expect(secured.stderr).toContain("ILLEGAL_SASL_STATE: the broker's listener does not take SASL")
 
     await destination!.stop()
     await source!.stop()

@@ -10,11 +10,11 @@
  * command (kafka-acls' options, plus `--cluster-mirror`).
  */
 import * as MirrorsCommand from "@clustermirror/cli"
-import { BrokerConfig } from "@clustermirror/broker-config"
+import { BrokerConfig, SaslConfig } from "@clustermirror/broker-config"
 import { Node } from "@clustermirror/broker"
 import { Effect, Exit, Fiber } from "effect"
 
-const usage = `usage: clustermirror server [--port <port>] [--data-dir <dir>] [--config <file>] [--host <host>] [--node-id <id>] [--embedded <brokers>] [--metrics-port <port>]
+const usage = `usage: clustermirror server [--port <port>] [--data-dir <dir>] [--config <file>] [--host <host>] [--node-id <id>] [--embedded <brokers>] [--metrics-port <port>] [--add-scram 'SCRAM-SHA-512=[name=<user>,password=<password>]' ...]
        clustermirror mirrors --bootstrap-server <host:port> <action> ...   (cluster mirrors; --help for the actions)
        clustermirror acls --bootstrap-server <host:port> --add|--remove|--list ...   (ACLs; --help for the options)`
 
@@ -24,11 +24,14 @@ const parseArgs = (argv: ReadonlyArray<string>): Map<string, string> => {
     const a = argv[i]!
     if (!a.startsWith("--")) throw new Error(`unexpected argument "${a}"\n${usage}`)
     const eq = a.indexOf("=")
-    if (eq > 0) out.set(a.slice(2, eq), a.slice(eq + 1))
+    const put = (k: string, v: string) =>
+      // --add-scram repeats (one credential each), as with kafka-storage format.
+      out.set(k, k === "add-scram" && out.has(k) ? `${out.get(k)}\n${v}` : v)
+    if (eq > 0) put(a.slice(2, eq), a.slice(eq + 1))
     else {
       const v = argv[i + 1]
       if (v === undefined || v.startsWith("--")) throw new Error(`missing value for ${a}\n${usage}`)
-      out.set(a.slice(2), v)
+      put(a.slice(2), v)
       i++
     }
   }
@@ -55,13 +58,17 @@ const buildConfig = (args: Map<string, string>): BrokerConfig.BrokerConfig => {
   const port = args.get("port")
   if (host !== undefined || port !== undefined) overrides.set("listeners", clientListener(config, host, port))
   for (const [k, v] of args) {
-    if (k === "config" || k === "embedded" || k === "port" || k === "host") continue
+    if (k === "config" || k === "embedded" || k === "port" || k === "host" || k === "add-scram") continue
     if (k === "data-dir") overrides.set("log.dirs", v)
     else if (k === "node-id") overrides.set("node.id", v)
     else if (k === "metrics-port") overrides.set("metrics.port", v)
     else throw new Error(`unknown option --${k}\n${usage}`)
   }
-  return BrokerConfig.fromProperties(overrides, config)
+  const scram = args.get("add-scram")
+  const parsed = BrokerConfig.fromProperties(overrides, config)
+  return scram === undefined
+    ? parsed
+    : { ...parsed, bootstrapScramCredentials: scram.split("\n").map(SaslConfig.parseAddScram) }
 }
 
 const log = (line: string) => process.stdout.write(`[${new Date().toISOString()}] ${line}\n`)

@@ -1,7 +1,7 @@
 /**
  * ACLs with real peers, against a controller and a broker as separate processes with
- * `authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer`. Until SASL every
- * connection is `User:ANONYMOUS`, so the admin steps run while `super.users=User:ANONYMOUS`: Kafka's
+ * `authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer`. On these plaintext
+ * listeners every connection is `User:ANONYMOUS`, so the admin steps run while `super.users=User:ANONYMOUS`: Kafka's
  * kafka-acls adds and lists ACLs, kafkajs' admin creates, describes and deletes them. Both nodes then
  * restart without the super user: the ACLs are still there (metadata records), and they decide what
  * kcat (librdkafka) may do — a topic without DESCRIBE is missing from `kcat -L`, one with DESCRIBE but

@@ -19,6 +19,8 @@ export interface ServerOptions {
   readonly config?: Properties.Properties
   /** Reuse an existing data dir (it is then not removed by `stop()`). */
   readonly dataDir?: string
+  /** Keep the server's complete output in this file. */
+  readonly logFile?: string
 }
 
 export interface ServerHandle extends ServerProcess.ServerHandle {
@@ -31,7 +33,8 @@ export const startServer = async (opts: ServerOptions = {}): Promise<ServerHandl
   const server = await ServerProcess.start({
     config: Properties.merge(ServerProcess.TEST_DEFAULTS, opts.config),
     tempPrefix: "clustermirror-int-",
-    ...(opts.dataDir === undefined ? {} : { dataDir: opts.dataDir })
+    ...(opts.dataDir === undefined ? {} : { dataDir: opts.dataDir }),
+    ...(opts.logFile === undefined ? {} : { logFile: opts.logFile })
   })
   return withKafka(server)
 }
@@ -58,6 +61,8 @@ export interface ClusterOptions {
   readonly brokerConfig?: Properties.Properties
   /** The brokers' listener name (default PLAINTEXT). */
   readonly brokerListener?: string
+  /** Extra `server` arguments of the controller (e.g. `--add-scram`). */
+  readonly controllerArgs?: ReadonlyArray<string>
 }
 
 /** A node of a cluster: its server handle (it follows the node's restarts) with the node's id and `log.dirs`. */
@@ -89,7 +94,8 @@ export const startCluster = async (opts: ClusterOptions): Promise<Cluster> => {
       brokers: opts.brokers,
       controllerConfig: Properties.merge(ServerProcess.TEST_DEFAULTS, opts.controllerConfig),
       brokerConfig: Properties.merge(ServerProcess.TEST_DEFAULTS, opts.brokerConfig),
-      ...(opts.brokerListener === undefined ? {} : { brokerListener: opts.brokerListener })
+      ...(opts.brokerListener === undefined ? {} : { brokerListener: opts.brokerListener }),
+      ...(opts.controllerArgs === undefined ? {} : { controllerArgs: opts.controllerArgs })
     })
   } catch (e) {
     rmSync(baseDir, { recursive: true, force: true })

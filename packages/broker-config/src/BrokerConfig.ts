@@ -9,6 +9,7 @@ import { StandardAuthorizer } from "@clustermirror/authorizer"
 import { ConfigurationControl } from "@clustermirror/controller"
 import { Context } from "effect"
 import * as fs from "node:fs"
+import * as SaslConfig from "./SaslConfig.js"
 import * as SslConfig from "./SslConfig.js"
 
 /** Kafka's security protocols (`listener.security.protocol.map` values). */
@@ -104,6 +105,16 @@ export interface BrokerConfig {
    * name; null without an authorizer (everything is allowed, the ACL APIs answer SECURITY_DISABLED).
    */
   readonly authorizer: StandardAuthorizer.AuthorizerConfig | null
+  /** `sasl.enabled.mechanisms` (Kafka's default GSSAPI, which we refuse once a SASL listener needs it). */
+  readonly saslEnabledMechanisms: ReadonlyArray<string>
+  /** `sasl.mechanism.inter.broker.protocol`: how this broker authenticates to the other brokers. */
+  readonly saslMechanismInterBrokerProtocol: string
+  /** `sasl.mechanism.controller.protocol`: how this broker authenticates to the controller. */
+  readonly saslMechanismControllerProtocol: string
+  /** `connections.max.reauth.ms` (KIP-368): the SASL session lifetime; 0 never expires. */
+  readonly connectionsMaxReauthMs: number
+  /** `--add-scram` (as `kafka-storage format --add-scram`): credentials a new metadata log starts with. */
+  readonly bootstrapScramCredentials: ReadonlyArray<SaslConfig.BootstrapScramCredential>
   /** The keys and values this config was read from (properties file and overrides): STATIC_BROKER_CONFIG. */
   readonly properties: ReadonlyMap<string, string>
 }
@@ -170,6 +181,11 @@ export const defaults: BrokerConfig = {
   mirrorFailedRetryMaxAttempts: 100,
   metricsPort: 0,
   authorizer: null,
+  saslEnabledMechanisms: ["GSSAPI"],
+  saslMechanismInterBrokerProtocol: "GSSAPI",
+  saslMechanismControllerProtocol: "GSSAPI",
+  connectionsMaxReauthMs: 0,
+  bootstrapScramCredentials: [],
   properties: new Map()
 }
 
@@ -201,12 +217,6 @@ const str =
   (v) =>
     ({ [field]: v.trim() }) as Partial<BrokerConfig>
 
-/**
- * Why SASL settings and listeners are refused: the one place that says so (SaslHandshake and
- * SaslAuthenticate are not served yet).
- */
-export const SASL_NOT_IMPLEMENTED = "SASL is not implemented yet"
-
 const SECURITY_PROTOCOLS: ReadonlySet<string> = new Set(["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"])
 
 /** Kafka's default `listener.security.protocol.map`: each protocol's name as a listener name. */
@@ -219,6 +229,9 @@ const DEFAULT_PROTOCOL_MAP: ReadonlyArray<readonly [string, SecurityProtocol]> =
 
 /** Whether a protocol runs over TLS. */
 export const usesTls = (p: SecurityProtocol): boolean => p === "SSL" || p === "SASL_SSL"
+
+/** Whether a protocol authenticates with SASL. */
+export const usesSasl = (p: SecurityProtocol): boolean => p === "SASL_PLAINTEXT" || p === "SASL_SSL"
 
 interface RawListener {
   readonly name: string
@@ -305,8 +318,6 @@ const resolveListeners = (props: ReadonlyMap<string, string>, cfg: BrokerConfig)
     const p = protocolMap.get(name)
     if (p === undefined)
       throw new Error(`${key}: no security protocol defined for listener ${name} in listener.security.protocol.map`)
-    if (p === "SASL_PLAINTEXT" || p === "SASL_SSL")
-      throw new Error(`${key}: listener ${name} is ${p}, which is not supported: ${SASL_NOT_IMPLEMENTED}`)
     return p
   }
   const resolved: Listener[] = listeners.map((l) => ({ ...l, securityProtocol: protocolOf(l.name, "listeners") }))
@@ -414,6 +425,19 @@ const controllerBootstrap: Parser = (v, key) => {
   return { controllerBootstrap: { host: m[1]!, port: Number(m[2]) } }
 }
 
+const mechanismList = (v: string): Array<string> =>
+  v
+    .split(",")
+    .map((x) => x.trim())
+    .filter((x) => x !== "")
+
+/**
+ * Per-listener SASL keys, read through `SaslConfig` from the properties: the JAAS entry of a mechanism
+ * (`listener.name.<l>.<mechanism>.sasl.jaas.config`) and the listener's own `sasl.enabled.mechanisms`.
+ */
+const LISTENER_SASL_KEY =
+  /^listener\.name\.[a-z0-9_-]+\.((plain|scram-sha-256|scram-sha-512)\.sasl\.jaas\.config|sasl\.enabled\.mechanisms)$/
+
 const roles: Parser = (v, key) => {
   const rs = v
     .split(",")
@@ -490,6 +514,10 @@ const parsers: Record<string, Parser> = {
   "mirror.failed.retry.max.backoff.ms": int("mirrorFailedRetryMaxBackoffMs", 1),
   "mirror.failed.retry.max.attempts": int("mirrorFailedRetryMaxAttempts", 0),
   "metrics.port": int("metricsPort", 0),
+  "sasl.enabled.mechanisms": (v) => ({ saslEnabledMechanisms: mechanismList(v) }),
+  "sasl.mechanism.inter.broker.protocol": (v) => ({ saslMechanismInterBrokerProtocol: v.trim() }),
+  "sasl.mechanism.controller.protocol": (v) => ({ saslMechanismControllerProtocol: v.trim() }),
+  "connections.max.reauth.ms": long("connectionsMaxReauthMs"),
   "authorizer.class.name": (v, key) => {
     const name = v.trim()
     if (name === "") return { authorizer: null }
@@ -570,15 +598,18 @@ export const fromProperties = (props: ReadonlyMap<string, string>, base: BrokerC
         if (why !== null) throw new Error(`broker config "${key}" is not supported: ${why}`)
         continue
       }
-      if (
-        /^sasl\./.test(key) ||
-        /^listener\.name\.[^.]+\.[^.]+\.sasl\./.test(key) ||
-        /^listener\.name\.[^.]+\.sasl\./.test(key)
-      )
-        throw new Error(`broker config "${key}" is not supported: ${SASL_NOT_IMPLEMENTED}`)
+      if (LISTENER_SASL_KEY.test(key)) continue
+      if (key === "sasl.jaas.config")
+        throw new Error(
+          `broker config "${key}" is not supported: brokers take the JAAS entry per listener and mechanism, as listener.name.<listener>.<mechanism>.sasl.jaas.config`
+        )
+      if (/^(sasl|listener\.name\.[^.]+\.([^.]+\.)?sasl)\./.test(key))
+        throw new Error(
+          `broker config "${key}" is not supported: SASL is PLAIN and SCRAM-SHA-256/512 with listener.name.<listener>.<mechanism>.sasl.jaas.config (no GSSAPI, OAUTHBEARER, callback handlers or login settings)`
+        )
       if (key.startsWith("listener.name."))
         throw new Error(
-          `broker config "${key}" is not supported: only ssl.* settings take a listener.name.<listener>. prefix`
+          `broker config "${key}" is not supported: only ssl.* and SASL settings take a listener.name.<listener>. prefix`
         )
       const why = ConfigurationControl.unsupportedBrokerConfig(key)
       if (why !== null) throw new Error(`broker config "${key}" is not supported: ${why}`)
@@ -590,7 +621,37 @@ export const fromProperties = (props: ReadonlyMap<string, string>, base: BrokerC
   if ([...props.keys()].some((k) => LISTENER_KEYS.includes(k) || isSslKey(k)))
     cfg = { ...cfg, ...resolveListeners(properties, cfg) }
   cfg = authorizerSettings(cfg, props)
-  return { ...cfg, properties }
+  cfg = { ...cfg, properties }
+  checkSasl(cfg)
+  return cfg
+}
+
+/**
+ * A SASL listener without usable settings fails at start, naming the key: each SASL listener this
+ * node serves needs its mechanisms (and PLAIN's JAAS entry); a broker whose inter-broker or controller
+ * listener uses SASL needs the credentials it authenticates with there.
+ */
+const checkSasl = (cfg: BrokerConfig): void => {
+  const broker = cfg.processRoles.length === 0 || cfg.processRoles.includes("broker")
+  const controller = cfg.processRoles.includes("controller")
+  for (const l of cfg.listeners) {
+    if (!usesSasl(l.securityProtocol)) continue
+    const isController = cfg.controllerListenerNames.includes(l.name)
+    if (isController ? controller : broker) SaslConfig.forListener(cfg, l.name)
+  }
+  const interBroker = cfg.listeners.find((l) => l.name === cfg.interBrokerListenerName)
+  if (broker && interBroker !== undefined && usesSasl(interBroker.securityProtocol)) {
+    const sasl = SaslConfig.forListener(cfg, interBroker.name)
+    // The inter-broker connections go to this same listener of the other brokers, as in Kafka.
+    const own = SaslConfig.clientCredentials(cfg, interBroker.name, "sasl.mechanism.inter.broker.protocol")
+    if (!sasl.enabledMechanisms.includes(own.mechanism))
+      throw new Error(
+        `sasl.mechanism.inter.broker.protocol=${own.mechanism} must be one of the enabled mechanisms of listener ${interBroker.name} (${sasl.enabledMechanisms.join(", ")})`
+      )
+  }
+  const ctl = controllerProtocol(cfg)
+  if (broker && usesSasl(ctl.protocol))
+    SaslConfig.clientCredentials(cfg, ctl.name, "sasl.mechanism.controller.protocol")
 }
 
 /**

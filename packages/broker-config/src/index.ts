@@ -4,3 +4,5 @@
 export * as BrokerConfig from "./BrokerConfig.js"
 export * as DynamicBrokerConfig from "./DynamicBrokerConfig.js"
 export * as LogConfigs from "./LogConfigs.js"
+export * as Jaas from "./Jaas.js"
+export * as SaslConfig from "./SaslConfig.js"

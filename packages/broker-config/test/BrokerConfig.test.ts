@@ -1,9 +1,11 @@
 /**
  * Server properties: the listener model (names, protocols, advertised endpoints, the inter-broker and
- * controller listeners) as Kafka 4 builds it, and the refusals of what is not implemented (SASL).
+ * controller listeners) as Kafka 4 builds it, SASL_PLAINTEXT and SASL_SSL listeners with PLAIN and SCRAM,
+ * and the refusals of what is not implemented, naming the key.
  */
 import { describe, expect, it } from "vitest"
 import * as BrokerConfig from "../src/BrokerConfig.js"
+import * as SaslConfig from "../src/SaslConfig.js"
 
 const parse = (entries: Record<string, string>) => () => BrokerConfig.fromProperties(new Map(Object.entries(entries)))
 
@@ -84,32 +86,148 @@ describe("BrokerConfig listeners", () => {
     expect(parse({ listeners: "PLAINTEXT://a:1,PLAINTEXT://a:2" })).toThrow("listener PLAINTEXT is named twice")
   })
 
-  it("refuses SASL listeners and sasl. keys in one place, with one reason", () => {
-    for (const name of ["SASL_SSL", "SASL_PLAINTEXT"])
-      expect(parse({ listeners: `${name}://127.0.0.1:9093` })).toThrow(
-        `listener ${name} is ${name}, which is not supported: ${BrokerConfig.SASL_NOT_IMPLEMENTED}`
-      )
+  it("refuses unknown keys and listener.name. prefixes on other settings", () => {
+    expect(parse({ "no.such.key": "x" })).toThrow('unknown broker config "no.such.key"')
+    expect(parse({ "listener.name.internal.max.connections": "5" })).toThrow(
+      "only ssl.* and SASL settings take a listener.name.<listener>. prefix"
+    )
+  })
+})
+
+const PLAIN_JAAS =
+  'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";'
+const SCRAM_JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="b" password="b-pw";'
+
+describe("BrokerConfig SASL settings", () => {
+  it("serves a SASL_PLAINTEXT listener, by name or through the protocol map, with its mechanisms and users", () => {
+    const cfg = parse({
+      listeners: "SASL_PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+      "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+      "sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
+      "sasl.mechanism.inter.broker.protocol": "PLAIN",
+      "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+      "connections.max.reauth.ms": "60000"
+    })()
+    expect(cfg.listeners.map((l) => `${l.name}:${l.securityProtocol}`)).toEqual([
+      "SASL_PLAINTEXT:SASL_PLAINTEXT",
+      "CONTROLLER:PLAINTEXT"
+    ])
+    expect(cfg.interBrokerListenerName).toBe("SASL_PLAINTEXT")
+    const sasl = SaslConfig.forListener(cfg, "SASL_PLAINTEXT")
+    expect(sasl.enabledMechanisms).toEqual(["SCRAM-SHA-512", "PLAIN"])
+    expect([...sasl.plainUsers.keys()]).toEqual(["admin", "alice"])
+    expect(sasl.maxReauthMs).toBe(60000)
+    expect(SaslConfig.clientCredentials(cfg, "SASL_PLAINTEXT", "sasl.mechanism.inter.broker.protocol")).toEqual({
+      mechanism: "PLAIN",
+      username: "admin",
+      password: "admin-secret"
+    })
+    const mapped = parse({
+      "process.roles": "broker,controller",
+      listeners: "BROKER://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+      "listener.security.protocol.map": "BROKER:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+      "inter.broker.listener.name": "BROKER",
+      "listener.name.broker.sasl.enabled.mechanisms": "SCRAM-SHA-256",
+      "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+      "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-256",
+      "sasl.mechanism.controller.protocol": "SCRAM-SHA-512",
+      "listener.name.broker.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
+      "listener.name.controller.scram-sha-512.sasl.jaas.config": SCRAM_JAAS
+    })()
+    expect(mapped.listeners.map((l) => l.securityProtocol)).toEqual(["SASL_PLAINTEXT", "SASL_PLAINTEXT"])
+    expect(BrokerConfig.controllerProtocol(mapped)).toEqual({ name: "CONTROLLER", protocol: "SASL_PLAINTEXT" })
+    expect(SaslConfig.forListener(mapped, "BROKER").enabledMechanisms).toEqual(["SCRAM-SHA-256"])
+  })
+
+  it("serves SASL_SSL listeners with their TLS settings and SASL mechanisms together", () => {
+    const cfg = parse({
+      "process.roles": "broker,controller",
+      listeners: "SASL_SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+      "listener.security.protocol.map": "SASL_SSL:SASL_SSL,CONTROLLER:SASL_SSL",
+      "ssl.keystore.location": "/k.pem",
+      "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+      "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+      "sasl.mechanism.controller.protocol": "SCRAM-SHA-512",
+      "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
+      "listener.name.controller.scram-sha-512.sasl.jaas.config": SCRAM_JAAS
+    })()
+    expect(cfg.listeners.map((l) => `${l.name}:${l.securityProtocol}`)).toEqual([
+      "SASL_SSL:SASL_SSL",
+      "CONTROLLER:SASL_SSL"
+    ])
+    expect([...cfg.ssl.keys()]).toEqual(["SASL_SSL", "CONTROLLER"])
+    expect(cfg.interBrokerListenerName).toBe("SASL_SSL")
+    expect(SaslConfig.forListener(cfg, "SASL_SSL").enabledMechanisms).toEqual(["SCRAM-SHA-512"])
+    expect(SaslConfig.clientCredentials(cfg, "CONTROLLER", "sasl.mechanism.controller.protocol").username).toBe("b")
+  })
+
+  it("refuses a SASL listener without usable settings, naming the key and never a password", () => {
+    expect(parse({ listeners: "SASL_PLAINTEXT://127.0.0.1:9092" })).toThrow(
+      "sasl.enabled.mechanisms: SASL mechanism GSSAPI is not supported (supported: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); GSSAPI is Kafka's default"
+    )
+    expect(parse({ listeners: "SASL_PLAINTEXT://127.0.0.1:9092", "sasl.enabled.mechanisms": "OAUTHBEARER" })).toThrow(
+      "sasl.enabled.mechanisms: SASL mechanism OAUTHBEARER is not supported"
+    )
+    expect(parse({ listeners: "SASL_PLAINTEXT://127.0.0.1:9092", "sasl.enabled.mechanisms": "PLAIN" })).toThrow(
+      "listener.name.sasl_plaintext.plain.sasl.jaas.config: PLAIN on listener SASL_PLAINTEXT needs its JAAS entry"
+    )
+    const wrongModule = parse({
+      listeners: "SASL_PLAINTEXT://127.0.0.1:9092",
+      "sasl.enabled.mechanisms": "PLAIN",
+      "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+        'org.apache.kafka.common.security.scram.ScramLoginModule required username="a" password="top-secret";'
+    })
+    expect(wrongModule).toThrow("PLAIN takes org.apache.kafka.common.security.plain.PlainLoginModule")
+    let message = ""
+    try {
+      wrongModule()
+    } catch (e) {
+      message = (e as Error).message
+    }
+    expect(message).not.toContain("top-secret")
+    expect(
+      parse({
+        listeners: "SASL_PLAINTEXT://127.0.0.1:9092",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512"
+      })
+    ).toThrow(
+      "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config: sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512 needs username and password in the listener's JAAS entry"
+    )
+    expect(parse({ listeners: "SASL_PLAINTEXT://127.0.0.1:9092", "sasl.enabled.mechanisms": "SCRAM-SHA-512" })).toThrow(
+      "sasl.mechanism.inter.broker.protocol: SASL mechanism GSSAPI is not supported"
+    )
+    expect(
+      parse({
+        listeners: "SASL_PLAINTEXT://127.0.0.1:9092",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS
+      })
+    ).toThrow(
+      "sasl.mechanism.inter.broker.protocol=PLAIN must be one of the enabled mechanisms of listener SASL_PLAINTEXT (SCRAM-SHA-512)"
+    )
     expect(
       parse({
         "process.roles": "broker",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL",
-        "controller.listener.names": "CONTROLLER"
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+        "sasl.mechanism.controller.protocol": "PLAIN"
       })
     ).toThrow(
-      `controller.listener.names: listener CONTROLLER is SASL_SSL, which is not supported: ${BrokerConfig.SASL_NOT_IMPLEMENTED}`
+      "listener.name.controller.plain.sasl.jaas.config: sasl.mechanism.controller.protocol=PLAIN needs username"
     )
+  })
+
+  it("refuses SASL keys we do not implement with the reason", () => {
     for (const key of [
-      "sasl.enabled.mechanisms",
-      "listener.name.external.sasl.enabled.mechanisms",
-      "listener.name.x.plain.sasl.jaas.config"
+      "sasl.kerberos.service.name",
+      "sasl.server.callback.handler.class",
+      "listener.name.external.gssapi.sasl.jaas.config"
     ])
       expect(parse({ [key]: "x" })).toThrow(
-        `broker config "${key}" is not supported: ${BrokerConfig.SASL_NOT_IMPLEMENTED}`
+        `broker config "${key}" is not supported: SASL is PLAIN and SCRAM-SHA-256/512`
       )
-    expect(parse({ "no.such.key": "x" })).toThrow('unknown broker config "no.such.key"')
-    expect(parse({ "listener.name.internal.max.connections": "5" })).toThrow(
-      "only ssl.* settings take a listener.name.<listener>. prefix"
-    )
+    expect(parse({ "sasl.jaas.config": "x" })).toThrow("listener.name.<listener>.<mechanism>.sasl.jaas.config")
   })
 })
 
@@ -177,5 +295,41 @@ describe("BrokerConfig", () => {
     expect(() => BrokerConfig.fromProperties(new Map([["auto.leader.rebalance.enable", "yes"]]))).toThrow(
       /auto.leader.rebalance.enable/
     )
+  })
+})
+
+describe("SaslConfig.parseAddScram", () => {
+  it("reads Kafka's --add-scram syntax", () => {
+    expect(SaslConfig.parseAddScram("SCRAM-SHA-512=[name=admin,password=admin-secret]")).toEqual({
+      mechanism: "SCRAM-SHA-512",
+      name: "admin",
+      password: "admin-secret",
+      iterations: 4096
+    })
+    expect(SaslConfig.parseAddScram('SCRAM-SHA-256=[name="bob",iterations=8192,password="b-pw"]')).toEqual({
+      mechanism: "SCRAM-SHA-256",
+      name: "bob",
+      password: "b-pw",
+      iterations: 8192
+    })
+  })
+
+  it("refuses malformed entries without quoting the password", () => {
+    for (const text of [
+      "PLAIN=[name=a,password=top-secret]",
+      "SCRAM-SHA-512=[name=a]",
+      "SCRAM-SHA-512=[password=top-secret]",
+      "SCRAM-SHA-512=[name=a,password=top-secret,iterations=100]",
+      "SCRAM-SHA-512=[name=a,password=top-secret,salt=abc]"
+    ]) {
+      let message = ""
+      try {
+        SaslConfig.parseAddScram(text)
+      } catch (e) {
+        message = (e as Error).message
+      }
+      expect(message, text).toMatch(/^--add-scram/)
+      expect(message).not.toContain("top-secret")
+    }
   })
 })

@@ -14,6 +14,7 @@ import {
   Apis,
   AlterConfigs,
   AlterPartition,
+  AlterUserScramCredentials,
   BrokerHeartbeat,
   BrokerRegistration,
   BumpLeaderEpochs,
@@ -22,10 +23,12 @@ import {
   CreateTopics,
   DeleteClusterMirror,
   DeleteTopics,
+  DescribeClientQuotas,
   DescribeCluster,
   DescribeClusterMirrors,
   DescribeConfigs,
   DescribeGroups,
+  DescribeUserScramCredentials,
   ElectLeaders,
   Errors,
   Fetch,
@@ -750,6 +753,29 @@ const installChecks = (handlers: Handlers, ctx: AuthorizationContext): void => {
     errorCode: E.CLUSTER_AUTHORIZATION_FAILED,
     errorMessage: Errors.message(E.CLUSTER_AUTHORIZATION_FAILED)
   }
+  // -------------------------------------------------------------------------------------------------
+  // SCRAM credentials and client quotas, as KafkaApis: DESCRIBE / ALTER / DESCRIBE_CONFIGS on the cluster
+
+  guard(handlers, src, DescribeUserScramCredentials.api, (c, req, request, next) =>
+    c.cluster(Op.DESCRIBE) ? next(req, request) : { ...clusterRefusal, results: [] }
+  )
+  guard(handlers, src, AlterUserScramCredentials.api, (c, req, request, next) => {
+    if (c.cluster(Op.ALTER)) return next(req, request)
+    // Every user named in the request gets the error, once.
+    const users = new Set([...request.deletions.map((d) => d.name), ...request.upsertions.map((u) => u.name)])
+    return {
+      throttleTimeMs: 0,
+      results: [...users].map((user) => ({
+        user,
+        errorCode: E.CLUSTER_AUTHORIZATION_FAILED,
+        errorMessage: Errors.message(E.CLUSTER_AUTHORIZATION_FAILED)
+      }))
+    }
+  })
+  guard(handlers, src, DescribeClientQuotas.api, (c, req, request, next) =>
+    c.cluster(Op.DESCRIBE_CONFIGS) ? next(req, request) : { ...clusterRefusal, entries: null }
+  )
+
   clusterAction(ReadMirrorStates.api, () => ({ ...clusterRefusal, topics: [] }))
   clusterAction(WriteMirrorStates.api, () => ({ ...clusterRefusal, topics: [] }))
   clusterAction(BumpLeaderEpochs.api, () => ({ ...clusterRefusal, topics: [] }))

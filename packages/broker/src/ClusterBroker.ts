@@ -16,6 +16,7 @@ import {
   AllocateProducerIds,
   AlterConfigs,
   AlterPartition,
+  AlterUserScramCredentials,
   BrokerHeartbeat,
   BrokerRegistration,
   BumpLeaderEpochs,
@@ -29,6 +30,7 @@ import {
   Errors,
   Fetch,
   IncrementalAlterConfigs,
+  Scram,
   type Api,
   type Spec,
   Uuid
@@ -49,6 +51,8 @@ import { type BrokerContext, INTERNAL_TOPICS, ProducerIdManager, register } from
 import type * as MetadataView from "./MetadataView.js"
 import * as MirrorApis from "./MirrorApis.js"
 import * as MirrorRuntime from "./MirrorRuntime.js"
+import * as ScramApis from "./ScramApis.js"
+import * as SaslAuthenticator from "@clustermirror/network/SaslAuthenticator"
 import { CLOSE_BUDGET_MS, ReplicaManager } from "@clustermirror/replication/ReplicaManager"
 import { Handlers } from "@clustermirror/network/RequestChannel"
 import * as SocketServer from "@clustermirror/network/SocketServer"
@@ -71,6 +75,8 @@ export interface ClusterBroker {
   readonly mirrorSyncTasks: ReadonlyArray<MirrorSync.CoordinatorTask>
   readonly close: () => Promise<void>
 }
+
+/** Kafka's SecurityProtocol ids, as broker registrations carry them. */
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
@@ -172,25 +178,44 @@ export const start = async (
   const interBroker = Listeners.clientSecurity(
     requested,
     interBrokerName,
-    requested.listenerSecurityProtocolMap.get(interBrokerName) ?? "PLAINTEXT"
+    requested.listenerSecurityProtocolMap.get(interBrokerName) ?? "PLAINTEXT",
+    "sasl.mechanism.inter.broker.protocol"
   )
   const controllerListener = BrokerConfigs.controllerProtocol(requested)
-  const toController = Listeners.clientSecurity(requested, controllerListener.name, controllerListener.protocol)
+  const toController = Listeners.clientSecurity(
+    requested,
+    controllerListener.name,
+    controllerListener.protocol,
+    "sasl.mechanism.controller.protocol"
+  )
   const socketOptions = brokerListeners.map((l) => Listeners.socketOptions(requested, l))
+  // SCRAM credentials come from the metadata image, which is loaded after the listeners are up.
+  let scramImage: () => MetadataImage.MetadataImage = () => MetadataImage.empty
   const servers = new Map<string, SocketServer.SocketServer>()
   try {
-    for (const [i, l] of brokerListeners.entries())
+    for (const [i, l] of brokerListeners.entries()) {
+      const { sasl, ...options } = socketOptions[i]!
       servers.set(
         l.name,
         await SocketServer.start({
           host: l.host === "" ? "0.0.0.0" : l.host,
           port: l.port,
           maxFrameBytes: requested.socketRequestMaxBytes,
-          handle: handlers.frameHandler(log),
+          handle:
+            sasl === undefined
+              ? handlers.frameHandler(log)
+              : SaslAuthenticator.wrap(handlers.frameHandler(log), {
+                  enabledMechanisms: sasl.enabledMechanisms,
+                  plainPassword: (u) => sasl.plainUsers.get(u),
+                  scramCredential: (u, m) => MetadataImage.scramCredential(scramImage(), u, Scram.mechanismId(m)),
+                  maxReauthMs: sasl.maxReauthMs,
+                  log
+                }),
           log,
-          ...socketOptions[i]!
+          ...options
         })
       )
+    }
   } catch (e) {
     for (const s of servers.values()) await s.close()
     throw e
@@ -209,6 +234,7 @@ export const start = async (
   const metadataLog = await Effect.runPromise(MetadataLog.makeFile(path.join(config.dataDir, "metadata")))
   const loader = await Effect.runPromise(MetadataPublisher.make())
   let image = await Effect.runPromise(metadataLog.loadInto(loader))
+  scramImage = () => image
   // The config in force: the properties under the dynamic broker configs of the metadata log.
   let effectiveConfig = DynamicBrokerConfig.effective(DynamicBrokerConfig.layersOf(config, image))
   // The authorizer over the image's ACLs (authorizer.class.name), rebuilt whenever they change.
@@ -553,6 +579,8 @@ export const start = async (
   forward(AlterConfigs.api)
   forward(ElectLeaders.api)
   forward(BumpLeaderEpochs.api)
+  forward(AlterUserScramCredentials.api)
+  ScramApis.register(handlers, () => image)
   // KIP-1279: mirrors are created by the controller; the topic operations are validated here first (§5.8).
   forward(CreateClusterMirror.api)
   MirrorApis.register(handlers, () => image)

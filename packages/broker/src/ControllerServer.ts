@@ -1,16 +1,18 @@
 /**
  * A controller node's network face: the Kafka API server on the controller listener, translating
  * the controller-bound requests (broker registration and heartbeats, AlterPartition, topic and config
- * changes, producer-id blocks, BumpLeaderEpochs) into `QuorumController` operations, and serving the
+ * changes, producer-id blocks, BumpLeaderEpochs, AlterUserScramCredentials) into `QuorumController`
+ * operations (after SASL authentication on a SASL_PLAINTEXT or SASL_SSL listener), and serving the
  * metadata log to brokers with Fetch on `__cluster_metadata`. Decisions live in the controller package.
  */
 import { Acl, StandardAuthorizer } from "@clustermirror/authorizer"
-import { QuorumController, ReplicationControl } from "@clustermirror/controller"
+import { QuorumController, ReplicationControl, ScramControl } from "@clustermirror/controller"
 import { MetadataLog } from "@clustermirror/metadata-log"
 import {
   AllocateProducerIds,
   AlterConfigs,
   AlterPartition,
+  AlterUserScramCredentials,
   ApiVersions,
   BrokerHeartbeat,
   BrokerRegistration,
@@ -26,6 +28,9 @@ import {
   IncrementalAlterConfigs,
   PauseMirrorTopics,
   ResumeMirrorTopics,
+  SaslAuthenticate,
+  SaslHandshake,
+  Scram,
   StartMirrorTopics,
   StopMirrorTopics
 } from "@clustermirror/protocol"
@@ -33,6 +38,8 @@ import { Effect, Either } from "effect"
 import * as fs from "node:fs"
 import { Handlers } from "@clustermirror/network/RequestChannel"
 import * as SocketServer from "@clustermirror/network/SocketServer"
+import * as SaslAuthenticator from "@clustermirror/network/SaslAuthenticator"
+import type * as Listeners from "./Listeners.js"
 import * as AclApis from "./AclApis.js"
 import * as Authorization from "./Authorization.js"
 
@@ -52,14 +59,17 @@ export interface ControllerServerOptions {
   readonly autoLeaderRebalanceEnable?: boolean
   readonly leaderImbalanceCheckIntervalMs?: number
   readonly leaderImbalancePerBrokerPercentage?: number
+  /** Credentials a new metadata log starts with (`--add-scram`). */
+  readonly bootstrapScramCredentials?: ReadonlyArray<QuorumController.BootstrapScramCredential>
+  /** SASL on the CONTROLLER listener (its protocol is SASL_PLAINTEXT); absent: PLAINTEXT. */
   /** `authorizer.class.name` (with `super.users`, `allow.everyone.if.no.acl.found`); null or absent: none. */
   readonly authorizer?: StandardAuthorizer.AuthorizerConfig | null
   readonly log?: (line: string) => void
   /** The controller listener's name, protocol and TLS (default a PLAINTEXT listener named CONTROLLER). */
-  readonly listener?: Pick<SocketServer.SocketServerOptions, "listenerName" | "securityProtocol" | "tls">
+  readonly listener?: Listeners.ListenerOptions
   /** Further controller listeners (`controller.listener.names` beyond the first), served alike. */
   readonly moreListeners?: ReadonlyArray<
-    Pick<SocketServer.SocketServerOptions, "host" | "port" | "listenerName" | "securityProtocol" | "tls">
+    Pick<SocketServer.SocketServerOptions, "host" | "port"> & Listeners.ListenerOptions
   >
 }
 
@@ -129,6 +139,17 @@ const registerHandlers = (
           }
     })
     .register(BumpLeaderEpochs.api, async (_req, request) => controller.bumpLeaderEpochs(request))
+    .register(AlterUserScramCredentials.api, async (_req, request) => ({
+      throttleTimeMs: 0,
+      results: [...(await controller.alterUserScramCredentials(request))]
+    }))
+    .register(SaslHandshake.api, () => ({ errorCode: E.ILLEGAL_SASL_STATE, mechanisms: [] }))
+    .register(SaslAuthenticate.api, () => ({
+      errorCode: E.ILLEGAL_SASL_STATE,
+      errorMessage: "SaslAuthenticate on a listener without SASL",
+      authBytes: Buffer.alloc(0),
+      sessionLifetimeMs: 0n
+    }))
     .register(CreateClusterMirror.api, async (_req, request) => controller.createClusterMirror(request))
     .register(StartMirrorTopics.api, async (_req, request) => controller.startMirrorTopics(request))
     .register(StopMirrorTopics.api, async (_req, request) => controller.stopMirrorTopics(request))
@@ -214,6 +235,9 @@ export const start = async (options: ControllerServerOptions): Promise<Controlle
     ...(options.leaderImbalancePerBrokerPercentage !== undefined
       ? { leaderImbalancePerBrokerPercentage: options.leaderImbalancePerBrokerPercentage }
       : {}),
+    ...(options.bootstrapScramCredentials !== undefined
+      ? { bootstrapScramCredentials: options.bootstrapScramCredentials }
+      : {}),
     ...(options.log !== undefined ? { log_: options.log } : {})
   })
   const handlers = registerHandlers(new Handlers(), controller, metadataLog)
@@ -268,11 +292,23 @@ export const start = async (options: ControllerServerOptions): Promise<Controlle
   const log = options.log ?? (() => {})
   const servers: SocketServer.SocketServer[] = []
   try {
-    for (const l of [{ host: options.host, port: options.port, ...options.listener }, ...(options.moreListeners ?? [])])
+    for (const { sasl, ...l } of [
+      { host: options.host, port: options.port, ...options.listener },
+      ...(options.moreListeners ?? [])
+    ])
       servers.push(
         await SocketServer.start({
           maxFrameBytes: options.maxFrameBytes,
-          handle: handlers.frameHandler(log),
+          handle:
+            sasl === undefined
+              ? handlers.frameHandler(log)
+              : SaslAuthenticator.wrap(handlers.frameHandler(log), {
+                  enabledMechanisms: sasl.enabledMechanisms,
+                  plainPassword: (u) => sasl.plainUsers.get(u),
+                  scramCredential: (u, m) => ScramControl.credential(controller.current.scram, u, Scram.mechanismId(m)),
+                  maxReauthMs: sasl.maxReauthMs,
+                  log
+                }),
           log,
           listenerName: "CONTROLLER",
           ...l

@@ -5,6 +5,9 @@
  */
 import {
   ApiVersions,
+  DescribeClientQuotas,
+  SaslAuthenticate,
+  SaslHandshake,
   DescribeCluster,
   DescribeConfigs,
   Errors,
@@ -107,6 +110,17 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
       errorCode: 0,
       apiKeys: handlers.versions(),
       throttleTimeMs: 0
+    }))
+    // There are no client quotas (AlterClientQuotas is not served), so none match: kafka-configs
+    // --describe --entity-type users asks for them next to the SCRAM credentials.
+    .register(DescribeClientQuotas.api, () => ({ throttleTimeMs: 0, errorCode: 0, errorMessage: null, entries: [] }))
+    // On SASL listeners the authenticator answers these; here the listener has no SASL, as Kafka says.
+    .register(SaslHandshake.api, () => ({ errorCode: Errors.ErrorCode.ILLEGAL_SASL_STATE, mechanisms: [] }))
+    .register(SaslAuthenticate.api, () => ({
+      errorCode: Errors.ErrorCode.ILLEGAL_SASL_STATE,
+      errorMessage: "SaslAuthenticate on a listener without SASL",
+      authBytes: Buffer.alloc(0),
+      sessionLifetimeMs: 0n
     }))
     .register(Metadata.api, async (req, request) => {
       const all = request.topics === null || (req.apiVersion === 0 && request.topics.length === 0)

@@ -1,12 +1,15 @@
 /**
  * A node's listeners at run time: the socket options of each listener (TLS from its `ssl.*` settings,
- * the principal mapping of `ssl.principal.mapping.rules`), the client security the node uses for its
- * own connections to a listener of another node (replica fetchers, coordinators, the controller), and
+ * the principal mapping of `ssl.principal.mapping.rules`, SASL from its mechanisms and JAAS entries),
+ * the client security the node uses for its own connections to a listener of another node (replica
+ * fetchers, coordinators, the controller: TLS, and SASL with the inter-broker or controller
+ * mechanism and the credentials of the listener's JAAS entry), and
  * Kafka's security protocol ids as RegisterBrokerRecord carries them. Key and trust files are read when
  * these are built, at start: a missing file fails the start.
  */
 import type { BrokerConfig } from "@clustermirror/broker-config/BrokerConfig"
 import * as PrincipalMapping from "@clustermirror/broker-config/PrincipalMapping"
+import * as SaslConfig from "@clustermirror/broker-config/SaslConfig"
 import * as SslConfig from "@clustermirror/broker-config/SslConfig"
 import type { Security } from "@clustermirror/client"
 import type * as SocketServer from "@clustermirror/network/SocketServer"
@@ -26,14 +29,24 @@ const settingsOf = (config: BrokerConfig, name: string): SslConfig.SslSettings =
 }
 
 const tlsProtocol = (p: SocketServer.SecurityProtocol): boolean => p === "SSL" || p === "SASL_SSL"
+const saslProtocol = (p: SocketServer.SecurityProtocol): boolean => p === "SASL_PLAINTEXT" || p === "SASL_SSL"
 
-/** The `SocketServer` options that make a listener speak its protocol. */
+/**
+ * What makes a listener speak its protocol: the `SocketServer` options (name, protocol, TLS) and, for
+ * SASL_PLAINTEXT and SASL_SSL, the SASL settings its server wraps the request handler with.
+ */
+export type ListenerOptions = Pick<SocketServer.SocketServerOptions, "listenerName" | "securityProtocol" | "tls"> & {
+  readonly sasl?: SaslConfig.ListenerSasl
+}
+
+/** The options that make a listener speak its protocol. */
 export const socketOptions = (
   config: BrokerConfig,
   listener: { readonly name: string; readonly securityProtocol: SocketServer.SecurityProtocol }
-): Pick<SocketServer.SocketServerOptions, "listenerName" | "securityProtocol" | "tls"> => {
+): ListenerOptions => {
+  const sasl = saslProtocol(listener.securityProtocol) ? { sasl: SaslConfig.forListener(config, listener.name) } : {}
   if (!tlsProtocol(listener.securityProtocol))
-    return { listenerName: listener.name, securityProtocol: listener.securityProtocol }
+    return { listenerName: listener.name, securityProtocol: listener.securityProtocol, ...sasl }
   const settings = settingsOf(config, listener.name)
   return {
     listenerName: listener.name,
@@ -41,20 +54,26 @@ export const socketOptions = (
     tls: {
       options: SslConfig.serverOptions(settings),
       principalOf: (subject) => PrincipalMapping.apply(settings.principalMappingRules, subject)
-    }
+    },
+    ...sasl
   }
 }
 
 /**
  * The security of this node's connections to a listener named `name` speaking `protocol` on another
  * node: its own ssl settings for that listener name as client configs (truststore, keystore for mutual
- * TLS, host name check). Undefined for PLAINTEXT.
+ * TLS, host name check), and for SASL the mechanism of `mechanismKey` with the username and password of
+ * the listener's JAAS entry for it. Undefined for PLAINTEXT.
  */
 export const clientSecurity = (
   config: BrokerConfig,
   name: string,
-  protocol: SocketServer.SecurityProtocol
+  protocol: SocketServer.SecurityProtocol,
+  mechanismKey: "sasl.mechanism.inter.broker.protocol" | "sasl.mechanism.controller.protocol"
 ): Security.ClientSecurity | undefined => {
-  if (!tlsProtocol(protocol)) return undefined
-  return { tls: SslConfig.clientOptions(settingsOf(config, name)) }
+  if (!tlsProtocol(protocol) && !saslProtocol(protocol)) return undefined
+  return {
+    ...(tlsProtocol(protocol) ? { tls: SslConfig.clientOptions(settingsOf(config, name)) } : {}),
+    ...(saslProtocol(protocol) ? { sasl: SaslConfig.clientCredentials(config, name, mechanismKey) } : {})
+  }
 }

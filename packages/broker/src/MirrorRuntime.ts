@@ -67,7 +67,7 @@ export interface MirrorRuntimeOptions {
   readonly catchUp: () => Promise<void>
   /** A channel to another broker of this cluster; undefined when it is not known. */
   readonly peer: (nodeId: number) => Channel | undefined
-  /** How this broker connects to its own cluster's inter-broker listener (TLS); absent: PLAINTEXT. */
+  /** How this broker connects to its own cluster's inter-broker listener (TLS, SASL); absent: PLAINTEXT. */
   readonly interBrokerSecurity?: Security.ClientSecurity
   readonly log: (line: string) => void
   /** Mirror-level work the periodic refresh runs on the mirror-coordinator broker (§5.9); none by default. */

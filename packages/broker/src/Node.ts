@@ -91,6 +91,7 @@ export const start = async (
       autoLeaderRebalanceEnable: config.autoLeaderRebalanceEnable,
       leaderImbalanceCheckIntervalMs: config.leaderImbalanceCheckIntervalSeconds * 1000,
       leaderImbalancePerBrokerPercentage: config.leaderImbalancePerBrokerPercentage,
+      bootstrapScramCredentials: config.bootstrapScramCredentials,
       authorizer: config.authorizer,
       log
     })

@@ -1,6 +1,6 @@
 /**
  * Authorization end to end on a real cluster (a controller and a broker over TCP, StandardAuthorizer on
- * both): every connection is `User:ANONYMOUS` until SASL, so the cluster's own traffic and the admin
+ * both): these plaintext connections are all `User:ANONYMOUS`, so the cluster's own traffic and the admin
  * come from 127.0.0.1, which the ACLs allow everything, and the client under test connects from
  * 127.0.0.2, which gets exactly the ACLs each test grants (host-specific ACLs). Each KIP-1279 §8.2 row
  * is refused without its permission and accepted with it, and the per-RPC checks answer Kafka's errors.
@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Acl } from "@clustermirror/authorizer"
 import {
+  AlterUserScramCredentials,
   Api,
   BrokerHeartbeat,
   BrokerRegistration,
@@ -19,8 +20,10 @@ import {
   DeleteClusterMirror,
   DeleteTopics,
   DescribeAcls,
+  DescribeClientQuotas,
   DescribeClusterMirrors,
   DescribeConfigs,
+  DescribeUserScramCredentials,
   Errors,
   Fetch,
   FindCoordinator,
@@ -561,6 +564,68 @@ describe("authorization (StandardAuthorizer, KIP-1279 §8.2)", () => {
       [binding({ resourceName: "payments", operation: Op.WRITE })],
       async () => expect((await init()).errorCode).toBe(E.CLUSTER_AUTHORIZATION_FAILED),
       async () => expect((await init()).errorCode).toBe(0)
+    )
+  })
+
+  // -------------------------------------------------------------------------------------------------
+  // SCRAM credentials and client quotas (kafka-configs --entity-type users)
+
+  const cluster_ = (operation: number) =>
+    binding({ resourceType: Res.CLUSTER, resourceName: Acl.CLUSTER_NAME, operation })
+
+  it("DescribeUserScramCredentials needs DESCRIBE on the cluster", async () => {
+    const describe = () => client.call(DescribeUserScramCredentials.api, { users: null })
+    await row(
+      [cluster_(Op.DESCRIBE)],
+      async () => {
+        const res = await describe()
+        expect([res.errorCode, res.results]).toEqual([E.CLUSTER_AUTHORIZATION_FAILED, []])
+      },
+      async () => expect((await describe()).errorCode).toBe(0)
+    )
+  })
+
+  it("AlterUserScramCredentials needs ALTER on the cluster, each user refused once", async () => {
+    const upsertion = (name: string) => ({
+      name,
+      mechanism: 1, // SCRAM-SHA-256
+      iterations: 4096,
+      salt: Buffer.alloc(16, 7),
+      saltedPassword: Buffer.alloc(32, 9)
+    })
+    const alter = () =>
+      client.call(AlterUserScramCredentials.api, {
+        deletions: [{ name: "bob", mechanism: 2 }],
+        upsertions: [upsertion("alice"), upsertion("bob")]
+      })
+    await row(
+      [cluster_(Op.ALTER)],
+      async () => {
+        const res = await alter()
+        expect(res.results.map((r) => [r.user, r.errorCode])).toEqual([
+          ["bob", E.CLUSTER_AUTHORIZATION_FAILED],
+          ["alice", E.CLUSTER_AUTHORIZATION_FAILED]
+        ])
+      },
+      async () => {
+        const res = await client.call(AlterUserScramCredentials.api, {
+          deletions: [],
+          upsertions: [upsertion("alice")]
+        })
+        expect(res.results.map((r) => [r.user, r.errorCode])).toEqual([["alice", 0]])
+      }
+    )
+  })
+
+  it("DescribeClientQuotas needs DESCRIBE_CONFIGS on the cluster", async () => {
+    const describe = () => client.call(DescribeClientQuotas.api, { components: [], strict: false })
+    await row(
+      [cluster_(Op.DESCRIBE_CONFIGS)],
+      async () => {
+        const res = await describe()
+        expect([res.errorCode, res.entries]).toEqual([E.CLUSTER_AUTHORIZATION_FAILED, null])
+      },
+      async () => expect((await describe()).errorCode).toBe(0)
     )
   })
 

@@ -71,13 +71,13 @@ describe("a TLS listener from ssl.* settings", () => {
     await client.close()
     expect(principals.at(-1)).toBe("User:CLIENT")
     // The broker's own connection presents its keystore's certificate, CN=localhost, which this rule does not map.
-    const own = Listeners.clientSecurity(config, "SSL", "SSL")
+    const own = Listeners.clientSecurity(config, "SSL", "SSL", "sasl.mechanism.inter.broker.protocol")
     await expect(Connection.open({ host: "127.0.0.1", port: server.port, security: own! })).rejects.toThrow()
   })
 
   it("connects as the broker does: its keystore for mutual TLS, its truststore, the host name checked", async () => {
     const { config, server } = await serve("RULE:^CN=([^,]+),OU=test$/$1/U,DEFAULT")
-    const own = Listeners.clientSecurity(config, "SSL", "SSL")!
+    const own = Listeners.clientSecurity(config, "SSL", "SSL", "sasl.mechanism.inter.broker.protocol")!
     const c = await Connection.open({ host: "127.0.0.1", port: server.port, security: own })
     await c.close()
     expect(principals.at(-1)).toBe("User:CN=localhost")
@@ -86,6 +86,8 @@ describe("a TLS listener from ssl.* settings", () => {
     await expect(Connection.open({ host: "127.0.0.1", port: server.port, security: elsewhere })).rejects.toThrow(
       /does not name this host/
     )
-    expect(Listeners.clientSecurity(config, "PLAINTEXT", "PLAINTEXT")).toBeUndefined()
+    expect(
+      Listeners.clientSecurity(config, "PLAINTEXT", "PLAINTEXT", "sasl.mechanism.inter.broker.protocol")
+    ).toBeUndefined()
   })
 })

@@ -8,11 +8,25 @@
  * flight; the broker answers them in order. Every request has a timeout; a disconnect fails every
  * in-flight request with a `ConnectionError`. `scoped` wraps a connection as an Effect resource.
  *
+ * With `security.sasl` it authenticates after negotiating (SaslHandshake v1, then SaslAuthenticate with
+ * the mechanism's tokens: PLAIN, SCRAM-SHA-256/512); when the broker gives the session a lifetime
+ * (KIP-368) it re-authenticates before it ends, holding new requests back while it does.
+ *
  * It owns no cluster knowledge (which broker leads what): that is `ClusterClient`'s job.
  */
-import { Api, ApiVersions, Errors, Header, type Spec } from "@clustermirror/protocol"
+import {
+  Api,
+  ApiVersions,
+  Errors,
+  Header,
+  SaslAuthenticate,
+  SaslHandshake,
+  SaslPlain,
+  Scram,
+  type Spec
+} from "@clustermirror/protocol"
 import { Effect, Either, type Scope } from "effect"
-import type { Buffer } from "node:buffer"
+import { Buffer } from "node:buffer"
 import * as net from "node:net"
 import * as tls from "node:tls"
 import {
@@ -24,7 +38,7 @@ import {
   UnsupportedVersion
 } from "./ClientError.js"
 import { fromPromise } from "./internal/effect.js"
-import type { ClientSecurity } from "./Security.js"
+import type { ClientSecurity, SaslCredentials } from "./Security.js"
 
 export interface Options {
   readonly host: string
@@ -92,6 +106,9 @@ export class Connection {
   private closedPromise: Promise<void>
   /** The broker's version table by API key; null until negotiated (or when negotiation is off). */
   private brokerVersions: ReadonlyMap<number, VersionRange> | null = null
+  /** While re-authenticating: settles when done; requests sent meanwhile wait for it. */
+  private reauthenticating: Promise<void> | null = null
+  private reauthTimer: ReturnType<typeof setTimeout> | undefined = undefined
 
   private constructor(socket: net.Socket, options: Options) {
     this.host = options.host
@@ -114,15 +131,6 @@ export class Connection {
   /** Connects and, unless `negotiate` is false, negotiates API versions. */
   static open(options: Options): Promise<Connection> {
     const connectTimeoutMs = options.connectTimeoutMs ?? 10_000
-    if (options.security?.sasl !== undefined)
-      return Promise.reject(
-        new ConnectionError({
-          host: options.host,
-          port: options.port,
-          reason: "connect",
-          message: `connect to ${options.host}:${options.port}: SASL is not implemented yet`
-        })
-      )
     const tlsOptions = options.security?.tls
     return new Promise<Connection>((resolve, reject) => {
       const socket =
@@ -165,9 +173,11 @@ export class Connection {
         resolve(new Connection(socket, options))
       })
     }).then(async (conn) => {
-      if (options.negotiate === false) return conn
+      const sasl = options.security?.sasl
+      if (options.negotiate === false && sasl === undefined) return conn
       try {
-        await conn.negotiate(options)
+        if (options.negotiate !== false) await conn.negotiate(options)
+        if (sasl !== undefined) await conn.authenticate(sasl)
         return conn
       } catch (e) {
         await conn.close()
@@ -272,6 +282,8 @@ export class Connection {
     body: Spec.StructInput<Req>
   ): Promise<void> {
     if (this.failure !== null) return Promise.reject(this.failure)
+    if (this.reauthenticating !== null)
+      return this.reauthenticating.then(() => this.requestNoResponse(api, version, body))
     const encoded = Api.encodeRequest(api, version, this.correlationId(), this.clientId, body)
     if (Either.isLeft(encoded))
       return Promise.reject(new ProtocolFailure({ api: api.name, version, message: encoded.left.message }))
@@ -288,6 +300,7 @@ export class Connection {
 
   /** Closes the connection; in-flight requests fail with a `ConnectionError` (reason "closed"). */
   close(): Promise<void> {
+    if (this.reauthTimer !== undefined) clearTimeout(this.reauthTimer)
     this.fail("closed", "connection closed by the client")
     this.socket.destroy()
     return this.closedPromise
@@ -311,9 +324,14 @@ export class Connection {
     request: { readonly correlationId: number; readonly frame: ReturnType<typeof Api.encodeRequest> },
     timeoutMs: number | undefined,
     onFrame: (frame: Buffer) => void,
-    onError: (e: ClientError) => void
+    onError: (e: ClientError) => void,
+    duringReauthentication = false
   ): void {
     if (this.failure !== null) return onError(this.failure)
+    if (this.reauthenticating !== null && !duringReauthentication) {
+      void this.reauthenticating.then(() => this.send(api, version, request, timeoutMs, onFrame, onError))
+      return
+    }
     const { correlationId, frame: encoded } = request
     if (Either.isLeft(encoded))
       return onError(new ProtocolFailure({ api: api.name, version, message: encoded.left.message }))
@@ -368,6 +386,7 @@ export class Connection {
       ...(cause === undefined ? {} : { cause })
     })
     this.failure = error
+    if (this.reauthTimer !== undefined) clearTimeout(this.reauthTimer)
     const pending = [...this.pending.values()]
     this.pending.clear()
     for (const p of pending) {
@@ -404,6 +423,106 @@ export class Connection {
       this.versionCache.clear()
       return
     }
+  }
+
+  /** A request sent while re-authentication holds other requests back. */
+  private saslRequest<Req extends Spec.Fields, Res extends Spec.Fields>(
+    api: Api.ApiDef<Req, Res>,
+    body: Spec.StructInput<Req>
+  ): Promise<{ readonly version: number; readonly body: Spec.StructType<Res> }> {
+    const v = this.versionFor(api)
+    if (Either.isLeft(v)) return Promise.reject(v.left)
+    const version = v.right
+    const encoded = this.encode(api, version, body)
+    return new Promise((resolve, reject) =>
+      this.send(
+        api,
+        version,
+        encoded,
+        undefined,
+        (frame) => {
+          const decoded = Api.decodeResponse(api, version, frame)
+          if (Either.isRight(decoded)) resolve({ version, body: decoded.right.body })
+          else reject(new ProtocolFailure({ api: api.name, version, message: decoded.left.message }))
+        },
+        reject,
+        true
+      )
+    )
+  }
+
+  /**
+   * SASL: SaslHandshake v1 with the mechanism, then its tokens in SaslAuthenticate. Errors name the
+   * Kafka error (SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM) and never the password.
+   */
+  private async authenticate(sasl: SaslCredentials): Promise<void> {
+    const handshake = await this.saslRequest(SaslHandshake.api, { mechanism: sasl.mechanism })
+    if (handshake.version < 1)
+      throw new KafkaError({
+        errorCode: Errors.ErrorCode.UNSUPPORTED_VERSION,
+        errorMessage: "the broker does not speak SaslHandshake v1",
+        context: "SaslHandshake"
+      })
+    if (handshake.body.errorCode !== 0)
+      throw new KafkaError({
+        errorCode: handshake.body.errorCode,
+        errorMessage:
+          handshake.body.errorCode === Errors.ErrorCode.ILLEGAL_SASL_STATE
+            ? "the broker's listener does not take SASL (is its security protocol PLAINTEXT or SSL?)"
+            : `SASL mechanism ${sasl.mechanism} is not enabled (the broker enables ${handshake.body.mechanisms.join(", ") || "none"})`,
+        context: "SaslHandshake"
+      })
+    const round = async (token: Buffer) => {
+      const r = await this.saslRequest(SaslAuthenticate.api, { authBytes: token })
+      if (r.body.errorCode !== 0)
+        throw new KafkaError({
+          errorCode: r.body.errorCode,
+          errorMessage: r.body.errorMessage,
+          context: `SaslAuthenticate ${sasl.mechanism} as ${sasl.username}`
+        })
+      return r.body
+    }
+    const protocolError = (message: string) =>
+      new KafkaError({
+        errorCode: Errors.ErrorCode.SASL_AUTHENTICATION_FAILED,
+        errorMessage: message,
+        context: `SaslAuthenticate ${sasl.mechanism} as ${sasl.username}`
+      })
+    let lifetimeMs: bigint
+    if (sasl.mechanism === "PLAIN") {
+      lifetimeMs = (await round(SaslPlain.encode(sasl.username, sasl.password))).sessionLifetimeMs
+    } else {
+      const start = Scram.clientStart(sasl.mechanism, sasl.username, sasl.password)
+      const first = await round(Buffer.from(start.message, "utf8"))
+      const final = Scram.clientFinal(start.state, Buffer.from(first.authBytes).toString("utf8"))
+      if (Scram.isFailure(final)) throw protocolError(final.message)
+      const done = await round(Buffer.from(final.message, "utf8"))
+      const verified = Scram.clientVerify(final.state, Buffer.from(done.authBytes).toString("utf8"))
+      if (verified !== true) throw protocolError(verified.message)
+      lifetimeMs = done.sessionLifetimeMs
+    }
+    if (lifetimeMs > 0n) this.scheduleReauthentication(sasl, Number(lifetimeMs))
+  }
+
+  /** Re-authenticates at 85-95% of the session lifetime, as Kafka's clients do (KIP-368). */
+  private scheduleReauthentication(sasl: SaslCredentials, lifetimeMs: number): void {
+    if (this.failure !== null) return
+    const delay = Math.max(1, Math.floor(lifetimeMs * (0.85 + Math.random() * 0.1)))
+    this.reauthTimer = setTimeout(() => {
+      this.reauthTimer = undefined
+      const run = this.authenticate(sasl)
+      this.reauthenticating = run.then(
+        () => {
+          this.reauthenticating = null
+        },
+        (e: unknown) => {
+          this.reauthenticating = null
+          this.fail("closed", `re-authentication failed: ${e instanceof Error ? e.message : String(e)}`, e)
+          this.socket.destroy()
+        }
+      )
+    }, delay)
+    this.reauthTimer.unref?.()
   }
 }
 

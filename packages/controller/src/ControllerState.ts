@@ -13,6 +13,7 @@ import * as ConfigurationControl from "./ConfigurationControl.js"
 import * as FeatureControl from "./FeatureControl.js"
 import * as ProducerIdControl from "./ProducerIdControl.js"
 import * as ReplicationControl from "./ReplicationControl.js"
+import * as ScramControl from "./ScramControl.js"
 
 export interface ControllerState {
   readonly acls: AclControl.State
@@ -21,6 +22,7 @@ export interface ControllerState {
   readonly features: FeatureControl.State
   readonly producerIds: ProducerIdControl.State
   readonly replication: ReplicationControl.State
+  readonly scram: ScramControl.State
 }
 
 export const empty: ControllerState = {
@@ -29,7 +31,8 @@ export const empty: ControllerState = {
   configs: ConfigurationControl.empty,
   features: FeatureControl.empty,
   producerIds: ProducerIdControl.empty,
-  replication: ReplicationControl.empty
+  replication: ReplicationControl.empty,
+  scram: ScramControl.empty
 }
 
 /**
@@ -93,6 +96,9 @@ const replaySlices = (state: ControllerState, record: MetadataRecords.MetadataRe
       return { ...state, features: FeatureControl.replay(state.features, record) }
     case "ProducerIdsRecord":
       return { ...state, producerIds: ProducerIdControl.replay(state.producerIds, record) }
+    case "UserScramCredentialRecord":
+    case "RemoveUserScramCredentialRecord":
+      return { ...state, scram: ScramControl.replay(state.scram, record) }
     case "AccessControlEntryRecord":
     case "RemoveAccessControlEntryRecord":
       return { ...state, acls: AclControl.replay(state.acls, record) }

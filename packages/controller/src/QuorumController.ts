@@ -15,8 +15,10 @@ import {
   type CreatePartitions,
   type CreateTopics,
   type DeleteTopics,
+  type AlterUserScramCredentials,
   type IncrementalAlterConfigs,
   type MetadataRecords,
+  Scram,
   Uuid
 } from "@clustermirror/protocol"
 import type {
@@ -44,6 +46,7 @@ import * as FeatureControl from "./FeatureControl.js"
 import * as MirrorControl from "./MirrorControl.js"
 import * as ProducerIdControl from "./ProducerIdControl.js"
 import * as ReplicationControl from "./ReplicationControl.js"
+import * as ScramControl from "./ScramControl.js"
 
 export interface QuorumControllerOptions {
   readonly nodeId: number
@@ -72,6 +75,18 @@ export interface QuorumControllerOptions {
   readonly leaderImbalanceCheckIntervalMs?: number
   /** `leader.imbalance.per.broker.percentage` (default 10). */
   readonly leaderImbalancePerBrokerPercentage?: number
+  /**
+   * SCRAM credentials a new cluster starts with (`kafka-storage format --add-scram`), written with the
+   * bootstrap records; an existing metadata log keeps its own.
+   */
+  readonly bootstrapScramCredentials?: ReadonlyArray<BootstrapScramCredential>
+}
+
+export interface BootstrapScramCredential {
+  readonly mechanism: Scram.Mechanism
+  readonly name: string
+  readonly password: string
+  readonly iterations: number
 }
 
 /** Kafka's `leader.imbalance.check.interval.seconds` default (300 s). */
@@ -233,7 +248,37 @@ export class QuorumController {
           if (Either.isLeft(boot))
             return yield* Effect.die(new Error(`cannot bootstrap the cluster: ${boot.left.message}`))
           yield* controller.enqueue(controller.writeEffect(() => ({ records: boot.right, response: undefined })))
-        }
+          const scram = options.bootstrapScramCredentials ?? []
+          if (scram.length > 0) {
+            // One decision per credential: a user may start with both mechanisms, which one
+            // AlterUserScramCredentials request may not carry.
+            const results = scram.map((c) => {
+              const salt = Scram.randomSalt()
+              return ScramControl.alterUserScramCredentials(ScramControl.empty, {
+                deletions: [],
+                upsertions: [
+                  {
+                    name: c.name,
+                    mechanism: Scram.mechanismId(c.mechanism),
+                    iterations: c.iterations,
+                    salt,
+                    saltedPassword: Scram.saltedPassword(c.mechanism, c.password, salt, c.iterations)
+                  }
+                ]
+              })
+            })
+            const refused = results.flatMap((r) => r.response).find((r) => r.errorCode !== 0)
+            if (refused !== undefined)
+              return yield* Effect.die(
+                new Error(`cannot bootstrap the SCRAM credential of user ${refused.user}: ${refused.errorMessage}`)
+              )
+            const result = { records: results.flatMap((r) => r.records), response: undefined }
+            yield* controller.enqueue(controller.writeEffect(() => result, "bootstrap SCRAM credentials"))
+          }
+        } else if ((options.bootstrapScramCredentials ?? []).length > 0)
+          options.log_?.(
+            "the metadata log exists already: its SCRAM credentials stay as they are (the bootstrap credentials apply to a new cluster only)"
+          )
         return controller
       }).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
     })
@@ -766,6 +811,16 @@ export class QuorumController {
       ConfigurationControl.legacyAlterConfigs(state.configs, resources, validateOnly, {
         topicExists: (name) => ReplicationControl.topicByName(state.replication, name) !== undefined
       })
+    )
+  }
+
+  /** AlterUserScramCredentials (51): see `ScramControl.alterUserScramCredentials`. */
+  alterUserScramCredentials(
+    request: AlterUserScramCredentials.Request
+  ): Promise<ReadonlyArray<ScramControl.UserResult>> {
+    return this.write(
+      (state) => ScramControl.alterUserScramCredentials(state.scram, request),
+      "AlterUserScramCredentials"
     )
   }
 

@@ -305,6 +305,8 @@ const apply = (draft: Draft, record: MetadataRecords.MetadataRecord, offset: big
     case "BrokerRegistrationChangeRecord":
     case "AccessControlEntryRecord":
     case "RemoveAccessControlEntryRecord":
+    case "UserScramCredentialRecord":
+    case "RemoveUserScramCredentialRecord":
     case "NoOpRecord":
     case "BeginTransactionRecord":
     case "EndTransactionRecord":

@@ -13,6 +13,7 @@ import { type MetadataRecords, MirrorPartitionState, type Uuid } from "@clusterm
 import { Option } from "effect"
 import type {
   AclEntry,
+  ScramCredential,
   BrokerId,
   BrokerRegistration,
   ConfigResource,
@@ -236,6 +237,8 @@ export class MetadataDelta {
   private readonly configDrafts = new Map<string, ConfigDraft>()
   private nextProducerId: bigint | undefined = undefined
   private readonly aclChanges = new Map<Uuid.Uuid, AclEntry | null>()
+  /** By user, then mechanism id; null removes. */
+  private readonly scramChanges = new Map<string, Map<number, ScramCredential | null>>()
   private replayed = 0
 
   constructor(readonly image: MetadataImage) {}
@@ -322,6 +325,18 @@ export class MetadataDelta {
         this.aclChanges.set(id, null)
         break
       }
+      case "UserScramCredentialRecord": {
+        const { name, mechanism, salt, storedKey, serverKey, iterations } = record.data
+        this.scramDraft(name).set(mechanism, { salt, storedKey, serverKey, iterations })
+        break
+      }
+      case "RemoveUserScramCredentialRecord": {
+        const { name, mechanism } = record.data
+        if (this.scramCredential(name, mechanism) === undefined)
+          throw invalid(record, `no SCRAM credential of mechanism ${mechanism} for user ${name}`)
+        this.scramDraft(name).set(mechanism, null)
+        break
+      }
       case "NoOpRecord":
       case "BeginTransactionRecord":
       case "EndTransactionRecord":
@@ -332,6 +347,41 @@ export class MetadataDelta {
         return absurd(record)
     }
     this.replayed++
+  }
+
+  // ------------------------------------------------------------------------------------- scram
+
+  private scramDraft(user: string): Map<number, ScramCredential | null> {
+    let d = this.scramChanges.get(user)
+    if (d === undefined) {
+      d = new Map()
+      this.scramChanges.set(user, d)
+    }
+    return d
+  }
+
+  /** A user's credential as of the records replayed so far. */
+  scramCredential(user: string, mechanism: number): ScramCredential | undefined {
+    const d = this.scramChanges.get(user)
+    if (d?.has(mechanism)) return d.get(mechanism) ?? undefined
+    return this.image.scram.get(user)?.get(mechanism)
+  }
+
+  /** The users whose SCRAM credentials changed. */
+  changedScramUsers(): ReadonlySet<string> {
+    return new Set(this.scramChanges.keys())
+  }
+
+  private applyScram(): MetadataImage["scram"] {
+    const scram = this.image.scram
+    if (this.scramChanges.size === 0) return scram
+    const out = new Map(scram)
+    for (const [user, changes] of this.scramChanges) {
+      const creds = applyChanges(scram.get(user) ?? new Map<number, ScramCredential>(), changes)
+      if (creds.size === 0) out.delete(user)
+      else out.set(user, creds)
+    }
+    return out
   }
 
   // ------------------------------------------------------------------------------------ brokers
@@ -560,7 +610,8 @@ export class MetadataDelta {
       topics: this.applyTopics(),
       configs: this.applyConfigs(),
       producerIds: this.nextProducerId === undefined ? image.producerIds : { nextProducerId: this.nextProducerId },
-      acls: applyChanges(image.acls, this.aclChanges)
+      acls: applyChanges(image.acls, this.aclChanges),
+      scram: this.applyScram()
     }
   }
 

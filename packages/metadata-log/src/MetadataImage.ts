@@ -1,8 +1,8 @@
 /**
  * MetadataImage: the cluster's metadata as of one point of the metadata log, immutable. It holds the
  * finalized features, the broker registrations, the topics and their partitions (with KIP-1279's
- * mirror name and desired mirror state), configs by resource, the next producer-ID block and the
- * ACLs, plus the provenance of the last record it contains.
+ * mirror name and desired mirror state), configs by resource, the next producer-ID block, the
+ * ACLs and the users' SCRAM credentials, plus the provenance of the last record it contains.
  *
  * Images change only through `MetadataDelta` (replay records, then apply), so every image is the
  * projection of a prefix of the log. This module owns the shapes and read helpers; it must not decide
@@ -134,6 +134,17 @@ export interface AclEntry {
   readonly permissionType: number
 }
 
+/** A user's SCRAM credential for one mechanism: what the server needs to check a proof, never the password. */
+export interface ScramCredential {
+  readonly salt: Uint8Array
+  readonly storedKey: Uint8Array
+  readonly serverKey: Uint8Array
+  readonly iterations: number
+}
+
+/** SCRAM credentials by user name, then by mechanism id (1 SCRAM-SHA-256, 2 SCRAM-SHA-512). */
+export type ScramImage = ReadonlyMap<string, ReadonlyMap<number, ScramCredential>>
+
 // ---------------------------------------------------------------------------------------------------
 // The image
 
@@ -146,6 +157,7 @@ export interface MetadataImage {
   readonly configs: ConfigsImage
   readonly producerIds: ProducerIdsImage
   readonly acls: ReadonlyMap<Uuid.Uuid, AclEntry>
+  readonly scram: ScramImage
 }
 
 export const emptyTopics: TopicsImage = { byId: new Map(), byName: new Map() }
@@ -157,7 +169,8 @@ export const empty: MetadataImage = {
   topics: emptyTopics,
   configs: new Map(),
   producerIds: { nextProducerId: -1n },
-  acls: new Map()
+  acls: new Map(),
+  scram: new Map()
 }
 
 /** Whether the image holds no metadata at all (its provenance aside). */
@@ -167,7 +180,8 @@ export const isEmpty = (image: MetadataImage): boolean =>
   image.topics.byId.size === 0 &&
   image.configs.size === 0 &&
   image.producerIds.nextProducerId < 0n &&
-  image.acls.size === 0
+  image.acls.size === 0 &&
+  image.scram.size === 0
 
 /** The key of a config resource in `MetadataImage.configs`. */
 export const resourceKey = (type: number, name: string): string => `${type}:${name}`
@@ -192,3 +206,7 @@ export const activeBrokers = (image: MetadataImage): ReadonlyArray<BrokerRegistr
 
 /** A finalized feature level; 0 when the feature is not finalized. */
 export const featureLevel = (image: MetadataImage, name: string): number => image.features.get(name) ?? 0
+
+/** A user's SCRAM credential for a mechanism id, if set. */
+export const scramCredential = (image: MetadataImage, user: string, mechanism: number): ScramCredential | undefined =>
+  image.scram.get(user)?.get(mechanism)

@@ -71,6 +71,9 @@ export const imageToRecords = (image: MetadataImage.MetadataImage): Array<Metada
       })
     )
   for (const a of image.acls.values()) out.push(MetadataRecords.make("AccessControlEntryRecord", a))
+  for (const [name, creds] of image.scram)
+    for (const [mechanism, c] of creds)
+      out.push(MetadataRecords.make("UserScramCredentialRecord", { name, mechanism, ...c }))
   return out
 }
 

@@ -44,6 +44,12 @@ type Command =
   | { readonly op: "producerIds"; readonly step: number }
   | { readonly op: "acl"; readonly n: number }
   | { readonly op: "removeAcl"; readonly n: number }
+  | {
+      readonly op: "scram" | "removeScram"
+      readonly user: number
+      readonly mechanism: number
+      readonly iterations: number
+    }
   | { readonly op: "noop" }
 
 const BROKERS = 5
@@ -117,6 +123,12 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   }),
   fc.record({ op: fc.constant("producerIds" as const), step: fc.integer({ min: 1, max: 2000 }) }),
   fc.record({ op: fc.constantFrom("acl" as const, "removeAcl" as const), n: fc.nat(4) }),
+  fc.record({
+    op: fc.constantFrom("scram" as const, "removeScram" as const),
+    user: fc.nat(2),
+    mechanism: fc.constantFrom(1, 2),
+    iterations: fc.integer({ min: 4096, max: 16384 })
+  }),
   fc.constant({ op: "noop" as const })
 )
 
@@ -124,6 +136,7 @@ interface Model {
   readonly brokers: Map<number, bigint>
   readonly topics: Array<{ readonly id: string; readonly name: string; readonly partitions: number }>
   readonly acls: Set<number>
+  readonly scram: Set<string>
   nextPid: bigint
   topicCounter: number
   epochCounter: bigint
@@ -269,6 +282,25 @@ const toRecords = (m: Model, c: Command): MetadataRecord[] => {
     case "removeAcl":
       if (!m.acls.delete(c.n)) return []
       return [MetadataRecords.make("RemoveAccessControlEntryRecord", { id: uuid(c.n, 0x61) })]
+    case "scram": {
+      m.scram.add(`${c.user}:${c.mechanism}`)
+      const bytes = (tag: number) => Buffer.from([c.user, c.mechanism, tag, c.iterations & 0xff])
+      return [
+        MetadataRecords.make("UserScramCredentialRecord", {
+          name: `user-${c.user}`,
+          mechanism: c.mechanism,
+          salt: bytes(1),
+          storedKey: bytes(2),
+          serverKey: bytes(3),
+          iterations: c.iterations
+        })
+      ]
+    }
+    case "removeScram":
+      if (!m.scram.delete(`${c.user}:${c.mechanism}`)) return []
+      return [
+        MetadataRecords.make("RemoveUserScramCredentialRecord", { name: `user-${c.user}`, mechanism: c.mechanism })
+      ]
     case "noop":
       return [MetadataRecords.make("NoOpRecord", {})]
   }
@@ -280,6 +312,7 @@ export const recordsOf = (commands: ReadonlyArray<Command>): MetadataRecord[] =>
     brokers: new Map(),
     topics: [],
     acls: new Set(),
+    scram: new Set(),
     nextPid: -1n,
     topicCounter: 0,
     epochCounter: 0n,

@@ -14,7 +14,7 @@ export class Channel {
     private readonly host: string,
     private readonly port: number,
     private readonly clientId: string,
-    /** TLS (and SASL) of the listener connected to; absent: PLAINTEXT. */
+    /** TLS and SASL of the listener connected to (the broker's own inter-broker or controller credentials); absent: PLAINTEXT. */
     private readonly security?: Security.ClientSecurity
   ) {}
   /** The open connection, or a new one when there is none or the last one closed (the peer restarted). */

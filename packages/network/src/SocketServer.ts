@@ -41,7 +41,12 @@ export interface Connection {
 
 /** What the handler asks the server to do with a request frame. */
 export type FrameResult =
-  | { readonly _tag: "Respond"; readonly chunks: ReadonlyArray<Buffer> }
+  | {
+      readonly _tag: "Respond"
+      readonly chunks: ReadonlyArray<Buffer>
+      /** Close the connection once the response is written (e.g. after a failed authentication). */
+      readonly closeAfter?: string
+    }
   | { readonly _tag: "NoResponse" }
   | { readonly _tag: "Close"; readonly reason: string }
 
@@ -171,6 +176,14 @@ export const start = (options: SocketServerOptions): Promise<SocketServer> =>
             if (result._tag === "Close") return close(result.reason)
             if (result._tag === "Respond") {
               write(result.chunks)
+              if (result.closeAfter !== undefined) {
+                closed = true
+                closeLog.log(
+                  `closing connection ${connection.remoteHost}:${connection.remotePort}: ${result.closeAfter}`
+                )
+                socket.end(() => socket.destroy())
+                return
+              }
               if (socket.writableNeedDrain)
                 await new Promise<void>((resolve) => {
                   const done = () => {

@@ -32,6 +32,9 @@ import * as SaslAuthenticate from "./apis/SaslAuthenticate.js"
 import * as DescribeAcls from "./apis/DescribeAcls.js"
 import * as CreateAcls from "./apis/CreateAcls.js"
 import * as DeleteAcls from "./apis/DeleteAcls.js"
+import * as DescribeClientQuotas from "./apis/DescribeClientQuotas.js"
+import * as DescribeUserScramCredentials from "./apis/DescribeUserScramCredentials.js"
+import * as AlterUserScramCredentials from "./apis/AlterUserScramCredentials.js"
 import * as EndTxn from "./apis/EndTxn.js"
 import * as AddPartitionsToTxn from "./apis/AddPartitionsToTxn.js"
 import * as AddOffsetsToTxn from "./apis/AddOffsetsToTxn.js"
@@ -93,6 +96,9 @@ export const all: ReadonlyArray<AnyApi> = [
   DescribeAcls.api,
   CreateAcls.api,
   DeleteAcls.api,
+  DescribeClientQuotas.api,
+  DescribeUserScramCredentials.api,
+  AlterUserScramCredentials.api,
   EndTxn.api,
   AddPartitionsToTxn.api,
   AddOffsetsToTxn.api,

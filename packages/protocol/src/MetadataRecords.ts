@@ -178,6 +178,21 @@ export const AccessControlEntryRecord = record("AccessControlEntryRecord", 18, "
 
 export const RemoveAccessControlEntryRecord = record("RemoveAccessControlEntryRecord", 19, "0", [S.uuid("Id")])
 
+/** A user's SCRAM credential for one mechanism (1 SCRAM-SHA-256, 2 SCRAM-SHA-512), as RFC 5802 stores it. */
+export const UserScramCredentialRecord = record("UserScramCredentialRecord", 11, "0", [
+  S.string("Name"),
+  S.int8("Mechanism"),
+  S.bytes("Salt"),
+  S.bytes("StoredKey"),
+  S.bytes("ServerKey"),
+  S.int32("Iterations")
+])
+
+export const RemoveUserScramCredentialRecord = record("RemoveUserScramCredentialRecord", 22, "0", [
+  S.string("Name"),
+  S.int8("Mechanism")
+])
+
 export const NoOpRecord = record("NoOpRecord", 20, "0", [])
 
 /** Starts a metadata transaction: the records up to EndTransactionRecord apply atomically. */
@@ -210,6 +225,8 @@ const catalog = {
   BrokerRegistrationChangeRecord,
   AccessControlEntryRecord,
   RemoveAccessControlEntryRecord,
+  UserScramCredentialRecord,
+  RemoveUserScramCredentialRecord,
   NoOpRecord,
   BeginTransactionRecord,
   EndTransactionRecord,

@@ -30,6 +30,8 @@ export interface ClusterOptions {
   readonly controllerConfig?: Properties.Properties
   /** Extra settings of every broker's config. */
   readonly brokerConfig?: Properties.Properties
+  /** Extra `server` arguments of the controller, e.g. `["--add-scram", "SCRAM-SHA-512=[name=admin,password=…]"]`. */
+  readonly controllerArgs?: ReadonlyArray<string>
   /** The name of the brokers' listener (default PLAINTEXT), e.g. SSL; its protocol is the config's business. */
   readonly brokerListener?: string
   /** Flags for `node` itself, e.g. `--max-old-space-size=256`. */
@@ -177,6 +179,7 @@ export const start = async (opts: ClusterOptions): Promise<Cluster> => {
         dataDir: false,
         logFile: n.logFile,
         tempPrefix: `clustermirror-${opts.name}-${n.nodeId}-`,
+        ...(n.role === "controller" && opts.controllerArgs !== undefined ? { args: opts.controllerArgs } : {}),
         ...(opts.nodeArgs === undefined ? {} : { nodeArgs: opts.nodeArgs }),
         ...(opts.readyTimeoutMs === undefined ? {} : { readyTimeoutMs: opts.readyTimeoutMs })
       })
