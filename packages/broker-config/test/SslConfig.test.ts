@@ -87,9 +87,10 @@ describe("SslConfig settings", () => {
 
 describe("SslConfig key material", () => {
   let certs: Certificates.Certificates
+  // RSA key generation with openssl takes seconds on a loaded machine.
   beforeAll(() => {
     certs = Certificates.make(fs.mkdtempSync(path.join(os.tmpdir(), "ssl-config-")))
-  })
+  }, 120_000)
   afterAll(() => fs.rmSync(certs.dir, { recursive: true, force: true }))
 
   it("loads a PEM keystore file (key and chain) and a PEM truststore", () => {
@@ -218,5 +219,5 @@ describe("SslConfig key material", () => {
     } catch (e) {
       expect((e as Error).message).not.toContain("guessed-pw-123")
     }
-  })
+  }, 120_000)
 })

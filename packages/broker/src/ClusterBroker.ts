@@ -43,19 +43,18 @@ import { logConfigFor, minInsyncReplicasFor } from "@clustermirror/broker-config
 import * as BrokerConfigs from "@clustermirror/broker-config/BrokerConfig"
 import type { BrokerConfig } from "@clustermirror/broker-config/BrokerConfig"
 import * as DynamicBrokerConfig from "@clustermirror/broker-config/DynamicBrokerConfig"
-import * as AclApis from "./AclApis.js"
-import * as Authorization from "./Authorization.js"
+import * as AclApis from "@clustermirror/security/AclApis"
+import * as Authorization from "@clustermirror/security/Authorization"
 import * as GroupApis from "./GroupApis.js"
-import * as Listeners from "./Listeners.js"
+import * as Listeners from "@clustermirror/security/Listeners"
 import { type BrokerContext, INTERNAL_TOPICS, ProducerIdManager, register } from "./KafkaApis.js"
 import type * as MetadataView from "./MetadataView.js"
-import * as MirrorApis from "./MirrorApis.js"
+import * as MirrorApis from "@clustermirror/mirror/MirrorApis"
 import * as MirrorRuntime from "./MirrorRuntime.js"
-import * as ScramApis from "./ScramApis.js"
-import * as SaslAuthenticator from "@clustermirror/network/SaslAuthenticator"
+import * as ScramApis from "@clustermirror/security/ScramApis"
 import { CLOSE_BUDGET_MS, ReplicaManager } from "@clustermirror/replication/ReplicaManager"
 import { Handlers } from "@clustermirror/network/RequestChannel"
-import * as SocketServer from "@clustermirror/network/SocketServer"
+import type * as SocketServer from "@clustermirror/network/SocketServer"
 import * as AlterPartitionManager from "@clustermirror/replication/AlterPartitionManager"
 import { Channel } from "@clustermirror/network/Channel"
 
@@ -193,29 +192,21 @@ export const start = async (
   let scramImage: () => MetadataImage.MetadataImage = () => MetadataImage.empty
   const servers = new Map<string, SocketServer.SocketServer>()
   try {
-    for (const [i, l] of brokerListeners.entries()) {
-      const { sasl, ...options } = socketOptions[i]!
+    for (const [i, l] of brokerListeners.entries())
       servers.set(
         l.name,
-        await SocketServer.start({
-          host: l.host === "" ? "0.0.0.0" : l.host,
-          port: l.port,
-          maxFrameBytes: requested.socketRequestMaxBytes,
-          handle:
-            sasl === undefined
-              ? handlers.frameHandler(log)
-              : SaslAuthenticator.wrap(handlers.frameHandler(log), {
-                  enabledMechanisms: sasl.enabledMechanisms,
-                  plainPassword: (u) => sasl.plainUsers.get(u),
-                  scramCredential: (u, m) => MetadataImage.scramCredential(scramImage(), u, Scram.mechanismId(m)),
-                  maxReauthMs: sasl.maxReauthMs,
-                  log
-                }),
-          log,
-          ...options
-        })
+        await Listeners.serve(
+          handlers.frameHandler(log),
+          {
+            host: l.host === "" ? "0.0.0.0" : l.host,
+            port: l.port,
+            maxFrameBytes: requested.socketRequestMaxBytes,
+            log,
+            ...socketOptions[i]!
+          },
+          (u, m) => MetadataImage.scramCredential(scramImage(), u, Scram.mechanismId(m))
+        )
       )
-    }
   } catch (e) {
     for (const s of servers.values()) await s.close()
     throw e

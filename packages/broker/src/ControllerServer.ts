@@ -37,11 +37,10 @@ import {
 import { Effect, Either } from "effect"
 import * as fs from "node:fs"
 import { Handlers } from "@clustermirror/network/RequestChannel"
-import * as SocketServer from "@clustermirror/network/SocketServer"
-import * as SaslAuthenticator from "@clustermirror/network/SaslAuthenticator"
-import type * as Listeners from "./Listeners.js"
-import * as AclApis from "./AclApis.js"
-import * as Authorization from "./Authorization.js"
+import type * as SocketServer from "@clustermirror/network/SocketServer"
+import * as Listeners from "@clustermirror/security/Listeners"
+import * as AclApis from "@clustermirror/security/AclApis"
+import * as Authorization from "@clustermirror/security/Authorization"
 
 export interface ControllerServerOptions {
   readonly nodeId: number
@@ -292,27 +291,13 @@ export const start = async (options: ControllerServerOptions): Promise<Controlle
   const log = options.log ?? (() => {})
   const servers: SocketServer.SocketServer[] = []
   try {
-    for (const { sasl, ...l } of [
-      { host: options.host, port: options.port, ...options.listener },
-      ...(options.moreListeners ?? [])
-    ])
+    for (const l of [{ host: options.host, port: options.port, ...options.listener }, ...(options.moreListeners ?? [])])
       servers.push(
-        await SocketServer.start({
-          maxFrameBytes: options.maxFrameBytes,
-          handle:
-            sasl === undefined
-              ? handlers.frameHandler(log)
-              : SaslAuthenticator.wrap(handlers.frameHandler(log), {
-                  enabledMechanisms: sasl.enabledMechanisms,
-                  plainPassword: (u) => sasl.plainUsers.get(u),
-                  scramCredential: (u, m) => ScramControl.credential(controller.current.scram, u, Scram.mechanismId(m)),
-                  maxReauthMs: sasl.maxReauthMs,
-                  log
-                }),
-          log,
-          listenerName: "CONTROLLER",
-          ...l
-        })
+        await Listeners.serve(
+          handlers.frameHandler(log),
+          { maxFrameBytes: options.maxFrameBytes, log, listenerName: "CONTROLLER", ...l },
+          (u, m) => ScramControl.credential(controller.current.scram, u, Scram.mechanismId(m))
+        )
       )
   } catch (e) {
     for (const s of servers) await s.close()

@@ -20,7 +20,7 @@ import {
 import { type GroupCoordinator, GroupShards } from "@clustermirror/group-coordinator"
 import type { BrokerContext } from "./KafkaApis.js"
 import type { Handlers } from "@clustermirror/network/RequestChannel"
-import * as CoordinatorLogs from "./CoordinatorLogs.js"
+import * as CoordinatorLogs from "@clustermirror/replication/CoordinatorLogs"
 
 export const OFFSETS_TOPIC = "__consumer_offsets"
 

@@ -46,7 +46,7 @@ import {
 import { Either } from "effect"
 import type { BrokerConfig } from "@clustermirror/broker-config/BrokerConfig"
 import type { Channel } from "@clustermirror/network/Channel"
-import * as CoordinatorLogs from "./CoordinatorLogs.js"
+import * as CoordinatorLogs from "@clustermirror/replication/CoordinatorLogs"
 import type { PartitionState as ReplicaPartitionState, ReplicaManager } from "@clustermirror/replication/ReplicaManager"
 import type { PartitionLog } from "@clustermirror/storage"
 import type { Handlers } from "@clustermirror/network/RequestChannel"

@@ -15,7 +15,7 @@ import * as BrokerConfigs from "@clustermirror/broker-config/BrokerConfig"
 import type { BrokerConfig } from "@clustermirror/broker-config/BrokerConfig"
 import * as ClusterBroker from "./ClusterBroker.js"
 import * as ControllerServer from "./ControllerServer.js"
-import * as Listeners from "./Listeners.js"
+import * as Listeners from "@clustermirror/security/Listeners"
 
 export interface Node {
   /** The client listener (-1 for a controller-only node). */

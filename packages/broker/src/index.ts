@@ -4,9 +4,7 @@
  */
 export * as ClusterBroker from "./ClusterBroker.js"
 export * as ControllerServer from "./ControllerServer.js"
-export * as CoordinatorLogs from "./CoordinatorLogs.js"
 export * as Node from "./Node.js"
 export * as GroupApis from "./GroupApis.js"
 export * as KafkaApis from "./KafkaApis.js"
 export * as MetadataView from "./MetadataView.js"
-export * as MirrorApis from "./MirrorApis.js"

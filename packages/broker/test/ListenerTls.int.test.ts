@@ -14,7 +14,7 @@ import * as path from "node:path"
 import * as BrokerConfig from "@clustermirror/broker-config/BrokerConfig"
 import { Handlers } from "@clustermirror/network/RequestChannel"
 import * as SocketServer from "@clustermirror/network/SocketServer"
-import * as Listeners from "../src/Listeners.js"
+import * as Listeners from "@clustermirror/security/Listeners"
 
 describe("a TLS listener from ssl.* settings", () => {
   let certs: Certificates.Certificates

@@ -4,6 +4,7 @@
  * and the runtime's decisions (loop check, last-mirror-epoch lookup and its max-merge, bump batching, the
  * failback check, recover across leaders).
  */
+export * as MirrorApis from "./MirrorApis.js"
 export * as MirrorLag from "./MirrorLag.js"
 export * as MirrorMetrics from "./MirrorMetrics.js"
 export * as MirrorRefresh from "./MirrorRefresh.js"

@@ -2,4 +2,5 @@
  * @clustermirror/replication: A broker's partitions as leader or follower.
  */
 export * as AlterPartitionManager from "./AlterPartitionManager.js"
+export * as CoordinatorLogs from "./CoordinatorLogs.js"
 export * as ReplicaManager from "./ReplicaManager.js"

@@ -9,7 +9,7 @@ import { CoordinatorLog, CoordinatorRuntimeError } from "@clustermirror/coordina
 import { Errors, RecordBatch } from "@clustermirror/protocol"
 import type { PartitionLog } from "@clustermirror/storage"
 import { Clock, Effect, Either } from "effect"
-import type { ReplicaManager } from "@clustermirror/replication/ReplicaManager"
+import type { ReplicaManager } from "./ReplicaManager.js"
 
 /** The (key, value) of every keyed record of `log`'s data batches, from its log start to its end. */
 export function* keyedRecords(

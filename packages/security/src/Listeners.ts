@@ -12,7 +12,9 @@ import * as PrincipalMapping from "@clustermirror/broker-config/PrincipalMapping
 import * as SaslConfig from "@clustermirror/broker-config/SaslConfig"
 import * as SslConfig from "@clustermirror/broker-config/SslConfig"
 import type { Security } from "@clustermirror/client"
-import type * as SocketServer from "@clustermirror/network/SocketServer"
+import * as SaslAuthenticator from "@clustermirror/network/SaslAuthenticator"
+import * as SocketServer from "@clustermirror/network/SocketServer"
+import type { Scram } from "@clustermirror/protocol"
 
 /** Kafka's `SecurityProtocol` ids (BrokerRegistration and RegisterBrokerRecord endpoints). */
 export const SECURITY_PROTOCOL_ID: Readonly<Record<SocketServer.SecurityProtocol, number>> = {
@@ -76,4 +78,29 @@ export const clientSecurity = (
     ...(tlsProtocol(protocol) ? { tls: SslConfig.clientOptions(settingsOf(config, name)) } : {}),
     ...(saslProtocol(protocol) ? { sasl: SaslConfig.clientCredentials(config, name, mechanismKey) } : {})
   }
+}
+
+/**
+ * Starts the socket server of one listener: its TLS settings, and, when it takes SASL, the handler behind
+ * the SASL authenticator (credentials of PLAIN from the listener's JAAS entry, of SCRAM from `scram`).
+ */
+export const serve = (
+  handler: SocketServer.FrameHandler,
+  listener: Omit<SocketServer.SocketServerOptions, "handle"> & ListenerOptions,
+  scram: (username: string, mechanism: Scram.Mechanism) => Scram.Credential | undefined
+): Promise<SocketServer.SocketServer> => {
+  const { sasl, ...options } = listener
+  return SocketServer.start({
+    ...options,
+    handle:
+      sasl === undefined
+        ? handler
+        : SaslAuthenticator.wrap(handler, {
+            enabledMechanisms: sasl.enabledMechanisms,
+            plainPassword: (u) => sasl.plainUsers.get(u),
+            scramCredential: scram,
+            maxReauthMs: sasl.maxReauthMs,
+            ...(options.log === undefined ? {} : { log: options.log })
+          })
+  })
 }
