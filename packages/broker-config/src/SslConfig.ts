@@ -22,9 +22,6 @@ export const PASSWORD_KEYS: ReadonlySet<string> = new Set([
   "ssl.truststore.certificates"
 ])
 
-/** Whether a config key (plain or listener-prefixed) holds a password-type value. */
-export const isPassword = (key: string): boolean => PASSWORD_KEYS.has(key.replace(/^listener\.name\.[^.]+\./, ""))
-
 /** The ssl keys we apply. */
 export const KEYS: ReadonlySet<string> = new Set([
   ...PASSWORD_KEYS,
