@@ -39,6 +39,7 @@ import * as EndTxn from "./apis/EndTxn.js"
 import * as AddPartitionsToTxn from "./apis/AddPartitionsToTxn.js"
 import * as AddOffsetsToTxn from "./apis/AddOffsetsToTxn.js"
 import * as TxnOffsetCommit from "./apis/TxnOffsetCommit.js"
+import * as WriteTxnMarkers from "./apis/WriteTxnMarkers.js"
 import * as CreateClusterMirror from "./apis/CreateClusterMirror.js"
 import * as StartMirrorTopics from "./apis/StartMirrorTopics.js"
 import * as StopMirrorTopics from "./apis/StopMirrorTopics.js"
@@ -103,6 +104,7 @@ export const all: ReadonlyArray<AnyApi> = [
   AddPartitionsToTxn.api,
   AddOffsetsToTxn.api,
   TxnOffsetCommit.api,
+  WriteTxnMarkers.api,
   CreateClusterMirror.api,
   StartMirrorTopics.api,
   StopMirrorTopics.api,
