@@ -11,7 +11,8 @@
  * sync runs (keeping the admin's own ACLs). With one of them removed, the matching sync reports the
  * authorization error (DescribeClusterMirrors status, sync-error metric) and the others go on. No secret
  * appears in the logs. A config naming a listener the broker does not have, or a mechanism its listener
- * does not take, is refused at start, naming the key.
+ * does not take, is refused at start, naming the key. On a mutual-TLS listener the admin connects with the
+ * listener's key and trust stores and is authorized as its certificate's principal.
  */
 import * as fs from "node:fs"
 import * as net from "node:net"
@@ -21,7 +22,7 @@ import { BrokerConfig } from "@clustermirror/broker-config"
 import { Node } from "@clustermirror/broker"
 import { ClusterClient, MirrorAdmin } from "@clustermirror/client"
 import { CreateAcls, DeleteAcls, DescribeAcls, Errors, Metadata } from "@clustermirror/protocol"
-import { Ports, ServerProcess, Wait } from "@clustermirror/testkit"
+import { Certificates, Ports, ServerProcess, Wait } from "@clustermirror/testkit"
 import { Kafka, logLevel } from "kafkajs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
@@ -379,6 +380,95 @@ describe("the mirror's destination admin principal (mirror.admin.listener.name)"
       expect(line).not.toContain(BROKER_SECRET)
     }
   }, 180_000)
+})
+
+describe("a mirror admin listener with mutual TLS", () => {
+  // The admin presents the broker's own keystore certificate there: it acts as User:CN=localhost.
+  const PRINCIPAL = "User:CN=localhost"
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cm-mirror-admin-tls-"))
+  const certs = Certificates.make(path.join(dir, "certs"))
+  let source: Node.Embedded
+  let destination: Node.Embedded
+  let src: ClusterClient.Client
+  let dst: ClusterClient.Client
+  const kafka = () =>
+    new Kafka({ clientId: "app", brokers: [source.bootstrap], logLevel: logLevel.NOTHING, requestTimeout: 30_000 })
+  const grants: ReadonlyArray<Binding> = [
+    { resourceType: GROUP, resourceName: "*", principal: PRINCIPAL, operation: READ },
+    { resourceType: TOPIC, resourceName: "*", principal: PRINCIPAL, operation: READ },
+    { resourceType: TOPIC, resourceName: "*", principal: PRINCIPAL, operation: ALTER_CONFIGS },
+    { resourceType: CLUSTER_MIRROR, resourceName: "dr", principal: PRINCIPAL, operation: ALTER }
+  ]
+
+  beforeAll(async () => {
+    source = await Node.embedded(1, base(path.join(dir, "source")))
+    // INTERNAL is PLAINTEXT (User:ANONYMOUS, the super user); MIRROR, bound on a free port, asks for a certificate.
+    const config = BrokerConfig.fromProperties(
+      new Map([
+        ["listeners", "INTERNAL://127.0.0.1:0,MIRROR://127.0.0.1:0"],
+        ["listener.security.protocol.map", "INTERNAL:PLAINTEXT,MIRROR:SSL,CONTROLLER:PLAINTEXT"],
+        ["inter.broker.listener.name", "INTERNAL"],
+        ["listener.name.mirror.ssl.keystore.location", certs.server.pemKeystore],
+        ["listener.name.mirror.ssl.truststore.location", certs.caFile],
+        ["listener.name.mirror.ssl.client.auth", "required"],
+        ["mirror.admin.listener.name", "MIRROR"],
+        ["authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"],
+        ["super.users", "User:ANONYMOUS"]
+      ]),
+      base(path.join(dir, "destination"))
+    )
+    destination = await Node.embedded(1, config)
+    src = new ClusterClient.Client({ bootstrapServers: [source.bootstrap], requestTimeoutMs: 30_000 })
+    dst = new ClusterClient.Client({ bootstrapServers: [destination.bootstrap], requestTimeoutMs: 30_000 })
+    const producer = kafka().producer({ allowAutoTopicCreation: true })
+    await producer.connect()
+    await producer.send({ topic: "orders", messages: [1, 2, 3, 4, 5].map((i) => ({ value: `v${i}` })) })
+    await producer.disconnect()
+    const admin = kafka().admin()
+    await admin.connect()
+    await admin.setOffsets({ groupId: "app", topic: "orders", partitions: [{ partition: 0, offset: "2" }] })
+    await admin.disconnect()
+    const res = await dst.sendToAnyBroker(CreateAcls.api, { creations: grants.map(creation) })
+    expect(res.results.map((r) => r.errorCode)).toEqual(grants.map(() => 0))
+  }, 120_000)
+
+  afterAll(async () => {
+    await src?.close()
+    await dst?.close()
+    await destination?.close()
+    await source?.close()
+    fs.rmSync(dir, { recursive: true, force: true })
+  })
+
+  it("connects with the listener's TLS material and is authorized as its certificate's principal", async () => {
+    const admin = new MirrorAdmin.MirrorAdmin(dst)
+    await admin.createClusterMirror(
+      "dr",
+      new Map([
+        ["bootstrap.servers", source.bootstrap],
+        ["mirror.source.cluster.id", (await src.metadata([])).clusterId!],
+        ["mirror.topics.include", "orders"],
+        // Off: the ACL sync would make the destination's ACLs the source's (none), this principal's included.
+        ["mirror.acls.include", ""],
+        ["mirror.metadata.refresh.interval.ms", "300"]
+      ])
+    )
+    const synced = await Wait.eventually("the group synced over the TLS listener", async () => {
+      const g = (await admin.describeGroupSync("dr")).find((x) => x.group === "app")
+      return g?.state === "SYNCED" ? g : undefined
+    })
+    expect(synced.offsets.map((o) => [o.topic, o.partition, o.offset])).toEqual([["orders", 0, 2n]])
+
+    // The certificate's principal, not the super user: without its group READ the group sync is refused.
+    const removed = await dst.sendToAnyBroker(DeleteAcls.api, { filters: [filter(grants[0]!)] })
+    expect(removed.filterResults.map((r) => r.errorCode)).toEqual([0])
+    const since = Date.now()
+    const refused = await Wait.eventually("the group sync refused", async () => {
+      const g = (await admin.describeGroupSync("dr")).find((x) => x.group === "app")
+      return g?.state === "FAILED" && g.timeMs > since ? g : undefined
+    })
+    expect(refused.detail).toContain(Errors.message(Errors.ErrorCode.GROUP_AUTHORIZATION_FAILED))
+  }, 120_000)
 })
 
 describe("mirror admin configs refused at start", () => {
