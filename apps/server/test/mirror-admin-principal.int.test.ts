@@ -227,8 +227,8 @@ describe("the mirror's destination admin principal (mirror.admin.listener.name)"
   }
 
   beforeAll(async () => {
-    const [mirrorPort, proxyPort] = await Ports.freePorts(2)
-    metricsPort = await Ports.freePort()
+    const [mirrorPort, proxyPort, metrics] = await Ports.freePorts(3)
+    metricsPort = metrics!
     // The source: PLAINTEXT, StandardAuthorizer with its clients (all User:ANONYMOUS) as super user.
     source = await Node.embedded(
       1,
