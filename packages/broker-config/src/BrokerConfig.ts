@@ -111,6 +111,13 @@ export interface BrokerConfig {
   readonly saslMechanismInterBrokerProtocol: string
   /** `sasl.mechanism.controller.protocol`: how this broker authenticates to the controller. */
   readonly saslMechanismControllerProtocol: string
+  /**
+   * `mirror.admin.listener.name` (KIP-1279 §7.2): the listener of this broker its mirrors' destination
+   * admin connects to; null: the inter-broker listener.
+   */
+  readonly mirrorAdminListenerName: string | null
+  /** `sasl.mechanism.mirror.admin.protocol`: that admin's SASL mechanism; null: `sasl.mechanism.inter.broker.protocol`. */
+  readonly saslMechanismMirrorAdminProtocol: string | null
   /** `connections.max.reauth.ms` (KIP-368): the SASL session lifetime; 0 never expires. */
   readonly connectionsMaxReauthMs: number
   /** `--add-scram` (as `kafka-storage format --add-scram`): credentials a new metadata log starts with. */
@@ -184,6 +191,8 @@ export const defaults: BrokerConfig = {
   saslEnabledMechanisms: ["GSSAPI"],
   saslMechanismInterBrokerProtocol: "GSSAPI",
   saslMechanismControllerProtocol: "GSSAPI",
+  mirrorAdminListenerName: null,
+  saslMechanismMirrorAdminProtocol: null,
   connectionsMaxReauthMs: 0,
   bootstrapScramCredentials: [],
   properties: new Map()
@@ -517,6 +526,10 @@ const parsers: Record<string, Parser> = {
   "sasl.enabled.mechanisms": (v) => ({ saslEnabledMechanisms: mechanismList(v) }),
   "sasl.mechanism.inter.broker.protocol": (v) => ({ saslMechanismInterBrokerProtocol: v.trim() }),
   "sasl.mechanism.controller.protocol": (v) => ({ saslMechanismControllerProtocol: v.trim() }),
+  "mirror.admin.listener.name": (v) => ({ mirrorAdminListenerName: v.trim() === "" ? null : v.trim().toUpperCase() }),
+  "sasl.mechanism.mirror.admin.protocol": (v) => ({
+    saslMechanismMirrorAdminProtocol: v.trim() === "" ? null : v.trim()
+  }),
   "connections.max.reauth.ms": long("connectionsMaxReauthMs"),
   "authorizer.class.name": (v, key) => {
     const name = v.trim()
@@ -652,6 +665,45 @@ const checkSasl = (cfg: BrokerConfig): void => {
   const ctl = controllerProtocol(cfg)
   if (broker && usesSasl(ctl.protocol))
     SaslConfig.clientCredentials(cfg, ctl.name, "sasl.mechanism.controller.protocol")
+  if (broker) mirrorAdminListener(cfg)
+}
+
+/**
+ * The listener this broker's mirrors' destination admin connects to (KIP-1279 §7.2, §8.3):
+ * `mirror.admin.listener.name`, else the inter-broker listener, with its protocol. Throws an Error naming
+ * the key when the listener is not one of this broker's (controller listeners excluded), when the
+ * listener uses SASL and `sasl.mechanism.mirror.admin.protocol` (default: the inter-broker mechanism)
+ * is not enabled on it or has no username and password in its JAAS entry, and when that key is set for
+ * a listener without SASL.
+ */
+export const mirrorAdminListener = (
+  config: BrokerConfig
+): { readonly name: string; readonly protocol: SecurityProtocol } | null => {
+  const named = config.mirrorAdminListenerName
+  const brokerListeners = config.listeners.filter((l) => !config.controllerListenerNames.includes(l.name))
+  const listener = brokerListeners.find((l) => l.name === (named ?? config.interBrokerListenerName))
+  if (listener === undefined) {
+    if (named === null) return null
+    throw new Error(
+      `mirror.admin.listener.name=${named}: no such listener in listeners (controller listeners excluded): ${brokerListeners.map((l) => l.name).join(", ")}`
+    )
+  }
+  const key = "sasl.mechanism.mirror.admin.protocol"
+  if (!usesSasl(listener.securityProtocol)) {
+    if (config.saslMechanismMirrorAdminProtocol !== null)
+      throw new Error(
+        `${key}=${config.saslMechanismMirrorAdminProtocol}: listener ${listener.name} of the mirror admin speaks ${listener.securityProtocol}, without SASL`
+      )
+    return { name: listener.name, protocol: listener.securityProtocol }
+  }
+  const sasl = SaslConfig.forListener(config, listener.name)
+  const mechanism = config.saslMechanismMirrorAdminProtocol ?? config.saslMechanismInterBrokerProtocol
+  if (SaslConfig.isMechanism(mechanism) && !sasl.enabledMechanisms.includes(mechanism))
+    throw new Error(
+      `${SaslConfig.mechanismKeyLabel(config, key)}=${mechanism} must be one of the enabled mechanisms of listener ${listener.name} (${sasl.enabledMechanisms.join(", ")})`
+    )
+  SaslConfig.clientCredentials(config, listener.name, key)
+  return { name: listener.name, protocol: listener.securityProtocol }
 }
 
 /**

@@ -2,8 +2,8 @@
  * The SASL settings of a listener and of this broker's own connections, from Kafka's broker configs:
  * `sasl.enabled.mechanisms` (or `listener.name.<l>.sasl.enabled.mechanisms`), the JAAS entry per
  * listener and mechanism (`listener.name.<l>.<mechanism>.sasl.jaas.config`; PLAIN's users are its
- * `user_<name>` options), `sasl.mechanism.inter.broker.protocol`, `sasl.mechanism.controller.protocol`
- * and `connections.max.reauth.ms`. Errors name the key; none quotes a value (they hold passwords).
+ * `user_<name>` options), `sasl.mechanism.inter.broker.protocol`, `sasl.mechanism.controller.protocol`,
+ * `sasl.mechanism.mirror.admin.protocol` and `connections.max.reauth.ms`. Errors name the key; none quotes a value (they hold passwords).
  */
 import * as Jaas from "./Jaas.js"
 
@@ -12,6 +12,8 @@ export interface BrokerConfig {
   readonly saslEnabledMechanisms: ReadonlyArray<string>
   readonly saslMechanismInterBrokerProtocol: string
   readonly saslMechanismControllerProtocol: string
+  /** Null: `saslMechanismInterBrokerProtocol`. */
+  readonly saslMechanismMirrorAdminProtocol: string | null
   readonly connectionsMaxReauthMs: number
   /** The properties, for the per-listener keys. */
   readonly properties: ReadonlyMap<string, string>
@@ -21,7 +23,8 @@ export type Mechanism = "PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512"
 
 const MECHANISMS: ReadonlyArray<Mechanism> = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 
-const isMechanism = (m: string): m is Mechanism => (MECHANISMS as ReadonlyArray<string>).includes(m)
+/** Whether a mechanism name is one this broker supports. */
+export const isMechanism = (m: string): m is Mechanism => (MECHANISMS as ReadonlyArray<string>).includes(m)
 
 const refuseMechanism = (key: string, m: string): never => {
   throw new Error(
@@ -77,26 +80,45 @@ export const forListener = (config: BrokerConfig, listenerName: string): Listene
   return { listenerName, enabledMechanisms: enabled, plainUsers, maxReauthMs: config.connectionsMaxReauthMs }
 }
 
+/** The keys naming a mechanism this broker authenticates with. */
+export type MechanismKey =
+  | "sasl.mechanism.inter.broker.protocol"
+  | "sasl.mechanism.controller.protocol"
+  | "sasl.mechanism.mirror.admin.protocol"
+
+/** The mechanism a key names: `sasl.mechanism.mirror.admin.protocol` unset is the inter-broker one. */
+const mechanismOf = (config: BrokerConfig, key: MechanismKey): string =>
+  key === "sasl.mechanism.controller.protocol"
+    ? config.saslMechanismControllerProtocol
+    : key === "sasl.mechanism.mirror.admin.protocol"
+      ? (config.saslMechanismMirrorAdminProtocol ?? config.saslMechanismInterBrokerProtocol)
+      : config.saslMechanismInterBrokerProtocol
+
+/** How errors name a mechanism key: an unset mirror admin mechanism says whose value it took. */
+export const mechanismKeyLabel = (config: BrokerConfig, key: MechanismKey): string =>
+  key === "sasl.mechanism.mirror.admin.protocol" && config.saslMechanismMirrorAdminProtocol === null
+    ? `${key} (unset: sasl.mechanism.inter.broker.protocol)`
+    : key
+
 /**
  * How this broker authenticates on a connection to a SASL listener: the mechanism of `mechanismKey`
- * (`sasl.mechanism.inter.broker.protocol` or `sasl.mechanism.controller.protocol`) with the `username`
- * and `password` of the listener's JAAS entry for it, as Kafka does.
+ * (`sasl.mechanism.inter.broker.protocol`, `sasl.mechanism.controller.protocol` or, for the mirrors'
+ * destination admin, `sasl.mechanism.mirror.admin.protocol`) with the `username` and `password` of the
+ * listener's JAAS entry for it, as Kafka does.
  */
 export const clientCredentials = (
   config: BrokerConfig,
   listenerName: string,
-  mechanismKey: "sasl.mechanism.inter.broker.protocol" | "sasl.mechanism.controller.protocol"
+  mechanismKey: MechanismKey
 ): { readonly mechanism: Mechanism; readonly username: string; readonly password: string } => {
-  const name =
-    mechanismKey === "sasl.mechanism.inter.broker.protocol"
-      ? config.saslMechanismInterBrokerProtocol
-      : config.saslMechanismControllerProtocol
-  const mechanism = isMechanism(name) ? name : refuseMechanism(mechanismKey, name)
+  const name = mechanismOf(config, mechanismKey)
+  const label = mechanismKeyLabel(config, mechanismKey)
+  const mechanism = isMechanism(name) ? name : refuseMechanism(label, name)
   const jaas = jaasOf(config, listenerName, mechanism)
   const creds = jaas === undefined ? null : Jaas.clientCredentials(jaas)
   if (creds === null)
     throw new Error(
-      `${jaasKey(listenerName, mechanism)}: ${mechanismKey}=${mechanism} needs username and password in the listener's JAAS entry`
+      `${jaasKey(listenerName, mechanism)}: ${label}=${mechanism} needs username and password in the listener's JAAS entry`
     )
   return { mechanism, ...creds }
 }

@@ -231,6 +231,100 @@ describe("BrokerConfig SASL settings", () => {
   })
 })
 
+describe("BrokerConfig mirror admin (mirror.admin.listener.name, sasl.mechanism.mirror.admin.protocol)", () => {
+  const MIRROR_JAAS =
+    'org.apache.kafka.common.security.scram.ScramLoginModule required username="mirror-admin" password="m-5ecret";'
+  const twoListeners = {
+    listeners: "INTERNAL://127.0.0.1:9092,MIRROR://127.0.0.1:9094,CONTROLLER://127.0.0.1:9093",
+    "listener.security.protocol.map": "INTERNAL:SASL_PLAINTEXT,MIRROR:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+    "inter.broker.listener.name": "INTERNAL",
+    "sasl.enabled.mechanisms": "PLAIN",
+    "sasl.mechanism.inter.broker.protocol": "PLAIN",
+    "listener.name.internal.plain.sasl.jaas.config": PLAIN_JAAS,
+    "listener.name.mirror.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+    "listener.name.mirror.scram-sha-512.sasl.jaas.config": MIRROR_JAAS
+  }
+
+  it("defaults to the inter-broker listener and mechanism", () => {
+    const cfg = parse({
+      listeners: "SASL_PLAINTEXT://127.0.0.1:9092",
+      "sasl.enabled.mechanisms": "PLAIN",
+      "sasl.mechanism.inter.broker.protocol": "PLAIN",
+      "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS
+    })()
+    expect([cfg.mirrorAdminListenerName, cfg.saslMechanismMirrorAdminProtocol]).toEqual([null, null])
+    expect(BrokerConfig.mirrorAdminListener(cfg)).toEqual({ name: "SASL_PLAINTEXT", protocol: "SASL_PLAINTEXT" })
+    expect(SaslConfig.clientCredentials(cfg, "SASL_PLAINTEXT", "sasl.mechanism.mirror.admin.protocol")).toEqual({
+      mechanism: "PLAIN",
+      username: "admin",
+      password: "admin-secret"
+    })
+  })
+
+  it("names its own listener and mechanism, with the credentials of that listener's JAAS entry", () => {
+    const cfg = parse({
+      ...twoListeners,
+      "mirror.admin.listener.name": "mirror",
+      "sasl.mechanism.mirror.admin.protocol": "SCRAM-SHA-512"
+    })()
+    expect(cfg.mirrorAdminListenerName).toBe("MIRROR")
+    expect(BrokerConfig.mirrorAdminListener(cfg)).toEqual({ name: "MIRROR", protocol: "SASL_PLAINTEXT" })
+    expect(SaslConfig.clientCredentials(cfg, "MIRROR", "sasl.mechanism.mirror.admin.protocol")).toEqual({
+      mechanism: "SCRAM-SHA-512",
+      username: "mirror-admin",
+      password: "m-5ecret"
+    })
+  })
+
+  it("refuses a listener that is not this broker's, and a mechanism the listener cannot use, naming the key", () => {
+    const refusal = (entries: Record<string, string>) => {
+      try {
+        parse({ ...twoListeners, ...entries })()
+      } catch (e) {
+        return (e as Error).message
+      }
+      return "accepted"
+    }
+    expect(refusal({ "mirror.admin.listener.name": "EXTERNAL" })).toBe(
+      "mirror.admin.listener.name=EXTERNAL: no such listener in listeners (controller listeners excluded): INTERNAL, MIRROR"
+    )
+    expect(refusal({ "mirror.admin.listener.name": "CONTROLLER" })).toContain("mirror.admin.listener.name=CONTROLLER")
+    // Unset, the mechanism is the inter-broker one (PLAIN), which MIRROR does not enable.
+    expect(refusal({ "mirror.admin.listener.name": "MIRROR" })).toBe(
+      "sasl.mechanism.mirror.admin.protocol (unset: sasl.mechanism.inter.broker.protocol)=PLAIN must be one of the enabled mechanisms of listener MIRROR (SCRAM-SHA-512)"
+    )
+    expect(
+      refusal({
+        "mirror.admin.listener.name": "MIRROR",
+        "sasl.mechanism.mirror.admin.protocol": "SCRAM-SHA-256",
+        "listener.name.mirror.scram-sha-256.sasl.jaas.config": MIRROR_JAAS
+      })
+    ).toBe(
+      "sasl.mechanism.mirror.admin.protocol=SCRAM-SHA-256 must be one of the enabled mechanisms of listener MIRROR (SCRAM-SHA-512)"
+    )
+    expect(refusal({ "mirror.admin.listener.name": "MIRROR", "sasl.mechanism.mirror.admin.protocol": "GSSAPI" })).toBe(
+      "sasl.mechanism.mirror.admin.protocol: SASL mechanism GSSAPI is not supported (supported: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); GSSAPI is Kafka's default, set the key to the mechanisms you use"
+    )
+    expect(refusal({ "sasl.mechanism.mirror.admin.protocol": "SCRAM-SHA-512" })).toBe(
+      "sasl.mechanism.mirror.admin.protocol=SCRAM-SHA-512 must be one of the enabled mechanisms of listener INTERNAL (PLAIN)"
+    )
+    expect(
+      refusal({
+        "sasl.mechanism.mirror.admin.protocol": "SCRAM-SHA-512",
+        "listener.name.internal.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512"
+      })
+    ).toBe(
+      "listener.name.internal.scram-sha-512.sasl.jaas.config: sasl.mechanism.mirror.admin.protocol=SCRAM-SHA-512 needs username and password in the listener's JAAS entry"
+    )
+    const plaintext = parse({ "sasl.mechanism.mirror.admin.protocol": "PLAIN" })
+    expect(plaintext).toThrow(
+      "sasl.mechanism.mirror.admin.protocol=PLAIN: listener PLAINTEXT of the mirror admin speaks PLAINTEXT, without SASL"
+    )
+    for (const entries of [{ "mirror.admin.listener.name": "EXTERNAL" }, { "mirror.admin.listener.name": "MIRROR" }])
+      expect(refusal(entries)).not.toContain("5ecret")
+  })
+})
+
 describe("BrokerConfig authorizer settings", () => {
   const STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
   const parse = (entries: Record<string, string>) => BrokerConfig.fromProperties(new Map(Object.entries(entries)))

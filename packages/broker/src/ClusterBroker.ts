@@ -180,6 +180,17 @@ export const start = async (
     requested.listenerSecurityProtocolMap.get(interBrokerName) ?? "PLAINTEXT",
     "sasl.mechanism.inter.broker.protocol"
   )
+  // The mirrors' destination admin (KIP-1279 §8.3): mirror.admin.listener.name with its own mechanism.
+  const adminListener = BrokerConfigs.mirrorAdminListener(requested)
+  const adminSecurity =
+    adminListener === null
+      ? interBroker
+      : Listeners.clientSecurity(
+          requested,
+          adminListener.name,
+          adminListener.protocol,
+          "sasl.mechanism.mirror.admin.protocol"
+        )
   const controllerListener = BrokerConfigs.controllerProtocol(requested)
   const toController = Listeners.clientSecurity(
     requested,
@@ -408,6 +419,12 @@ export const start = async (
     peers.set(id, c)
     return c
   }
+  // What this broker registers: the inter-broker listener where it bound, another at its advertised port unless 0.
+  const advertised = BrokerConfigs.advertisedOf(config).map((l) => ({
+    ...l,
+    port: l.name === interBrokerName || l.port === 0 ? (servers.get(l.name)?.port ?? l.port) : l.port
+  }))
+  const adminEndpoint = advertised.find((l) => l.name === (adminListener?.name ?? interBrokerName))
   const mirrors = MirrorRuntime.make({
     config,
     effectiveConfig: () => effectiveConfig,
@@ -417,7 +434,10 @@ export const start = async (
     controller,
     catchUp: () => catchUp(),
     peer,
-    ...(interBroker === undefined ? {} : { interBrokerSecurity: interBroker }),
+    destinationAdmin: {
+      bootstrap: `${adminEndpoint?.host ?? config.advertisedHost}:${adminEndpoint?.port ?? config.port}`,
+      ...(adminSecurity === undefined ? {} : { security: adminSecurity })
+    },
     log,
     ...options,
     metrics
@@ -614,11 +634,10 @@ export const start = async (
       brokerId: nodeId,
       clusterId,
       incarnationId,
-      listeners: BrokerConfigs.advertisedOf(config).map((l) => ({
+      listeners: advertised.map((l) => ({
         name: l.name,
         host: l.host,
-        // The inter-broker listener is where this broker bound; another advertises its own port unless 0.
-        port: l.name === interBrokerName || l.port === 0 ? (servers.get(l.name)?.port ?? l.port) : l.port,
+        port: l.port,
         securityProtocol: Listeners.SECURITY_PROTOCOL_ID[l.securityProtocol]
       })),
       features: [...FeatureControl.SUPPORTED].map(([name, r]) => ({

@@ -67,8 +67,12 @@ export interface MirrorRuntimeOptions {
   readonly catchUp: () => Promise<void>
   /** A channel to another broker of this cluster; undefined when it is not known. */
   readonly peer: (nodeId: number) => Channel | undefined
-  /** How this broker connects to its own cluster's inter-broker listener (TLS, SASL); absent: PLAINTEXT. */
-  readonly interBrokerSecurity?: Security.ClientSecurity
+  /**
+   * Where the mirrors' destination admin connects (KIP-1279 §8.3): this broker's advertised endpoint of
+   * `mirror.admin.listener.name`, with that listener's TLS and the credentials of
+   * `sasl.mechanism.mirror.admin.protocol`; security absent: PLAINTEXT.
+   */
+  readonly destinationAdmin: { readonly bootstrap: string; readonly security?: Security.ClientSecurity }
   readonly log: (line: string) => void
   /** Mirror-level work the periodic refresh runs on the mirror-coordinator broker (§5.9); none by default. */
   readonly coordinatorTasks?: ReadonlyArray<MirrorRefresh.CoordinatorTask>
@@ -429,7 +433,12 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
   const groupSync = new MirrorSync.GroupSyncStatusStore()
   const aclSync = new AclSync.AclSyncStatusStore()
   // The mirror-level sync (topic configs, group offsets, ACLs) runs as the refresh's coordinator-only tasks.
-  const syncTasks = [...MirrorSync.coordinatorTasks({ store: groupSync }), AclSync.aclsTask({ store: aclSync })]
+  // The ACL sync keeps the bindings of the destination admin's own SASL principal, which let it run.
+  const username = options.destinationAdmin.security?.sasl?.username
+  const syncTasks = [
+    ...MirrorSync.coordinatorTasks({ store: groupSync }),
+    AclSync.aclsTask({ store: aclSync, ownPrincipal: username === undefined ? null : `User:${username}` })
+  ]
 
   manager = new MirrorMetadataManager.MirrorMetadataManager({
     metadata,
@@ -453,7 +462,8 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
   })
   metrics?.partitions(() => lag.sample(manager.partitionStates()))
 
-  // The periodic refresh (§5.9), with its own admin connection to this cluster.
+  // The periodic refresh (§5.9), with its own admin connection to this cluster: its own principal, so
+  // authorization applies to it as to any client.
   let destination: ClusterClient.Client | undefined
   const refresh = new MirrorRefresh.MirrorRefresh({
     nodeId,
@@ -462,10 +472,10 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     source: sourceClient,
     destination: () =>
       (destination ??= new ClusterClient.Client({
-        bootstrapServers: [`${config.advertisedHost}:${config.port}`],
-        clientId: `broker-${nodeId}-mirror-refresh`,
+        bootstrapServers: [options.destinationAdmin.bootstrap],
+        clientId: `mirror-dst-admin-${nodeId}`,
         requestTimeoutMs: 30_000,
-        ...(options.interBrokerSecurity === undefined ? {} : { security: options.interBrokerSecurity })
+        ...(options.destinationAdmin.security === undefined ? {} : { security: options.destinationAdmin.security })
       })),
     bumpLeaderEpochs: partitions.bumpLeaderEpochs,
     intervalMs: config.mirrorMetadataRefreshIntervalMs,

@@ -210,6 +210,7 @@ export const BROKER_READ_ONLY_CONFIGS: ReadonlySet<string> = new Set([
   "log.dirs",
   "log.retention.check.interval.ms",
   "metrics.port",
+  "mirror.admin.listener.name",
   "mirror.failed.retry.initial.backoff.ms",
   "mirror.failed.retry.max.attempts",
   "mirror.failed.retry.max.backoff.ms",

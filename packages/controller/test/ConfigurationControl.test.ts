@@ -260,7 +260,9 @@ describe("ConfigurationControl.incrementalAlterConfigs", () => {
           resource(BROKER, "", [op("message.max.bytes", SET, "1500000"), op("min.insync.replicas", SET, "2")]),
           resource(BROKER, "2", [op("num.partitions", SET, "3")]),
           resource(BROKER, "3", [op("log.cleaner.threads", SET, "2")]),
-          resource(BROKER, "4", [op("max.connections", SET, "10")])
+          resource(BROKER, "4", [op("max.connections", SET, "10")]),
+          resource(BROKER, "5", [op("mirror.admin.listener.name", SET, "MIRROR")]),
+          resource(BROKER, "6", [op("sasl.mechanism.mirror.admin.protocol", SET, "PLAIN")])
         ])
       )
       .then(
@@ -289,6 +291,18 @@ describe("ConfigurationControl.incrementalAlterConfigs", () => {
             "4",
             Errors.ErrorCode.INVALID_CONFIG,
             "Broker config max.connections is not supported: connection quotas are not implemented yet"
+          ),
+          err(
+            BROKER,
+            "5",
+            Errors.ErrorCode.INVALID_REQUEST,
+            "Cannot update these configs dynamically: [mirror.admin.listener.name]"
+          ),
+          err(
+            BROKER,
+            "6",
+            Errors.ErrorCode.INVALID_CONFIG,
+            "Broker config sasl.mechanism.mirror.admin.protocol is not supported: listener security settings are read from the server properties at start and cannot change dynamically"
           )
         ]
       )

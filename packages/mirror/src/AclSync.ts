@@ -3,7 +3,9 @@
  * ACL bindings (DescribeAcls with the ANY filter) that one of the mirror's `mirror.acls.include` rules
  * matches are created on the destination, and every destination binding not in that filtered source set
  * is deleted (DeleteAcls with its exact filter), except bindings on CLUSTER_MIRROR resources (type 8): those
- * are the destination's own (who may operate its mirrors) and are never copied, created or deleted.
+ * are the destination's own (who may operate its mirrors) and are never copied, created or deleted. The
+ * bindings of the destination admin's own principal (`mirror.admin.listener.name`, when the broker knows
+ * it) are kept the same way: they are what lets the sync run on the destination.
  *
  * An empty `mirror.acls.include` turns the sync off: nothing is copied and nothing deleted. A source
  * or destination without an authorizer (DescribeAcls answers SECURITY_DISABLED), or any other failure
@@ -36,18 +38,22 @@ export const keyOf = (b: Acl.AclBinding): string =>
 /** Whether a binding is on a CLUSTER_MIRROR resource (never synced). */
 export const isClusterMirror = (b: Acl.AclBinding): boolean => b.resourceType === Acl.ResourceType.CLUSTER_MIRROR
 
+/** Whether a binding is the destination's own: on CLUSTER_MIRROR, or of the destination admin's principal. */
+export const isKept = (b: Acl.AclBinding, ownPrincipal: string | null = null): boolean =>
+  isClusterMirror(b) || (ownPrincipal !== null && b.principal === ownPrincipal)
+
 /**
- * The source bindings the destination should have: those a rule includes, not on CLUSTER_MIRROR
- * resources, and valid to create (a type or operation this cluster does not know is left out), deduplicated,
- * in source order.
+ * The source bindings the destination should have: those a rule includes, not kept (`isKept`), and valid
+ * to create (a type or operation this cluster does not know is left out), deduplicated, in source order.
  */
 export const wanted = (
   source: ReadonlyArray<Acl.AclBinding>,
-  rules: ReadonlyArray<AclRules.AclRule>
+  rules: ReadonlyArray<AclRules.AclRule>,
+  ownPrincipal: string | null = null
 ): ReadonlyArray<Acl.AclBinding> => {
   const out = new Map<string, Acl.AclBinding>()
   for (const b of source)
-    if (!isClusterMirror(b) && Acl.invalidBinding(b) === null && AclRules.included(rules, b)) out.set(keyOf(b), b)
+    if (!isKept(b, ownPrincipal) && Acl.invalidBinding(b) === null && AclRules.included(rules, b)) out.set(keyOf(b), b)
   return [...out.values()]
 }
 
@@ -56,21 +62,25 @@ export interface AclSyncPlan {
   readonly wanted: ReadonlyArray<Acl.AclBinding>
   /** Filtered source bindings the destination lacks. */
   readonly create: ReadonlyArray<Acl.AclBinding>
-  /** Destination bindings not in the filtered source set, except CLUSTER_MIRROR ones. */
+  /** Destination bindings not in the filtered source set, except the kept ones. */
   readonly delete: ReadonlyArray<Acl.AclBinding>
 }
 
-/** What to create and delete so that the destination's ACLs are the filtered source set plus its CLUSTER_MIRROR ACLs. */
+/**
+ * What to create and delete so that the destination's ACLs are the filtered source set plus its kept ACLs
+ * (CLUSTER_MIRROR ones, and those of `ownPrincipal`, the destination admin's principal, when known).
+ */
 export const aclSyncPlan = (
   source: ReadonlyArray<Acl.AclBinding>,
   destination: ReadonlyArray<Acl.AclBinding>,
-  rules: ReadonlyArray<AclRules.AclRule>
+  rules: ReadonlyArray<AclRules.AclRule>,
+  ownPrincipal: string | null = null
 ): AclSyncPlan => {
-  const want = wanted(source, rules)
+  const want = wanted(source, rules, ownPrincipal)
   const wantKeys = new Set(want.map(keyOf))
   const have = new Set(destination.map(keyOf))
   const remove = new Map<string, Acl.AclBinding>()
-  for (const b of destination) if (!isClusterMirror(b) && !wantKeys.has(keyOf(b))) remove.set(keyOf(b), b)
+  for (const b of destination) if (!isKept(b, ownPrincipal) && !wantKeys.has(keyOf(b))) remove.set(keyOf(b), b)
   return { wanted: want, create: want.filter((b) => !have.has(keyOf(b))), delete: [...remove.values()] }
 }
 
@@ -147,6 +157,8 @@ export const withAclSync = (
 export interface AclSyncOptions {
   readonly store: AclSyncStatusStore
   readonly now?: () => number
+  /** The principal the destination admin authenticates as (`User:<name>`), when known: its bindings are kept. */
+  readonly ownPrincipal?: string | null
 }
 
 const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e))
@@ -204,7 +216,7 @@ export const syncAcls = async (ctx: CoordinatorContext, options: AclSyncOptions)
     return failed(describeFailure("destination", e))
   }
 
-  const plan = aclSyncPlan(source, destination, parsed.rules)
+  const plan = aclSyncPlan(source, destination, parsed.rules, options.ownPrincipal ?? null)
   const errors: Array<string> = []
   try {
     // Create first: a binding replaced by another never leaves a gap without either.

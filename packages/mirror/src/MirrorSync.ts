@@ -376,7 +376,21 @@ export const syncGroupOffsets = async (ctx: CoordinatorContext, options: GroupOf
       for (const [g, s] of result.right) states.set(g, s)
     }
   } catch (e) {
-    return fail(`listing destination groups: ${messageOf(e)}`)
+    // Every selected group failed this run (e.g. GROUP_AUTHORIZATION_FAILED for the destination admin).
+    const error = `listing destination groups: ${messageOf(e)}`
+    const chosen = new Set(selected)
+    store.replace(
+      ctx.mirror,
+      listed.map((group) => ({
+        group,
+        state: chosen.has(group) ? "FAILED" : "FILTERED",
+        detail: chosen.has(group) ? error : null,
+        timeMs: now(),
+        lastSyncedMs: store.lastSyncedMs(ctx.mirror, group),
+        offsets: []
+      }))
+    )
+    return fail(error)
   }
 
   const mirroringTopics = new Map(ctx.topics.filter((t) => t.desiredState === "MIRRORING").map((t) => [t.name, t]))

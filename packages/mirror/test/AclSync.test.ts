@@ -80,6 +80,15 @@ describe("aclSyncPlan", () => {
     expect(plan).toEqual({ wanted: [], create: [], delete: [] })
   })
 
+  it("keeps the destination admin's own bindings: neither copied from the source nor deleted", () => {
+    const own = binding({ principal: "User:mirror-admin", resourceType: Res.GROUP, resourceName: "*" })
+    const ownOnSource = binding({ principal: "User:mirror-admin" })
+    const local = binding({ principal: "User:local" })
+    const plan = AclSync.aclSyncPlan([ownOnSource], [own, local], rulesOf("*"), "User:mirror-admin")
+    expect(plan).toEqual({ wanted: [], create: [], delete: [local] })
+    expect(AclSync.aclSyncPlan([ownOnSource], [own, local], rulesOf("*")).delete).toEqual([own, local])
+  })
+
   it("leaves out source bindings this cluster cannot create (an unknown resource type)", () => {
     const future = binding({ resourceType: 42 })
     expect(AclSync.aclSyncPlan([future], [], rulesOf("*")).create).toEqual([])

@@ -2,8 +2,8 @@
  * A node's listeners at run time: the socket options of each listener (TLS from its `ssl.*` settings,
  * the principal mapping of `ssl.principal.mapping.rules`, SASL from its mechanisms and JAAS entries),
  * the client security the node uses for its own connections to a listener of another node (replica
- * fetchers, coordinators, the controller: TLS, and SASL with the inter-broker or controller
- * mechanism and the credentials of the listener's JAAS entry), and
+ * fetchers, coordinators, the controller, the mirrors' destination admin: TLS, and SASL with the
+ * inter-broker, controller or mirror admin mechanism and the credentials of the listener's JAAS entry), and
  * Kafka's security protocol ids as RegisterBrokerRecord carries them. Key and trust files are read when
  * these are built, at start: a missing file fails the start.
  */
@@ -71,7 +71,7 @@ export const clientSecurity = (
   config: BrokerConfig,
   name: string,
   protocol: SocketServer.SecurityProtocol,
-  mechanismKey: "sasl.mechanism.inter.broker.protocol" | "sasl.mechanism.controller.protocol"
+  mechanismKey: SaslConfig.MechanismKey
 ): Security.ClientSecurity | undefined => {
   if (!tlsProtocol(protocol) && !saslProtocol(protocol)) return undefined
   return {
