@@ -584,7 +584,17 @@ export const start = async (
     if (!request.validateOnly) await catchUp()
     return res
   })
-  forward(DeleteTopics.api)
+  handlers.register(DeleteTopics.api, async (_req, request) => {
+    // Forwarded in the controller channel's version (v6+), where a v0-5 request's `TopicNames` do not
+    // exist: they travel as `Topics` by name, or the controller would see no topic at all.
+    const res = await controller.request(DeleteTopics.api, {
+      ...request,
+      topicNames: [],
+      topics: [...request.topics, ...request.topicNames.map((name) => ({ name, topicId: Uuid.ZERO }))]
+    })
+    await catchUp()
+    return res
+  })
   forward(CreatePartitions.api)
   forward(IncrementalAlterConfigs.api)
   forward(AlterConfigs.api)

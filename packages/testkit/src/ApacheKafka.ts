@@ -80,9 +80,18 @@ export interface ExtraListener {
   readonly protocol: "PLAINTEXT" | "SSL" | "SASL_PLAINTEXT" | "SASL_SSL"
 }
 
+/** A SCRAM credential written into the metadata log when the node is formatted (`kafka-storage format --add-scram`). */
+export interface ScramUser {
+  readonly mechanism: "SCRAM-SHA-256" | "SCRAM-SHA-512"
+  readonly name: string
+  readonly password: string
+}
+
 export interface KafkaOptions extends NodeOptions {
   /** `node.id` of the combined broker+controller (default 1). */
   readonly nodeId?: number
+  /** SCRAM users to bootstrap at format time, so that SASL listeners serve them from the first start. */
+  readonly scramUsers?: ReadonlyArray<ScramUser>
   /**
    * More client listeners, advertised next to PLAINTEXT (which stays the inter-broker listener and
    * `bootstrap`); their security settings (`ssl.keystore.*`, ...) go in `properties`.
@@ -216,10 +225,19 @@ const jvmFlags = (opts: NodeOptions): ReadonlyArray<string> => [
   ...(opts.jvmFlags ?? [])
 ]
 
-const format = async (l: Launch, clusterId: string, mode: "--standalone" | "--no-initial-controllers") => {
+/** The `--add-scram` arguments of `kafka-storage format` for `users`. */
+export const addScramArgs = (users: ReadonlyArray<ScramUser>): ReadonlyArray<string> =>
+  users.flatMap((u) => ["--add-scram", `${u.mechanism}=[name=${u.name},password=${u.password}]`])
+
+const format = async (
+  l: Launch,
+  clusterId: string,
+  mode: "--standalone" | "--no-initial-controllers",
+  scramUsers: ReadonlyArray<ScramUser> = []
+) => {
   const result = await JavaTools.run(
     JavaTools.MainClass.storage,
-    ["format", "-t", clusterId, "-c", l.propertiesFile, mode],
+    ["format", "-t", clusterId, "-c", l.propertiesFile, mode, ...addScramArgs(scramUsers)],
     { libs: l.libs, timeoutMs: FORMAT_TIMEOUT_MS }
   )
   if (result.code !== 0)
@@ -358,7 +376,7 @@ export const startKafka = async (opts: KafkaOptions = {}): Promise<KafkaNode> =>
     undefined
   )
   try {
-    await format(launch, opts.clusterId ?? Uuid.random(), "--standalone")
+    await format(launch, opts.clusterId ?? Uuid.random(), "--standalone", opts.scramUsers)
     return await launchNode(launch)
   } catch (e) {
     rmSync(launch.scratch, { recursive: true, force: true })
