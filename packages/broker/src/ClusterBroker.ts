@@ -392,7 +392,8 @@ export const start = async (
     replicas,
     producerIds: new ProducerIdManager(admin),
     describeMirrorConfigs: (name, keys) => MirrorApis.describeMirrorConfigs(image, name, keys),
-    mirrorProduceState: (topic, partition) => mirrors.produceState(topic, partition)
+    mirrorProduceState: (topic, partition) => mirrors.produceState(topic, partition),
+    markerWriterFor: (t) => (t === GroupApis.OFFSETS_TOPIC ? (p, m) => groups.completeTransaction(p, m) : undefined)
   }
   const groups = GroupApis.shards(ctx, log)
 

@@ -1,7 +1,7 @@
 /**
  * The consumer-group side of the broker: the `__consumer_offsets` topic as the log of the group
  * coordinators (`@clustermirror/group-coordinator`), and the handlers of FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
- * OffsetCommit, OffsetFetch, ListGroups and DescribeGroups, translating wire ↔ coordinator.
+ * OffsetCommit, TxnOffsetCommit, OffsetFetch, ListGroups and DescribeGroups, translating wire ↔ coordinator.
  */
 import {
   DescribeGroups,
@@ -15,6 +15,7 @@ import {
   OffsetCommit,
   OffsetFetch,
   SyncGroup,
+  TxnOffsetCommit,
   Uuid
 } from "@clustermirror/protocol"
 import { type GroupCoordinator, GroupShards } from "@clustermirror/group-coordinator"
@@ -30,7 +31,7 @@ export const OFFSETS_TOPIC = "__consumer_offsets"
  */
 export const shards = (ctx: BrokerContext, log: (line: string) => void): GroupShards.GroupShards =>
   new GroupShards.GroupShards({
-    log: CoordinatorLogs.make({
+    log: CoordinatorLogs.makeTransactional({
       replicas: ctx.replicas,
       nodeId: ctx.config.nodeId,
       topic: OFFSETS_TOPIC,
@@ -74,8 +75,21 @@ const E = Errors.ErrorCode
 
 type GroupHandlers = Pick<
   GroupCoordinator.GroupCoordinator,
-  "joinGroup" | "syncGroup" | "heartbeat" | "leaveGroup" | "commitOffsets" | "fetchOffsets"
+  | "joinGroup"
+  | "syncGroup"
+  | "heartbeat"
+  | "leaveGroup"
+  | "commitOffsets"
+  | "commitTransactionalOffsets"
+  | "fetchOffsets"
 >
+
+const notCoordinatorCommit = async (r: GroupCoordinator.OffsetCommitRequest) => ({
+  topics: r.topics.map((t) => ({
+    name: t.name,
+    partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: E.NOT_COORDINATOR }))
+  }))
+})
 
 const notCoordinator: GroupHandlers = {
   joinGroup: async (r) => ({
@@ -103,12 +117,8 @@ const notCoordinator: GroupHandlers = {
       errorCode: E.NOT_COORDINATOR
     }))
   }),
-  commitOffsets: async (r) => ({
-    topics: r.topics.map((t) => ({
-      name: t.name,
-      partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: E.NOT_COORDINATOR }))
-    }))
-  }),
+  commitOffsets: notCoordinatorCommit,
+  commitTransactionalOffsets: notCoordinatorCommit,
   fetchOffsets: async () => ({ errorCode: E.NOT_COORDINATOR, topics: [] })
 }
 
@@ -284,6 +294,10 @@ export const register = (
       },
       { min: 0, max: OffsetCommit.api.maxVersion }
     )
+    .register(TxnOffsetCommit.api, async (_req, request) => ({
+      throttleTimeMs: 0,
+      topics: (await (await coordinatorOf(request.groupId)).commitTransactionalOffsets(request)).topics
+    }))
     .register(
       OffsetFetch.api,
       async (req, request) => {
@@ -293,6 +307,7 @@ export const register = (
         ) => {
           const r = await (await coordinatorOf(groupId)).fetchOffsets({
             groupId,
+            requireStable: request.requireStable,
             topics:
               topics === null
                 ? null

@@ -3,7 +3,8 @@
  * an idempotent InitProducerId) stays invisible to read_committed consumers — kcat and Kafka's Java console
  * consumer — until a WriteTxnMarkers COMMIT is replicated; an ABORT hides it for good; read_uncommitted
  * consumers see everything. The markers are replicated byte for byte to the followers, and the log fences
- * markers of an older producer or coordinator epoch.
+ * markers of an older producer or coordinator epoch. TxnOffsetCommit offsets stay pending in the group
+ * coordinator until the COMMIT marker reaches their `__consumer_offsets` partition.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Connection } from "@clustermirror/client"
@@ -11,11 +12,15 @@ import {
   ControlRecord,
   CreateClusterMirror,
   Errors,
+  FindCoordinator,
+  Hashing,
   InitProducerId,
   Metadata,
+  OffsetFetch,
   Produce,
   RecordBatch,
   StartMirrorTopics,
+  TxnOffsetCommit,
   WriteTxnMarkers
 } from "@clustermirror/protocol"
 import { IsolatedConsumer, JavaTools, Kcat } from "@clustermirror/testkit"
@@ -304,4 +309,56 @@ describe("WriteTxnMarkers on partition leaders", () => {
     const r = await produce(txnBatch(p, 0, ["m0"]), "tx-m", connections.get(mirrorLeader)!, "mirrored")
     expect(r.errorCode).toBe(E.READ_ONLY_TOPIC)
   }, 60_000)
+
+  it("keeps TxnOffsetCommit offsets pending until the COMMIT marker reaches __consumer_offsets", async () => {
+    const group = "txn-group"
+    const coordinatorId = await until("the group coordinator", async () => {
+      const r = await leader().call(FindCoordinator.api, { key: group, keyType: 0, coordinatorKeys: [group] })
+      const id = r.coordinators?.[0]?.nodeId ?? r.nodeId
+      return id >= 0 ? id : undefined
+    })
+    const coordinator = connections.get(coordinatorId)!
+    const p = await initProducerId()
+    const commit = await until("a loaded group coordinator", async () => {
+      const r = await coordinator.call(TxnOffsetCommit.api, {
+        transactionalId: "tx-g",
+        groupId: group,
+        ...p,
+        generationId: -1,
+        memberId: "",
+        groupInstanceId: null,
+        topics: [
+          {
+            name: TOPIC,
+            partitions: [{ partitionIndex: 0, committedOffset: 3n, committedLeaderEpoch: -1, committedMetadata: "m" }]
+          }
+        ]
+      })
+      const code = r.topics[0]!.partitions[0]!.errorCode
+      return code === E.COORDINATOR_LOAD_IN_PROGRESS || code === E.NOT_COORDINATOR ? undefined : code
+    })
+    expect(commit).toBe(0)
+    const fetchOffset = async (requireStable: boolean) => {
+      const r = await coordinator.request(OffsetFetch.api, 8, {
+        groups: [{ groupId: group, topics: [{ name: TOPIC, partitionIndexes: [0] }] }],
+        requireStable
+      })
+      const partition = r.groups[0]!.topics[0]!.partitions[0]!
+      return [partition.committedOffset, partition.errorCode]
+    }
+    expect(await fetchOffset(false)).toEqual([-1n, 0])
+    expect(await fetchOffset(true)).toEqual([-1n, E.UNSTABLE_OFFSET_COMMIT])
+    const offsetsPartition = Hashing.groupCoordinatorPartition(group, 1)
+    const topics = [{ name: "__consumer_offsets", partitionIndexes: [offsetsPartition] }]
+    const other = connections.get([1, 2, 3].find((id) => id !== coordinatorId)!)!
+    expect(await marker(p, true, 0, other, topics)).toEqual([E.NOT_LEADER_OR_FOLLOWER])
+    expect(await marker(p, true, 0, coordinator, topics)).toEqual([0])
+    expect(await fetchOffset(true)).toEqual([3n, 0])
+    // Kafka's consumer-groups tool sees the committed offset.
+    const described = JavaTools.expectSuccess(
+      "kafka-consumer-groups",
+      await JavaTools.consumerGroups(["--bootstrap-server", bootstrap, "--describe", "--group", group])
+    )
+    expect(described.stdout).toMatch(new RegExp(`${group}\\s+${TOPIC}\\s+0\\s+3\\s`))
+  }, 120_000)
 })

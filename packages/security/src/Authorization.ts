@@ -55,6 +55,7 @@ import {
   StartMirrorTopics,
   StopMirrorTopics,
   SyncGroup,
+  TxnOffsetCommit,
   WriteMirrorStates,
   WriteTxnMarkers,
   type Api
@@ -632,6 +633,25 @@ const installChecks = (handlers: Handlers, ctx: AuthorizationContext): void => {
     const refusedTopics = refused.map((t) => ({
       name: t.name,
       topicId: t.topicId,
+      partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: code }))
+    }))
+    const out = allowed.length === 0 ? { topics: [] } : await resolved(next(req, { ...request, topics: allowed }))
+    if (out === NoResponse) return out
+    return { throttleTimeMs: 0, ...out, topics: [...(out.topics ?? []), ...refusedTopics] }
+  })
+
+  // Kafka's order: WRITE on the transactional id, READ on the group (whole-request refusals), READ per topic.
+  guard(handlers, src, TxnOffsetCommit.api, async (c, req, request, next) => {
+    const whole = !c.can(Op.WRITE, Res.TRANSACTIONAL_ID, request.transactionalId)
+      ? E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+      : !c.group(Op.READ, request.groupId)
+        ? E.GROUP_AUTHORIZATION_FAILED
+        : 0
+    const [allowed, refused] = partition(request.topics, (t) => whole === 0 && c.topic(Op.READ, t.name))
+    if (refused.length === 0) return next(req, request)
+    const code = whole !== 0 ? whole : E.TOPIC_AUTHORIZATION_FAILED
+    const refusedTopics = refused.map((t) => ({
+      name: t.name,
       partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: code }))
     }))
     const out = allowed.length === 0 ? { topics: [] } : await resolved(next(req, { ...request, topics: allowed }))
