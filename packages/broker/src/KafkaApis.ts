@@ -10,6 +10,7 @@ import {
   SaslHandshake,
   DescribeCluster,
   DescribeConfigs,
+  DescribeProducers,
   Errors,
   Fetch,
   InitProducerId,
@@ -25,6 +26,7 @@ import * as LogConfigs from "@clustermirror/broker-config/LogConfigs"
 import type * as MetadataView from "./MetadataView.js"
 import type * as MirrorApis from "@clustermirror/mirror/MirrorApis"
 import type * as ReplicaManager from "@clustermirror/replication/ReplicaManager"
+import * as ProducerStates from "@clustermirror/replication/ProducerStates"
 import * as TxnMarkers from "@clustermirror/replication/TxnMarkers"
 import { type Handlers, NoResponse } from "@clustermirror/network/RequestChannel"
 import { ConfigurationControl } from "@clustermirror/controller"
@@ -405,6 +407,7 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
     .register(WriteTxnMarkers.api, (_req, request) =>
       TxnMarkers.writeTxnMarkers({ replicas: ctx.replicas, coordinatorFor: (t) => ctx.markerWriterFor?.(t) }, request)
     )
+    .register(DescribeProducers.api, (_req, request) => ProducerStates.describeProducers(ctx.replicas, request))
     .register(InitProducerId.api, async (_req, request) => {
       if (request.transactionalId !== null)
         return {

@@ -361,4 +361,40 @@ describe("WriteTxnMarkers on partition leaders", () => {
     )
     expect(described.stdout).toMatch(new RegExp(`${group}\\s+${TOPIC}\\s+0\\s+3\\s`))
   }, 120_000)
+
+  it("describes the active producers of a partition to kafka-transactions describe-producers", async () => {
+    const p = await initProducerId()
+    const first = await produce(txnBatch(p, 0, ["d0", "d1"]), "tx-d")
+    expect(first.errorCode).toBe(0)
+    const describe = async () => {
+      const r = JavaTools.expectSuccess(
+        "kafka-transactions",
+        await JavaTools.transactions([
+          "--bootstrap-server",
+          bootstrap,
+          "describe-producers",
+          "--topic",
+          TOPIC,
+          "--partition",
+          "0"
+        ])
+      )
+      const rows = JavaTools.lines(r.stdout).map((l) => l.trim().split(/\s+/))
+      expect(rows[0]).toEqual([
+        "ProducerId",
+        "ProducerEpoch",
+        "LatestCoordinatorEpoch",
+        "LastSequence",
+        "LastTimestamp",
+        "CurrentTransactionStartOffset"
+      ])
+      return rows.find((row) => row[0] === String(p.producerId))
+    }
+    const open = await describe()
+    expect(open).toBeDefined()
+    expect([open![1], open![2], open![3], open![5]]).toEqual(["0", "-1", "1", String(first.baseOffset)])
+    expect(await marker(p, true, 2)).toEqual([0])
+    const closed = await describe()
+    expect([closed![1], closed![2], closed![3], closed![5]]).toEqual(["0", "2", "1", "None"])
+  }, 120_000)
 })

@@ -28,6 +28,7 @@ import {
   DescribeClusterMirrors,
   DescribeConfigs,
   DescribeGroups,
+  DescribeProducers,
   DescribeUserScramCredentials,
   ElectLeaders,
   Errors,
@@ -380,6 +381,23 @@ const installChecks = (handlers: Handlers, ctx: AuthorizationContext): void => {
         partition: p.partition,
         leaderEpoch: -1,
         endOffset: -1n
+      }))
+    }))
+    const out = allowed.length === 0 ? { topics: [] } : await resolved(next(req, { ...request, topics: allowed }))
+    if (out === NoResponse) return out
+    return { throttleTimeMs: 0, ...out, topics: [...(out.topics ?? []), ...refusedTopics] }
+  })
+
+  guard(handlers, src, DescribeProducers.api, async (c, req, request, next) => {
+    const [allowed, refused] = partition(request.topics, (t) => c.topic(Op.READ, t.name))
+    if (refused.length === 0) return next(req, request)
+    const refusedTopics = refused.map((t) => ({
+      name: t.name,
+      partitions: t.partitionIndexes.map((partitionIndex) => ({
+        partitionIndex,
+        errorCode: E.TOPIC_AUTHORIZATION_FAILED,
+        errorMessage: Errors.message(E.TOPIC_AUTHORIZATION_FAILED),
+        activeProducers: []
       }))
     }))
     const out = allowed.length === 0 ? { topics: [] } : await resolved(next(req, { ...request, topics: allowed }))

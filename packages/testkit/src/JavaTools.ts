@@ -1,7 +1,7 @@
 /**
  * Apache Kafka's own command-line tools, run as `java -cp '<libs>/*' <main class> ...` against any
  * cluster (Apache Kafka or ours): kafka-topics, kafka-acls, the console producer and consumer, consumer-groups,
- * kafka-configs, kafka-leader-election and the producer/consumer performance tools.
+ * kafka-configs, kafka-leader-election, kafka-transactions and the producer/consumer performance tools.
  *
  * Arguments are passed through unchanged (including `--bootstrap-server`), so a test says exactly what an
  * operator would type. A failing exit is a result, not an exception; `expectSuccess` turns it into one.
@@ -22,6 +22,7 @@ export const MainClass = {
   consumerPerf: "org.apache.kafka.tools.ConsumerPerformance",
   leaderElection: "org.apache.kafka.tools.LeaderElectionCommand",
   acls: "org.apache.kafka.tools.AclCommand",
+  transactions: "org.apache.kafka.tools.TransactionsCommand",
   storage: "kafka.tools.StorageTool"
 } as const
 
@@ -113,6 +114,10 @@ export const consumerPerf = (args: ReadonlyArray<string>, opts?: ToolOptions): P
 /** `kafka-leader-election.sh`: e.g. `["--bootstrap-server", b, "--election-type", "PREFERRED", "--all-topic-partitions"]`. */
 export const leaderElection = (args: ReadonlyArray<string>, opts?: ToolOptions): Promise<ToolResult> =>
   run(MainClass.leaderElection, args, opts)
+
+/** `kafka-transactions.sh`: e.g. `["--bootstrap-server", b, "describe-producers", "--topic", t, "--partition", "0"]`. */
+export const transactions = (args: ReadonlyArray<string>, opts?: ToolOptions): Promise<ToolResult> =>
+  run(MainClass.transactions, args, opts)
 
 /** Returns `result` if the tool exited with 0, else throws a `ToolError` quoting its stderr. */
 export const expectSuccess = (tool: string, result: ToolResult): ToolResult => {
