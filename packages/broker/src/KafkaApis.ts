@@ -18,6 +18,7 @@ import {
   Metadata,
   OffsetForLeaderEpoch,
   Produce,
+  RecordBatch,
   WriteTxnMarkers
 } from "@clustermirror/protocol"
 import type { BrokerConfig } from "@clustermirror/broker-config/BrokerConfig"
@@ -195,7 +196,13 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
             ? Errors.ErrorCode.UNSUPPORTED_VERSION
             : request.acks !== 0 && request.acks !== 1 && request.acks !== -1
               ? Errors.ErrorCode.INVALID_REQUIRED_ACKS
-              : 0
+              : // Kafka refuses transactional records without a transactional id, authorizer or not.
+                request.transactionalId === null &&
+                  request.topicData.some((t) =>
+                    t.partitionData.some((p) => RecordBatch.hasTransactionalBatch(p.records))
+                  )
+                ? Errors.ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                : 0
         if (refuse !== 0) {
           const code = refuse
           return {

@@ -260,6 +260,9 @@ describe("WriteTxnMarkers on partition leaders", () => {
       ])
     ).toEqual([E.UNKNOWN_TOPIC_OR_PARTITION, E.UNKNOWN_TOPIC_OR_PARTITION])
     expect(await kcat("read_committed")).toEqual(["c0", "c1", "c2", "after-c", "after-a", "f0"])
+    // Transactional records without a transactional id are refused, as Kafka does without an authorizer too.
+    const anonymous = await produce(txnBatch(await initProducerId(), 0, ["x"]), null)
+    expect(anonymous.errorCode).toBe(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
   }, 120_000)
 
   it("replicates the markers: every replica holds the same bytes", async () => {

@@ -190,17 +190,6 @@ const configResource = (
   }
 }
 
-/** Whether a produced records buffer holds a transactional batch (v2 batches; a truncated tail is not looked at). */
-const hasTransactionalBatch = (records: Uint8Array | null): boolean => {
-  if (records === null) return false
-  const b = Buffer.isBuffer(records) ? records : Buffer.from(records.buffer, records.byteOffset, records.byteLength)
-  for (let p = 0; p + RecordBatch.HEADER_SIZE <= b.length; p += RecordBatch.sizeInBytes(b, p)) {
-    if (RecordBatch.magic(b, p) === 2 && RecordBatch.isTransactional(b, p)) return true
-    if (RecordBatch.batchLength(b, p) <= 0) return false
-  }
-  return false
-}
-
 /** The cluster's authorized operations as Kafka reports them: none to a principal that may not describe it. */
 const clusterOperations = (c: Checks): number =>
   c.cluster(Op.DESCRIBE) ? c.az.authorizedOperations(c.id, Res.CLUSTER, CLUSTER) : 0
@@ -300,7 +289,9 @@ const installChecks = (handlers: Handlers, ctx: AuthorizationContext): void => {
 
   guard(handlers, src, Produce.api, async (c, req, request, next) => {
     // Transactional records need WRITE on the request's transactional id (refused without one), as in Kafka.
-    const transactional = request.topicData.some((t) => t.partitionData.some((p) => hasTransactionalBatch(p.records)))
+    const transactional = request.topicData.some((t) =>
+      t.partitionData.some((p) => RecordBatch.hasTransactionalBatch(p.records))
+    )
     const txnRefused =
       transactional &&
       (request.transactionalId === null || !c.can(Op.WRITE, Res.TRANSACTIONAL_ID, request.transactionalId))
