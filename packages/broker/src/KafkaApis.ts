@@ -111,6 +111,12 @@ const describeTopic = (ctx: BrokerContext, topic: MetadataView.TopicView, listen
   topicAuthorizedOperations: UNSET_OPS
 })
 
+/** Whether a partition takes writes: mirror topics only once stopped (KIP-1279 §6.8). */
+const writeState = (ctx: BrokerContext, topic: string, partition: number): "writable" | "stopping" | "readOnly" =>
+  ctx.view.topicByName(topic)?.readOnly === true
+    ? (ctx.mirrorProduceState?.(topic, partition) ?? "readOnly")
+    : "writable"
+
 export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
   handlers
     .register(ApiVersions.api, () => ({
@@ -234,10 +240,7 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
             name: t.name,
             topicId: t.topicId,
             partitionResponses: t.partitionData.map((p) => {
-              const mirror =
-                ctx.view.topicByName(name)?.readOnly === true
-                  ? (ctx.mirrorProduceState?.(name, p.index) ?? "readOnly")
-                  : "writable"
+              const mirror = writeState(ctx, name, p.index)
               return mirror === "readOnly"
                 ? readOnly
                 : mirror === "stopping"
@@ -412,7 +415,14 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
       clusterAuthorizedOperations: UNSET_OPS
     }))
     .register(WriteTxnMarkers.api, (_req, request) =>
-      TxnMarkers.writeTxnMarkers({ replicas: ctx.replicas, coordinatorFor: (t) => ctx.markerWriterFor?.(t) }, request)
+      TxnMarkers.writeTxnMarkers(
+        {
+          replicas: ctx.replicas,
+          coordinatorFor: (t) => ctx.markerWriterFor?.(t),
+          writeState: (t, p) => writeState(ctx, t, p)
+        },
+        request
+      )
     )
     .register(DescribeProducers.api, (_req, request) => ProducerStates.describeProducers(ctx.replicas, request))
     .register(InitProducerId.api, async (_req, request) => {

@@ -288,7 +288,7 @@ describe("WriteTxnMarkers on partition leaders", () => {
     ])
   }, 60_000)
 
-  it("refuses a transactional batch on a mirror topic, as every produce there", async () => {
+  it("refuses transactional batches and markers on a mirror topic, as every write there", async () => {
     const c = leader()
     const config = [
       { name: "bootstrap.servers", value: "127.0.0.1:1" },
@@ -311,6 +311,9 @@ describe("WriteTxnMarkers on partition leaders", () => {
     const p = await initProducerId()
     const r = await produce(txnBatch(p, 0, ["m0"]), "tx-m", connections.get(mirrorLeader)!, "mirrored")
     expect(r.errorCode).toBe(E.READ_ONLY_TOPIC)
+    // No marker of this cluster may enter a mirrored log either.
+    const topics = [{ name: "mirrored", partitionIndexes: [0] }]
+    expect(await marker(p, false, 0, connections.get(mirrorLeader)!, topics)).toEqual([E.READ_ONLY_TOPIC])
   }, 60_000)
 
   it("keeps TxnOffsetCommit offsets pending until the COMMIT marker reaches __consumer_offsets", async () => {

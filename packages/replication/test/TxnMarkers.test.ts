@@ -156,6 +156,19 @@ describe("TxnMarkers.writeTxnMarkers", () => {
     expect(answer.markers.map((m) => m.producerId)).toEqual([4n, 4n])
   })
 
+  it("refuses markers on partitions that take no writes (a mirror topic): READ_ONLY_TOPIC, or retriable while stopping", async () => {
+    const { rm, log } = setup()
+    const answer = await TxnMarkers.writeTxnMarkers(
+      { replicas: rm, writeState: (_t, p) => (p === 0 ? "readOnly" : "stopping") },
+      request(4n, 0, false, 0, [{ name: "t", partitionIndexes: [0, 1] }])
+    )
+    expect(codes(answer)).toEqual([
+      ["t", 0, E.READ_ONLY_TOPIC],
+      ["t", 1, E.NOT_LEADER_OR_FOLLOWER]
+    ])
+    expect(log.logEndOffset).toBe(0)
+  })
+
   it("hands the partitions of a coordinator's topic to that coordinator", async () => {
     const { rm } = setup()
     const seen: Array<[number, TxnMarkers.TxnMarker]> = []
