@@ -251,7 +251,8 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
                       p.records as Buffer | null,
                       true,
                       request.acks,
-                      request.timeoutMs
+                      request.timeoutMs,
+                      request.transactionalId
                     )
             })
           }
