@@ -18,7 +18,7 @@ import {
   TxnOffsetCommit,
   Uuid
 } from "@clustermirror/protocol"
-import { type GroupCoordinator, GroupShards } from "@clustermirror/group-coordinator"
+import { GroupShards } from "@clustermirror/group-coordinator"
 import type { BrokerContext } from "./KafkaApis.js"
 import type { Handlers } from "@clustermirror/network/RequestChannel"
 import * as CoordinatorLogs from "@clustermirror/replication/CoordinatorLogs"
@@ -73,55 +73,6 @@ export const ensureOffsetsTopic = async (ctx: BrokerContext, replicationFactor: 
 
 const E = Errors.ErrorCode
 
-type GroupHandlers = Pick<
-  GroupCoordinator.GroupCoordinator,
-  | "joinGroup"
-  | "syncGroup"
-  | "heartbeat"
-  | "leaveGroup"
-  | "commitOffsets"
-  | "commitTransactionalOffsets"
-  | "fetchOffsets"
->
-
-const notCoordinatorCommit = async (r: GroupCoordinator.OffsetCommitRequest) => ({
-  topics: r.topics.map((t) => ({
-    name: t.name,
-    partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: E.NOT_COORDINATOR }))
-  }))
-})
-
-const notCoordinator: GroupHandlers = {
-  joinGroup: async (r) => ({
-    errorCode: E.NOT_COORDINATOR,
-    generationId: -1,
-    protocolType: null,
-    protocolName: null,
-    leader: "",
-    skipAssignment: false,
-    memberId: r.memberId,
-    members: []
-  }),
-  syncGroup: async () => ({
-    errorCode: E.NOT_COORDINATOR,
-    protocolType: null,
-    protocolName: null,
-    assignment: new Uint8Array(0)
-  }),
-  heartbeat: async () => ({ errorCode: E.NOT_COORDINATOR }),
-  leaveGroup: async (r) => ({
-    errorCode: E.NOT_COORDINATOR,
-    members: r.members.map((m) => ({
-      memberId: m.memberId,
-      groupInstanceId: m.groupInstanceId,
-      errorCode: E.NOT_COORDINATOR
-    }))
-  }),
-  commitOffsets: notCoordinatorCommit,
-  commitTransactionalOffsets: notCoordinatorCommit,
-  fetchOffsets: async () => ({ errorCode: E.NOT_COORDINATOR, topics: [] })
-}
-
 /**
  * `ensureOffsetsTopic` is called when a client looks for a coordinator before `__consumer_offsets`
  * exists (a cluster creates it lazily, as Kafka does); meanwhile the answer is COORDINATOR_NOT_AVAILABLE.
@@ -137,9 +88,9 @@ export const register = (
   const topicIdOf = (name: string) => ctx.view.topicByName(name)?.topicId ?? Uuid.ZERO
   const NOT_COORDINATOR = E.NOT_COORDINATOR
   /** The coordinator of a group, or one that answers NOT_COORDINATOR so the client looks it up again. */
-  const coordinatorOf = async (groupId: string): Promise<GroupHandlers> => {
+  const coordinatorOf = async (groupId: string): Promise<GroupShards.GroupRequests> => {
     const c = shards.forGroup(groupId)
-    return c === undefined ? notCoordinator : await c
+    return c === undefined ? GroupShards.notCoordinatorAnswers : await c
   }
 
   handlers

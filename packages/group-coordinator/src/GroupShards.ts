@@ -26,6 +26,62 @@ export const shardDef = CoordinatorShard.make<GroupState.State, GroupState.Entry
   replay: GroupState.replayEntry
 })
 
+/** The requests a group's coordinator answers (what a broker routes to the coordinator of a group). */
+export type GroupRequests = Pick<
+  GroupCoordinator.GroupCoordinator,
+  | "joinGroup"
+  | "syncGroup"
+  | "heartbeat"
+  | "leaveGroup"
+  | "commitOffsets"
+  | "commitTransactionalOffsets"
+  | "fetchOffsets"
+>
+
+const notCoordinatorCommit = async (
+  r: GroupCoordinator.OffsetCommitRequest
+): Promise<GroupCoordinator.OffsetCommitResult> => ({
+  topics: r.topics.map((t) => ({
+    name: t.name,
+    partitions: t.partitions.map((p) => ({
+      partitionIndex: p.partitionIndex,
+      errorCode: Errors.ErrorCode.NOT_COORDINATOR
+    }))
+  }))
+})
+
+/** The answers for a group whose coordinator is not on this broker: NOT_COORDINATOR, so the client looks it up again. */
+export const notCoordinatorAnswers: GroupRequests = {
+  joinGroup: async (r) => ({
+    errorCode: Errors.ErrorCode.NOT_COORDINATOR,
+    generationId: -1,
+    protocolType: null,
+    protocolName: null,
+    leader: "",
+    skipAssignment: false,
+    memberId: r.memberId,
+    members: []
+  }),
+  syncGroup: async () => ({
+    errorCode: Errors.ErrorCode.NOT_COORDINATOR,
+    protocolType: null,
+    protocolName: null,
+    assignment: new Uint8Array(0)
+  }),
+  heartbeat: async () => ({ errorCode: Errors.ErrorCode.NOT_COORDINATOR }),
+  leaveGroup: async (r) => ({
+    errorCode: Errors.ErrorCode.NOT_COORDINATOR,
+    members: r.members.map((m) => ({
+      memberId: m.memberId,
+      groupInstanceId: m.groupInstanceId,
+      errorCode: Errors.ErrorCode.NOT_COORDINATOR
+    }))
+  }),
+  commitOffsets: notCoordinatorCommit,
+  commitTransactionalOffsets: notCoordinatorCommit,
+  fetchOffsets: async () => ({ errorCode: Errors.ErrorCode.NOT_COORDINATOR, topics: [] })
+}
+
 export interface Options {
   /** The `__consumer_offsets` partitions as a coordinator log. */
   readonly log: CoordinatorLog.CoordinatorLog<GroupState.Entry>

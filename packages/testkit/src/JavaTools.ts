@@ -76,6 +76,10 @@ export const run = async (
   )
 }
 
+/** `kafka-transactions.sh`: e.g. `["--bootstrap-server", b, "list"]` or `[..., "describe", "--transactional-id", id]`. */
+export const transactions = (args: ReadonlyArray<string>, opts?: ToolOptions): Promise<ToolResult> =>
+  run(MainClass.transactions, args, opts)
+
 /** `kafka-acls.sh`: e.g. `["--bootstrap-server", b, "--add", "--allow-principal", "User:x", "--operation", "Read", "--topic", t]`. */
 export const acls = (args: ReadonlyArray<string>, opts?: ToolOptions): Promise<ToolResult> =>
   run(MainClass.acls, args, opts)
@@ -114,10 +118,6 @@ export const consumerPerf = (args: ReadonlyArray<string>, opts?: ToolOptions): P
 /** `kafka-leader-election.sh`: e.g. `["--bootstrap-server", b, "--election-type", "PREFERRED", "--all-topic-partitions"]`. */
 export const leaderElection = (args: ReadonlyArray<string>, opts?: ToolOptions): Promise<ToolResult> =>
   run(MainClass.leaderElection, args, opts)
-
-/** `kafka-transactions.sh`: e.g. `["--bootstrap-server", b, "describe-producers", "--topic", t, "--partition", "0"]`. */
-export const transactions = (args: ReadonlyArray<string>, opts?: ToolOptions): Promise<ToolResult> =>
-  run(MainClass.transactions, args, opts)
 
 /** Returns `result` if the tool exited with 0, else throws a `ToolError` quoting its stderr. */
 export const expectSuccess = (tool: string, result: ToolResult): ToolResult => {
