@@ -405,4 +405,62 @@ describe("WriteTxnMarkers on partition leaders", () => {
     const closed = await describe()
     expect([closed![1], closed![2], closed![3], closed![5]]).toEqual(["0", "2", "1", "None"])
   }, 120_000)
+
+  // Last: it stops a broker.
+  it("a new group coordinator replays pending transactional offsets from __consumer_offsets and takes the marker", async () => {
+    const group = "txn-group-moved"
+    const coordinatorOf = () =>
+      until("the group coordinator", async () => {
+        const any = [...connections.values()][0]!
+        const r = await any.call(FindCoordinator.api, { key: group, keyType: 0, coordinatorKeys: [group] })
+        const id = r.coordinators?.[0]?.nodeId ?? r.nodeId
+        return id >= 0 && brokers.some((b) => b.nodeId === id) ? id : undefined
+      })
+    const first = await coordinatorOf()
+    const p = await initProducerId()
+    const commit = await until("a loaded group coordinator", async () => {
+      const r = await connections.get(first)!.call(TxnOffsetCommit.api, {
+        transactionalId: "tx-moved",
+        groupId: group,
+        ...p,
+        generationId: -1,
+        memberId: "",
+        groupInstanceId: null,
+        topics: [
+          {
+            name: TOPIC,
+            partitions: [{ partitionIndex: 0, committedOffset: 7n, committedLeaderEpoch: -1, committedMetadata: null }]
+          }
+        ]
+      })
+      const code = r.topics[0]!.partitions[0]!.errorCode
+      return code === E.COORDINATOR_LOAD_IN_PROGRESS || code === E.NOT_COORDINATOR ? undefined : code
+    })
+    expect(commit).toBe(0)
+    // The coordinator's broker goes; another replica of the __consumer_offsets partition takes over.
+    const stopped = brokers.findIndex((b) => b.nodeId === first)
+    await brokers[stopped]!.close()
+    await connections.get(first)!.close()
+    connections.delete(first)
+    brokers.splice(stopped, 1)
+    const fetchStable = (id: number) =>
+      connections
+        .get(id)!
+        .request(OffsetFetch.api, 8, {
+          groups: [{ groupId: group, topics: [{ name: TOPIC, partitionIndexes: [0] }] }],
+          requireStable: true
+        })
+        .then((r) => r.groups[0]!)
+    const moved = await until("a new coordinator that loaded the group", async () => {
+      const id = await coordinatorOf()
+      if (id === first) return undefined
+      const g = await fetchStable(id)
+      const code = g.errorCode !== 0 ? g.errorCode : g.topics[0]!.partitions[0]!.errorCode
+      return code === E.UNSTABLE_OFFSET_COMMIT ? id : undefined
+    })
+    const topics = [{ name: "__consumer_offsets", partitionIndexes: [Hashing.groupCoordinatorPartition(group, 1)] }]
+    expect(await marker(p, true, 0, connections.get(moved)!, topics)).toEqual([0])
+    const after = (await fetchStable(moved)).topics[0]!.partitions[0]!
+    expect([after.committedOffset, after.errorCode]).toEqual([7n, 0])
+  }, 120_000)
 })
