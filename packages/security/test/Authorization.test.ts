@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import { StandardAuthorizer } from "@clustermirror/authorizer"
+import { Acl, StandardAuthorizer } from "@clustermirror/authorizer"
 import { Handlers } from "@clustermirror/network/RequestChannel"
 import type { Connection } from "@clustermirror/network/SocketServer"
-import { Api, DescribeQuorum, ListGroups } from "@clustermirror/protocol"
+import { Api, DescribeQuorum, Errors, ListGroups, TxnOffsetCommit, WriteTxnMarkers } from "@clustermirror/protocol"
 import { Either } from "effect"
 import * as Authorization from "../src/Authorization.js"
 
@@ -43,6 +43,134 @@ describe("Authorization.install", () => {
     install(handlers)
     const frame = Either.getOrThrow(Api.encodeRequest(ListGroups.api, 4, 1, "t", { statesFilter: [] })).subarray(4)
     expect((await handlers.frameHandler(() => {})(frame, connection("User:alice")))._tag).toBe("Respond")
+  })
+
+  it("serves WriteTxnMarkers only to principals with CLUSTER_ACTION on the cluster", async () => {
+    const acls = StandardAuthorizer.StandardAuthorizer.make(
+      { superUsers: new Set(), allowEveryoneIfNoAclFound: false },
+      [
+        {
+          resourceType: Acl.ResourceType.CLUSTER,
+          resourceName: Acl.CLUSTER_NAME,
+          patternType: Acl.PatternType.LITERAL,
+          principal: "User:broker",
+          host: "*",
+          operation: Acl.AclOperation.CLUSTER_ACTION,
+          permissionType: Acl.AclPermissionType.ALLOW
+        }
+      ]
+    )
+    const handlers = new Handlers().register(WriteTxnMarkers.api, (_req, request) => ({
+      markers: request.markers.map((m) => ({
+        producerId: m.producerId,
+        topics: m.topics.map((t) => ({
+          name: t.name,
+          partitions: t.partitionIndexes.map((partitionIndex) => ({ partitionIndex, errorCode: 0 }))
+        }))
+      }))
+    }))
+    Authorization.install(handlers, {
+      authorizer: () => acls,
+      topicNameById: () => undefined,
+      topicExists: () => true,
+      autoCreateTopicsEnable: () => false
+    })
+    const body = {
+      markers: [
+        {
+          producerId: 7n,
+          producerEpoch: 0,
+          transactionResult: true,
+          topics: [{ name: "t", partitionIndexes: [0, 1] }],
+          coordinatorEpoch: 0
+        }
+      ]
+    }
+    const frame = Either.getOrThrow(Api.encodeRequest(WriteTxnMarkers.api, 1, 1, "t", body)).subarray(4)
+    const codes = async (principal: string) => {
+      const r = await handlers.frameHandler(() => {})(frame, connection(principal))
+      if (r._tag !== "Respond") throw new Error(`no response: ${r._tag}`)
+      const bytes = Buffer.concat(r.chunks.map((c) => Buffer.from(c))).subarray(4)
+      const decoded = Either.getOrThrow(Api.decodeResponse(WriteTxnMarkers.api, 1, bytes))
+      return decoded.body.markers.flatMap((m) => m.topics.flatMap((t) => t.partitions.map((p) => p.errorCode)))
+    }
+    expect(await codes("User:broker")).toEqual([0, 0])
+    const refused = Errors.ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    expect(await codes("User:alice")).toEqual([refused, refused])
+  })
+
+  it("checks TxnOffsetCommit as Kafka: WRITE on the transactional id, READ on the group, READ on each topic", async () => {
+    const allow = (principal: string, resourceType: number, resourceName: string, operation: number) => ({
+      resourceType,
+      resourceName,
+      patternType: Acl.PatternType.LITERAL,
+      principal,
+      host: "*",
+      operation,
+      permissionType: Acl.AclPermissionType.ALLOW
+    })
+    const { READ, WRITE } = Acl.AclOperation
+    const { GROUP, TOPIC, TRANSACTIONAL_ID } = Acl.ResourceType
+    const acls = StandardAuthorizer.StandardAuthorizer.make(
+      { superUsers: new Set(), allowEveryoneIfNoAclFound: false },
+      [
+        allow("User:noTxn", GROUP, "g", READ),
+        allow("User:noTxn", TOPIC, "a", READ),
+        allow("User:noGroup", TRANSACTIONAL_ID, "tx", WRITE),
+        allow("User:noGroup", TOPIC, "a", READ),
+        allow("User:oneTopic", TRANSACTIONAL_ID, "tx", WRITE),
+        allow("User:oneTopic", GROUP, "g", READ),
+        allow("User:oneTopic", TOPIC, "a", READ)
+      ]
+    )
+    const handlers = new Handlers().register(TxnOffsetCommit.api, (_req, request) => ({
+      throttleTimeMs: 0,
+      topics: request.topics.map((t) => ({
+        name: t.name,
+        partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: 0 }))
+      }))
+    }))
+    Authorization.install(handlers, {
+      authorizer: () => acls,
+      topicNameById: () => undefined,
+      topicExists: () => true,
+      autoCreateTopicsEnable: () => false
+    })
+    const partition = { partitionIndex: 0, committedOffset: 5n, committedLeaderEpoch: -1, committedMetadata: null }
+    const body = {
+      transactionalId: "tx",
+      groupId: "g",
+      producerId: 1n,
+      producerEpoch: 0,
+      generationId: -1,
+      memberId: "",
+      groupInstanceId: null,
+      topics: [
+        { name: "a", partitions: [partition] },
+        { name: "b", partitions: [partition] }
+      ]
+    }
+    const frame = Either.getOrThrow(Api.encodeRequest(TxnOffsetCommit.api, 3, 1, "t", body)).subarray(4)
+    const codes = async (principal: string) => {
+      const r = await handlers.frameHandler(() => {})(frame, connection(principal))
+      if (r._tag !== "Respond") throw new Error(`no response: ${r._tag}`)
+      const bytes = Buffer.concat(r.chunks.map((c) => Buffer.from(c))).subarray(4)
+      const decoded = Either.getOrThrow(Api.decodeResponse(TxnOffsetCommit.api, 3, bytes))
+      return decoded.body.topics.map((t) => [t.name, t.partitions[0]!.errorCode])
+    }
+    const E = Errors.ErrorCode
+    expect(await codes("User:noTxn")).toEqual([
+      ["a", E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED],
+      ["b", E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED]
+    ])
+    expect(await codes("User:noGroup")).toEqual([
+      ["a", E.GROUP_AUTHORIZATION_FAILED],
+      ["b", E.GROUP_AUTHORIZATION_FAILED]
+    ])
+    expect(await codes("User:oneTopic")).toEqual([
+      ["a", 0],
+      ["b", E.TOPIC_AUTHORIZATION_FAILED]
+    ])
   })
 
   it("names the host of an IPv4-mapped address as Kafka does", () => {

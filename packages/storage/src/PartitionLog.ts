@@ -52,6 +52,13 @@ export interface AppendInfo {
   readonly duplicate: boolean
 }
 
+/**
+ * Who appends as leader (Kafka's AppendOrigin): a client's batches get every check; a coordinator's (the
+ * group coordinator's transactional offset commits, transaction markers) skip the sequence checks, since
+ * the coordinator, not the producer, numbers them. Only a coordinator may append control batches.
+ */
+export type AppendOrigin = "client" | "coordinator"
+
 export interface ReadInfo {
   /** Whole batches, possibly empty. */
   readonly records: Buffer
@@ -86,6 +93,20 @@ export interface OpenTransaction {
   readonly coordinatorEpoch: number
 }
 
+/** A producer the log has state for (DescribeProducers). */
+export interface ActiveProducer {
+  readonly producerId: bigint
+  readonly producerEpoch: number
+  /** The last sequence of its last retained data batch, -1 when none. */
+  readonly lastSequence: number
+  /** The max timestamp of its last batch (data or marker). */
+  readonly lastTimestamp: number
+  /** The coordinator epoch of its last COMMIT/ABORT marker, -1 when none. */
+  readonly coordinatorEpoch: number
+  /** The first offset of its open transaction, -1 when none. */
+  readonly currentTxnStartOffset: number
+}
+
 export interface ReadOptions {
   /** Exclusive bound: no batch with an offset at or above it is returned (e.g. HW or LSO for consumers). */
   readonly maxOffset?: number
@@ -113,9 +134,12 @@ export interface PartitionLog {
   readonly sizeInBytes: number
   /**
    * Validates (magic 2, sizes, CRC), assigns offsets from the log end, stamps `leaderEpoch` into every batch
-   * (in place), checks idempotent producer sequences; duplicates return the original offsets.
+   * (in place), checks producer epochs and (for `client`, the default) idempotent producer sequences;
+   * duplicates return the original offsets. A COMMIT/ABORT marker of an older producer epoch fails with
+   * INVALID_PRODUCER_EPOCH, of an older coordinator epoch with TRANSACTION_COORDINATOR_FENCED; a client's
+   * control batch with INVALID_RECORD.
    */
-  appendAsLeader(records: Buffer, leaderEpoch: number, now: number): AppendInfo
+  appendAsLeader(records: Buffer, leaderEpoch: number, now: number, origin?: AppendOrigin): AppendInfo
   /**
    * Appends batches that carry their own offsets and epochs (replica or mirror), bytes unchanged; the first
    * offset must be >= the log end (gaps allowed). Epoch cache and producer state follow the batches.
@@ -140,6 +164,8 @@ export interface PartitionLog {
   offsetForTimestamp(timestamp: number): TimestampOffset | null
   /** Producers with a transaction still open (no COMMIT or ABORT marker yet), oldest first. */
   openTransactions(): ReadonlyArray<OpenTransaction>
+  /** Every producer with state in this log (idempotent or transactional), by producer id. */
+  activeProducers(): ReadonlyArray<ActiveProducer>
   /** Aborted transactions overlapping `[fetchOffset, upperOffset)`, for READ_COMMITTED fetches. */
   abortedTransactions(fetchOffset: number, upperOffset: number): ReadonlyArray<AbortedTransaction>
   /** Advances the log start (DeleteRecords); `offset` must not exceed the high watermark. */

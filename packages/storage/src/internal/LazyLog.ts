@@ -8,7 +8,9 @@
 import { Buffer } from "node:buffer"
 import type {
   AbortedTransaction,
+  ActiveProducer,
   AppendInfo,
+  AppendOrigin,
   EpochEndOffset,
   LogConfig,
   OpenTransaction,
@@ -78,8 +80,8 @@ export class LazyLog implements PartitionLog {
     this.real?.updateConfig(config)
   }
 
-  appendAsLeader(records: Buffer, leaderEpoch: number, now: number): AppendInfo {
-    return this.log.appendAsLeader(records, leaderEpoch, now)
+  appendAsLeader(records: Buffer, leaderEpoch: number, now: number, origin?: AppendOrigin): AppendInfo {
+    return this.log.appendAsLeader(records, leaderEpoch, now, origin)
   }
   appendAsFollower(records: Buffer, now: number): AppendInfo {
     return this.log.appendAsFollower(records, now)
@@ -112,6 +114,10 @@ export class LazyLog implements PartitionLog {
   }
   openTransactions(): ReadonlyArray<OpenTransaction> {
     return this.real?.openTransactions() ?? NONE
+  }
+
+  activeProducers(): ReadonlyArray<ActiveProducer> {
+    return this.real?.activeProducers() ?? NONE
   }
   abortedTransactions(fetchOffset: number, upperOffset: number): ReadonlyArray<AbortedTransaction> {
     return this.real?.abortedTransactions(fetchOffset, upperOffset) ?? NONE

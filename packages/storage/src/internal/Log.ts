@@ -6,8 +6,10 @@ import { Buffer } from "node:buffer"
 import { Crc32c, RecordBatch } from "@clustermirror/protocol"
 import {
   type AbortedTransaction,
+  type ActiveProducer,
   type OpenTransaction,
   type AppendInfo,
+  type AppendOrigin,
   EARLIEST_LOCAL_TIMESTAMP,
   EARLIEST_TIMESTAMP,
   type EpochEndOffset,
@@ -58,7 +60,8 @@ const batchInfo = (b: Buffer, at: number, available: number): BatchInfo => {
     isTransactional: RecordBatch.isTransactional(b, at),
     isControl: control,
     controlType: record.type,
-    coordinatorEpoch: record.coordinatorEpoch
+    coordinatorEpoch: record.coordinatorEpoch,
+    maxTimestamp: RecordBatch.maxTimestamp(b, at)
   }
 }
 
@@ -138,19 +141,22 @@ export class Log implements PartitionLog {
 
   // ---------------------------------------------------------------------------------------------- append
 
-  appendAsLeader(records: Buffer, leaderEpoch: number, now: number): AppendInfo {
+  appendAsLeader(records: Buffer, leaderEpoch: number, now: number, origin: AppendOrigin = "client"): AppendInfo {
     this.ensureOpen()
     const batches = validateBatches(records)
     if (batches.length === 0) return this.emptyAppend()
     const pending: Pending = new Map()
+    const client = origin === "client"
     for (const { position, size } of batches) {
+      if (client && RecordBatch.isControl(records, position))
+        throw invalidRecord(`control batch at byte ${position}: only a coordinator appends control batches`)
       if (size > this.config.maxMessageBytes)
         throw new RecordTooLargeError({
           message: `batch of ${size} bytes exceeds max.message.bytes ${this.config.maxMessageBytes}`,
           size,
           maxMessageBytes: this.config.maxMessageBytes
         })
-      const dup = this.producers.check(batchInfo(records, position, size), pending)
+      const dup = this.producers.check(batchInfo(records, position, size), pending, client)
       if (dup !== undefined)
         return {
           firstOffset: dup.firstOffset,
@@ -455,6 +461,10 @@ export class Log implements PartitionLog {
 
   openTransactions(): ReadonlyArray<OpenTransaction> {
     return this.producers.openTransactions()
+  }
+
+  activeProducers(): ReadonlyArray<ActiveProducer> {
+    return this.producers.activeProducers()
   }
 
   abortedTransactions(fetchOffset: number, upperOffset: number): ReadonlyArray<AbortedTransaction> {
