@@ -33,7 +33,8 @@ import {
   Scram,
   type Api,
   type Spec,
-  Uuid
+  Uuid,
+  WriteTxnMarkers
 } from "@clustermirror/protocol"
 import { PartitionLog, PartitionLogStore } from "@clustermirror/storage"
 import { Effect } from "effect"
@@ -46,6 +47,7 @@ import * as DynamicBrokerConfig from "@clustermirror/broker-config/DynamicBroker
 import * as AclApis from "@clustermirror/security/AclApis"
 import * as Authorization from "@clustermirror/security/Authorization"
 import * as GroupApis from "./GroupApis.js"
+import { TransactionApis, TransactionControl, TransactionRecords } from "@clustermirror/transaction-coordinator"
 import * as Listeners from "@clustermirror/security/Listeners"
 import { type BrokerContext, INTERNAL_TOPICS, ProducerIdManager, register } from "./KafkaApis.js"
 import type * as MetadataView from "./MetadataView.js"
@@ -56,6 +58,7 @@ import { CLOSE_BUDGET_MS, ReplicaManager } from "@clustermirror/replication/Repl
 import { Handlers } from "@clustermirror/network/RequestChannel"
 import type * as SocketServer from "@clustermirror/network/SocketServer"
 import * as AlterPartitionManager from "@clustermirror/replication/AlterPartitionManager"
+import * as CoordinatorLogs from "@clustermirror/replication/CoordinatorLogs"
 import { Channel } from "@clustermirror/network/Channel"
 
 /** Extension points of a broker's mirror runtime (the periodic refresh's coordinator tasks, sync errors). */
@@ -408,6 +411,17 @@ export const start = async (
     peers.set(id, c)
     return c
   }
+  const txns = TransactionApis.coordinator(ctx, {
+    log: CoordinatorLogs.make({
+      replicas,
+      nodeId,
+      topic: TransactionControl.TRANSACTION_STATE_TOPIC,
+      codec: TransactionRecords
+    }),
+    sendMarkers: (id, request) =>
+      peer(id)?.request(WriteTxnMarkers.api, request) ?? Promise.reject(new Error(`no endpoint of broker ${id}`)),
+    logLine: log
+  })
   const mirrors = MirrorRuntime.make({
     config,
     effectiveConfig: () => effectiveConfig,
@@ -469,6 +483,8 @@ export const start = async (
       minInsyncReplicasFor(effectiveConfig, topicView)
     )
     if (t.name === GroupApis.OFFSETS_TOPIC) groups.onLeadership(partitionId, p.leader === nodeId, p.leaderEpoch)
+    if (t.name === TransactionControl.TRANSACTION_STATE_TOPIC)
+      void txns.onLeadership(partitionId, p.leader === nodeId, p.leaderEpoch)
     if (t.name === MirrorRuntime.MIRROR_STATE_TOPIC)
       mirrors.onStatePartition(partitionId, p.leader, p.leaderEpoch, t.partitions.size)
     if (p.leader === nodeId || p.leader < 0) {
@@ -534,6 +550,8 @@ export const start = async (
         for (const tp of changes.deletes) {
           stopFetching(tp.topicName, tp.partitionId)
           if (tp.topicName === GroupApis.OFFSETS_TOPIC) groups.onLeadership(tp.partitionId, false, -1)
+          if (tp.topicName === TransactionControl.TRANSACTION_STATE_TOPIC)
+            void txns.onLeadership(tp.partitionId, false, -1)
           if (tp.topicName === MirrorRuntime.MIRROR_STATE_TOPIC) mirrors.onStatePartition(tp.partitionId, -1, -1, 0)
           replicas.deletePartition(tp.topicName, tp.partitionId)
         }
@@ -580,6 +598,12 @@ export const start = async (
     GroupApis.ensureOffsetsTopic(
       ctx,
       Math.min(config.offsetsTopicReplicationFactor, Math.max(1, ctx.view.brokers().length))
+    )
+  )
+  TransactionApis.register(handlers, ctx, txns, () =>
+    TransactionApis.ensureTransactionStateTopic(
+      ctx,
+      Math.min(config.transactionStateLogReplicationFactor, Math.max(1, ctx.view.brokers().length))
     )
   )
   const current = authorizer === undefined ? undefined : () => authorizer!
@@ -775,6 +799,7 @@ export const start = async (
         f.channel.close()
       }
       await groups.close()
+      await txns.close()
       await mirrors.close()
       for (const p of peers.values()) p.close()
       controller.close()
