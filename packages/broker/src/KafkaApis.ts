@@ -16,7 +16,8 @@ import {
   ListOffsets,
   Metadata,
   OffsetForLeaderEpoch,
-  Produce
+  Produce,
+  WriteTxnMarkers
 } from "@clustermirror/protocol"
 import type { BrokerConfig } from "@clustermirror/broker-config/BrokerConfig"
 import * as DynamicBrokerConfig from "@clustermirror/broker-config/DynamicBrokerConfig"
@@ -24,6 +25,7 @@ import * as LogConfigs from "@clustermirror/broker-config/LogConfigs"
 import type * as MetadataView from "./MetadataView.js"
 import type * as MirrorApis from "@clustermirror/mirror/MirrorApis"
 import type * as ReplicaManager from "@clustermirror/replication/ReplicaManager"
+import * as TxnMarkers from "@clustermirror/replication/TxnMarkers"
 import { type Handlers, NoResponse } from "@clustermirror/network/RequestChannel"
 import { ConfigurationControl } from "@clustermirror/controller"
 
@@ -51,6 +53,8 @@ export interface BrokerContext {
    * or it mirrors ("readOnly"). Without it, mirror topics are read-only.
    */
   readonly mirrorProduceState?: (topic: string, partition: number) => "writable" | "stopping" | "readOnly"
+  /** The coordinators that write the transaction markers of their own topic's partitions. */
+  readonly markerWriterFor?: (topic: string) => TxnMarkers.CoordinatorMarkerWriter | undefined
 }
 
 /** Hands out producer ids from blocks the controller allocates. */
@@ -398,6 +402,9 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
         .map((b) => ({ brokerId: b.nodeId, host: b.host, port: b.port, rack: b.rack, isFenced: false })),
       clusterAuthorizedOperations: UNSET_OPS
     }))
+    .register(WriteTxnMarkers.api, (_req, request) =>
+      TxnMarkers.writeTxnMarkers({ replicas: ctx.replicas, coordinatorFor: (t) => ctx.markerWriterFor?.(t) }, request)
+    )
     .register(InitProducerId.api, async (_req, request) => {
       if (request.transactionalId !== null)
         return {

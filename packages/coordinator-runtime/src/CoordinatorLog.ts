@@ -3,7 +3,8 @@
  * log start for a load, and append as leader at an epoch, succeeding only once the records are
  * committed (acks=all: the high watermark passed them). The broker implements it over its replica
  * manager; `memory` is the in-memory log of the tests, with controls to hold commits, fail appends and
- * move leadership. It owns no coordinator state.
+ * move leadership. `TxnEntry` is what a log that also holds transactions appends and reads. It owns no
+ * coordinator state.
  */
 import { Context, Deferred, Effect, Layer } from "effect"
 import { AppendFailed, CoordinatorLogError, NotCoordinator } from "./CoordinatorRuntimeError.js"
@@ -18,6 +19,44 @@ export interface CoordinatorLog<R> {
     records: ReadonlyArray<R>
   ) => Effect.Effect<void, NotCoordinator | AppendFailed>
 }
+
+/** The producer of a transactional batch. */
+export interface Producer {
+  readonly producerId: bigint
+  readonly producerEpoch: number
+}
+
+/**
+ * A coordinator's record as a log that also holds transactions keeps it (Kafka's group coordinator on
+ * `__consumer_offsets`): a plain record, a record of a producer's transaction (appended in a transactional
+ * batch of that producer), or the COMMIT/ABORT marker that ends it (a control batch of the producer,
+ * written by WriteTxnMarkers through the coordinator). The log appends consecutive entries of the same kind
+ * and producer in one batch, and a load reads them back as they were appended.
+ */
+export type TxnEntry<R> =
+  | { readonly _tag: "Record"; readonly record: R }
+  | ({ readonly _tag: "TxnRecord"; readonly record: R } & Producer)
+  | ({ readonly _tag: "TxnMarker"; readonly commit: boolean; readonly coordinatorEpoch: number } & Producer)
+
+/** A plain record. */
+export const plain = <R>(record: R): TxnEntry<R> => ({ _tag: "Record", record })
+
+/** A record of `producer`'s transaction. */
+export const inTransaction = <R>(producer: Producer, record: R): TxnEntry<R> => ({
+  _tag: "TxnRecord",
+  producerId: producer.producerId,
+  producerEpoch: producer.producerEpoch,
+  record
+})
+
+/** The marker ending `producer`'s transaction. */
+export const txnMarker = <R>(producer: Producer, commit: boolean, coordinatorEpoch: number): TxnEntry<R> => ({
+  _tag: "TxnMarker",
+  producerId: producer.producerId,
+  producerEpoch: producer.producerEpoch,
+  commit,
+  coordinatorEpoch
+})
 
 /** A tag for the log of one coordinator's records, e.g. `tag<MirrorStateRecord>("@clustermirror/...")`. */
 export const tag = <R>(key: string): Context.Tag<CoordinatorLog<R>, CoordinatorLog<R>> =>

@@ -290,7 +290,8 @@ export class ReplicaManager {
 
   /**
    * Appends a produce request's batches as leader. With acks=-1 the result waits until the high
-   * watermark covers them (or `timeoutMs` passes).
+   * watermark covers them (or `timeoutMs` passes). Batches not `fromClient` come from a coordinator
+   * (internal topics allowed, control batches allowed, no sequence checks).
    */
   appendAsLeader(
     topic: string,
@@ -320,7 +321,7 @@ export class ReplicaManager {
       )
     let info: PartitionLog.AppendInfo
     try {
-      info = p.log.appendAsLeader(records, p.leaderEpoch, this.now())
+      info = p.log.appendAsLeader(records, p.leaderEpoch, this.now(), fromClient ? "client" : "coordinator")
     } catch (e) {
       return fail(this.failureCode("produce", topic, partition, e), e instanceof Error ? e.message : null)
     }

@@ -4,3 +4,4 @@
 export * as AlterPartitionManager from "./AlterPartitionManager.js"
 export * as CoordinatorLogs from "./CoordinatorLogs.js"
 export * as ReplicaManager from "./ReplicaManager.js"
+export * as TxnMarkers from "./TxnMarkers.js"

@@ -4,7 +4,8 @@
  * and a record that does not decode fails the load naming the partition.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { MirrorStateRecords, RecordBatch, Uuid } from "@clustermirror/protocol"
+import { CoordinatorLog } from "@clustermirror/coordinator-runtime"
+import { Errors, GroupRecords, MirrorStateRecords, RecordBatch, Uuid } from "@clustermirror/protocol"
 import { PartitionLog, PartitionLogStore } from "@clustermirror/storage"
 import { Effect } from "effect"
 import * as CoordinatorLogs from "../src/CoordinatorLogs.js"
@@ -72,5 +73,53 @@ describe("CoordinatorLogs", () => {
       expect(error._tag).toBe("CoordinatorLogError")
       expect(error.message).toContain(`${TOPIC}-0`)
     })
+  )
+
+  it.effect(
+    "keeps transactions: transactional batches per producer, markers as control batches, read back as appended",
+    () =>
+      Effect.gen(function* () {
+        const { rm } = setup()
+        const log = CoordinatorLogs.makeTransactional({ replicas: rm, nodeId: 1, topic: TOPIC, codec: GroupRecords })
+        const commit = (group: string, offset: bigint) =>
+          GroupRecords.offsetCommit(
+            { group, topic: "t", partition: 0 },
+            { offset, leaderEpoch: -1, metadata: "", commitTimestamp: 1n }
+          )
+        const p1 = { producerId: 11n, producerEpoch: 2 }
+        const p2 = { producerId: 12n, producerEpoch: 0 }
+        const entries = [
+          CoordinatorLog.plain(commit("g", 1n)),
+          CoordinatorLog.inTransaction(p1, commit("g", 2n)),
+          CoordinatorLog.inTransaction(p1, commit("h", 3n)),
+          CoordinatorLog.inTransaction(p2, commit("g", 4n)),
+          CoordinatorLog.txnMarker<GroupRecords.GroupRecord>(p1, true, 7),
+          CoordinatorLog.plain(commit("g", 5n))
+        ]
+        yield* log.append(0, 5, entries)
+        expect([...(yield* log.read(0))]).toEqual(entries)
+        const { records } = rm.get(TOPIC, 0)!.log.read(0, 1 << 20)
+        const shape = RecordBatch.split(records).batches.map((b) => [
+          RecordBatch.producerId(records, b.position),
+          RecordBatch.isTransactional(records, b.position),
+          RecordBatch.isControl(records, b.position),
+          RecordBatch.recordCount(records, b.position)
+        ])
+        expect(shape).toEqual([
+          [-1n, false, false, 1],
+          [11n, true, false, 2],
+          [12n, true, false, 1],
+          [11n, true, true, 1],
+          [-1n, false, false, 1]
+        ])
+        // The plain reader skips the markers and sees every record.
+        const plain = CoordinatorLogs.make({ replicas: rm, nodeId: 1, topic: TOPIC, codec: GroupRecords })
+        expect([...(yield* plain.read(0))].length).toBe(5)
+        // The log fences a marker of an older producer epoch, like any append.
+        const fenced = yield* Effect.flip(
+          log.append(0, 5, [CoordinatorLog.txnMarker({ producerId: 11n, producerEpoch: 1 }, false, 7)])
+        )
+        expect(fenced).toMatchObject({ _tag: "AppendFailed", errorCode: Errors.ErrorCode.INVALID_PRODUCER_EPOCH })
+      })
   )
 })

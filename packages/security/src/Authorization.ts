@@ -61,6 +61,7 @@ import {
   StopMirrorTopics,
   SyncGroup,
   WriteMirrorStates,
+  WriteTxnMarkers,
   type Api
 } from "@clustermirror/protocol"
 import { type Handle, type Handlers, NoResponse, type RequestContext } from "@clustermirror/network/RequestChannel"
@@ -865,6 +866,19 @@ const installChecks = (handlers: Handlers, ctx: AuthorizationContext): void => {
   clusterAction(ReadMirrorStates.api, () => ({ ...clusterRefusal, topics: [] }))
   clusterAction(WriteMirrorStates.api, () => ({ ...clusterRefusal, topics: [] }))
   clusterAction(BumpLeaderEpochs.api, () => ({ ...clusterRefusal, topics: [] }))
+  // From transaction coordinators only: every partition of every marker is refused.
+  clusterAction(WriteTxnMarkers.api, (request) => ({
+    markers: request.markers.map((m) => ({
+      producerId: m.producerId,
+      topics: m.topics.map((t) => ({
+        name: t.name,
+        partitions: t.partitionIndexes.map((partitionIndex) => ({
+          partitionIndex,
+          errorCode: E.CLUSTER_AUTHORIZATION_FAILED
+        }))
+      }))
+    }))
+  }))
 
   // -------------------------------------------------------------------------------------------------
   // KIP-1279 §8.2: the mirror RPCs

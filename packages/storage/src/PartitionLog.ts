@@ -52,6 +52,13 @@ export interface AppendInfo {
   readonly duplicate: boolean
 }
 
+/**
+ * Who appends as leader (Kafka's AppendOrigin): a client's batches get every check; a coordinator's (the
+ * group coordinator's transactional offset commits, transaction markers) skip the sequence checks, since
+ * the coordinator, not the producer, numbers them. Only a coordinator may append control batches.
+ */
+export type AppendOrigin = "client" | "coordinator"
+
 export interface ReadInfo {
   /** Whole batches, possibly empty. */
   readonly records: Buffer
@@ -113,9 +120,12 @@ export interface PartitionLog {
   readonly sizeInBytes: number
   /**
    * Validates (magic 2, sizes, CRC), assigns offsets from the log end, stamps `leaderEpoch` into every batch
-   * (in place), checks idempotent producer sequences; duplicates return the original offsets.
+   * (in place), checks producer epochs and (for `client`, the default) idempotent producer sequences;
+   * duplicates return the original offsets. A COMMIT/ABORT marker of an older producer epoch fails with
+   * INVALID_PRODUCER_EPOCH, of an older coordinator epoch with TRANSACTION_COORDINATOR_FENCED; a client's
+   * control batch with INVALID_RECORD.
    */
-  appendAsLeader(records: Buffer, leaderEpoch: number, now: number): AppendInfo
+  appendAsLeader(records: Buffer, leaderEpoch: number, now: number, origin?: AppendOrigin): AppendInfo
   /**
    * Appends batches that carry their own offsets and epochs (replica or mirror), bytes unchanged; the first
    * offset must be >= the log end (gaps allowed). Epoch cache and producer state follow the batches.

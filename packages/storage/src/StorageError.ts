@@ -67,6 +67,21 @@ export class InvalidProducerEpochError extends Data.TaggedError("InvalidProducer
 }
 
 /**
+ * A COMMIT/ABORT marker carries a coordinator epoch older than the producer's last marker on this partition:
+ * it comes from a transaction coordinator that was since replaced (TRANSACTION_COORDINATOR_FENCED).
+ */
+export class TransactionCoordinatorFencedError extends Data.TaggedError("TransactionCoordinatorFencedError")<{
+  readonly message: string
+  readonly producerId: bigint
+  readonly coordinatorEpoch: number
+  readonly currentCoordinatorEpoch: number
+}> {
+  get errorCode(): number {
+    return ErrorCode.TRANSACTION_COORDINATOR_FENCED
+  }
+}
+
+/**
  * The partition has no state for this producer (UNKNOWN_PRODUCER_ID). The log follows Kafka 2.5+ and accepts
  * unknown producers at any sequence, so it does not raise this itself; the broker may.
  */
@@ -110,6 +125,7 @@ export type StorageError =
   | OffsetOutOfRangeError
   | OutOfOrderSequenceError
   | InvalidProducerEpochError
+  | TransactionCoordinatorFencedError
   | UnknownProducerIdError
   | InvalidOffsetError
   | KafkaStorageError

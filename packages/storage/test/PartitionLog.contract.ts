@@ -270,14 +270,14 @@ export const contract = (name: string, makeStore: () => PartitionLogStoreService
       ])
       expect(log.read(0, 1 << 20, { maxOffset: log.lastStableOffset }).records.length).toBeGreaterThan(0)
       expect(baseOffsets(log.read(0, 1 << 20, { maxOffset: log.lastStableOffset }).records)).toEqual([0])
-      log.appendAsLeader(control(0, { producerId: 9n, producerEpoch: 0 }), 0, 0) // abort at 5
+      log.appendAsLeader(control(0, { producerId: 9n, producerEpoch: 0 }), 0, 0, "coordinator") // abort at 5
       log.updateHighWatermark(log.logEndOffset)
       expect(log.lastStableOffset).toBe(6)
       expect(log.openTransactions()).toEqual([])
       expect(log.abortedTransactions(0, 6)).toEqual([{ producerId: 9n, firstOffset: 2 }])
       expect(log.abortedTransactions(6, 10)).toEqual([])
       log.appendAsLeader(batch({ ...txn, baseSequence: 2 }), 0, 0) // 6
-      log.appendAsLeader(control(1, { producerId: 9n, producerEpoch: 0 }), 0, 0) // commit at 7
+      log.appendAsLeader(control(1, { producerId: 9n, producerEpoch: 0 }), 0, 0, "coordinator") // commit at 7
       log.updateHighWatermark(log.logEndOffset)
       expect(log.lastStableOffset).toBe(8)
       expect(log.abortedTransactions(6, 10)).toEqual([])
@@ -285,6 +285,42 @@ export const contract = (name: string, makeStore: () => PartitionLogStoreService
       log.truncateTo(7)
       expect(log.lastStableOffset).toBe(6)
       expect(log.abortedTransactions(0, 7)).toEqual([{ producerId: 9n, firstOffset: 2 }])
+    })
+
+    it("fences transaction markers of an older producer or coordinator epoch, and control batches from clients", () => {
+      const log = open()
+      const txn = { producerId: 5n, producerEpoch: 3, transactional: true }
+      log.appendAsLeader(batch({ ...txn, baseSequence: 0 }), 0, 0) // 0
+      log.appendAsLeader(control(1, { producerId: 5n, producerEpoch: 3 }, 4), 0, 0, "coordinator") // commit at 1
+      const before = log.logEndOffset
+      const older = throws(() =>
+        log.appendAsLeader(control(0, { producerId: 5n, producerEpoch: 2 }, 4), 0, 0, "coordinator")
+      )
+      expect(older).toBeInstanceOf(StorageError.InvalidProducerEpochError)
+      const fenced = throws(() =>
+        log.appendAsLeader(control(0, { producerId: 5n, producerEpoch: 3 }, 3), 0, 0, "coordinator")
+      )
+      expect(fenced).toBeInstanceOf(StorageError.TransactionCoordinatorFencedError)
+      expect((fenced as StorageError.TransactionCoordinatorFencedError).errorCode).toBe(52)
+      const client = throws(() => log.appendAsLeader(control(0, { producerId: 5n, producerEpoch: 3 }, 4), 0, 0))
+      expect(client).toBeInstanceOf(StorageError.CorruptRecordError)
+      expect(log.logEndOffset).toBe(before)
+      // A newer coordinator epoch and a bumped producer epoch (an abort after a timeout) are taken.
+      expect(
+        log.appendAsLeader(control(0, { producerId: 5n, producerEpoch: 4 }, 5), 0, 0, "coordinator").firstOffset
+      ).toBe(2)
+    })
+
+    it("skips sequence checks for a coordinator's transactional batches, not their epoch checks", () => {
+      const log = open()
+      const txn = { producerId: 8n, producerEpoch: 1, transactional: true, baseSequence: 0 }
+      expect(log.appendAsLeader(batch(txn), 0, 0, "coordinator")).toMatchObject({ firstOffset: 0, duplicate: false })
+      // The same sequence again is a new batch from a coordinator (a client's would be a duplicate).
+      expect(log.appendAsLeader(batch(txn), 0, 0, "coordinator")).toMatchObject({ firstOffset: 1, duplicate: false })
+      expect(log.appendAsLeader(batch(txn), 0, 0)).toMatchObject({ duplicate: true })
+      expect(throws(() => log.appendAsLeader(batch({ ...txn, producerEpoch: 0 }), 0, 0, "coordinator"))).toBeInstanceOf(
+        StorageError.InvalidProducerEpochError
+      )
     })
 
     it("clears all producer state on a MIRROR_PID_RESET control batch", () => {

@@ -9,6 +9,7 @@ import { Buffer } from "node:buffer"
 import type {
   AbortedTransaction,
   AppendInfo,
+  AppendOrigin,
   EpochEndOffset,
   LogConfig,
   OpenTransaction,
@@ -78,8 +79,8 @@ export class LazyLog implements PartitionLog {
     this.real?.updateConfig(config)
   }
 
-  appendAsLeader(records: Buffer, leaderEpoch: number, now: number): AppendInfo {
-    return this.log.appendAsLeader(records, leaderEpoch, now)
+  appendAsLeader(records: Buffer, leaderEpoch: number, now: number, origin?: AppendOrigin): AppendInfo {
+    return this.log.appendAsLeader(records, leaderEpoch, now, origin)
   }
   appendAsFollower(records: Buffer, now: number): AppendInfo {
     return this.log.appendAsFollower(records, now)

@@ -8,6 +8,7 @@ import {
   type AbortedTransaction,
   type OpenTransaction,
   type AppendInfo,
+  type AppendOrigin,
   EARLIEST_LOCAL_TIMESTAMP,
   EARLIEST_TIMESTAMP,
   type EpochEndOffset,
@@ -138,19 +139,22 @@ export class Log implements PartitionLog {
 
   // ---------------------------------------------------------------------------------------------- append
 
-  appendAsLeader(records: Buffer, leaderEpoch: number, now: number): AppendInfo {
+  appendAsLeader(records: Buffer, leaderEpoch: number, now: number, origin: AppendOrigin = "client"): AppendInfo {
     this.ensureOpen()
     const batches = validateBatches(records)
     if (batches.length === 0) return this.emptyAppend()
     const pending: Pending = new Map()
+    const client = origin === "client"
     for (const { position, size } of batches) {
+      if (client && RecordBatch.isControl(records, position))
+        throw invalidRecord(`control batch at byte ${position}: only a coordinator appends control batches`)
       if (size > this.config.maxMessageBytes)
         throw new RecordTooLargeError({
           message: `batch of ${size} bytes exceeds max.message.bytes ${this.config.maxMessageBytes}`,
           size,
           maxMessageBytes: this.config.maxMessageBytes
         })
-      const dup = this.producers.check(batchInfo(records, position, size), pending)
+      const dup = this.producers.check(batchInfo(records, position, size), pending, client)
       if (dup !== undefined)
         return {
           firstOffset: dup.firstOffset,

@@ -6,7 +6,11 @@
  * `check` decides whether a leader append is acceptable; `apply` is the only mutation, used alike for
  * live appends (leader and follower) and for rebuilding from the log.
  */
-import { InvalidProducerEpochError, OutOfOrderSequenceError } from "../StorageError.js"
+import {
+  InvalidProducerEpochError,
+  OutOfOrderSequenceError,
+  TransactionCoordinatorFencedError
+} from "../StorageError.js"
 import { CONTROL_ABORT, CONTROL_MIRROR_PID_RESET } from "./BatchScan.js"
 
 const INT32_MAX = 2147483647
@@ -90,9 +94,10 @@ export class ProducerState {
 
   /**
    * Checks a leader append of `info`: returns the original batch when it is a duplicate, undefined when it is
-   * acceptable; throws on a fenced epoch or a sequence gap.
+   * acceptable; throws on a fenced producer or coordinator epoch, or (unless `sequences` is false: a
+   * coordinator's batches) a sequence gap.
    */
-  check(info: BatchInfo, pending: Pending): BatchMetadata | undefined {
+  check(info: BatchInfo, pending: Pending, sequences = true): BatchMetadata | undefined {
     if (info.producerId < 0n) return undefined
     const entry = this.producers.get(info.producerId)
     const inFlight = pending.get(info.producerId)
@@ -104,7 +109,20 @@ export class ProducerState {
         producerEpoch: info.producerEpoch,
         currentEpoch
       })
-    if (info.isControl) return undefined
+    if (info.isControl) {
+      if (entry !== undefined && info.coordinatorEpoch >= 0 && info.coordinatorEpoch < entry.coordinatorEpoch)
+        throw new TransactionCoordinatorFencedError({
+          message: `producer ${info.producerId}: marker of coordinator epoch ${info.coordinatorEpoch}, older than ${entry.coordinatorEpoch}`,
+          producerId: info.producerId,
+          coordinatorEpoch: info.coordinatorEpoch,
+          currentCoordinatorEpoch: entry.coordinatorEpoch
+        })
+      return undefined
+    }
+    if (!sequences) {
+      pending.set(info.producerId, { epoch: info.producerEpoch, lastSeq: lastSequence(info) })
+      return undefined
+    }
     const firstSeq = info.baseSequence
     const lastSeq = lastSequence(info)
     if (inFlight === undefined && entry !== undefined && info.producerEpoch === entry.epoch) {
