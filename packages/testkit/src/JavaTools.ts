@@ -1,7 +1,7 @@
 /**
  * Apache Kafka's own command-line tools, run as `java -cp '<libs>/*' <main class> ...` against any
  * cluster (Apache Kafka or ours): kafka-topics, kafka-acls, the console producer and consumer, consumer-groups,
- * kafka-configs, kafka-leader-election and the producer/consumer performance tools.
+ * kafka-configs, kafka-leader-election, kafka-transactions and the producer/consumer performance tools.
  *
  * Arguments are passed through unchanged (including `--bootstrap-server`), so a test says exactly what an
  * operator would type. A failing exit is a result, not an exception; `expectSuccess` turns it into one.
@@ -22,6 +22,7 @@ export const MainClass = {
   consumerPerf: "org.apache.kafka.tools.ConsumerPerformance",
   leaderElection: "org.apache.kafka.tools.LeaderElectionCommand",
   acls: "org.apache.kafka.tools.AclCommand",
+  transactions: "org.apache.kafka.tools.TransactionsCommand",
   storage: "kafka.tools.StorageTool"
 } as const
 
@@ -74,6 +75,10 @@ export const run = async (
     }
   )
 }
+
+/** `kafka-transactions.sh`: e.g. `["--bootstrap-server", b, "list"]` or `[..., "describe", "--transactional-id", id]`. */
+export const transactions = (args: ReadonlyArray<string>, opts?: ToolOptions): Promise<ToolResult> =>
+  run(MainClass.transactions, args, opts)
 
 /** `kafka-acls.sh`: e.g. `["--bootstrap-server", b, "--add", "--allow-principal", "User:x", "--operation", "Read", "--topic", t]`. */
 export const acls = (args: ReadonlyArray<string>, opts?: ToolOptions): Promise<ToolResult> =>
