@@ -46,6 +46,8 @@ export interface BrokerConfig {
   readonly ssl: ReadonlyMap<string, SslConfig.SslSettings>
   readonly dataDir: string
   readonly autoCreateTopicsEnable: boolean
+  /** `transaction.partition.verification.enable` (KIP-890): leaders verify a transaction's first batch with its coordinator. */
+  readonly transactionPartitionVerificationEnable: boolean
   readonly numPartitions: number
   readonly defaultReplicationFactor: number
   readonly socketRequestMaxBytes: number
@@ -154,6 +156,7 @@ export const defaults: BrokerConfig = {
   ssl: new Map(),
   dataDir: "./data",
   autoCreateTopicsEnable: true,
+  transactionPartitionVerificationEnable: true,
   numPartitions: 1,
   defaultReplicationFactor: 1,
   socketRequestMaxBytes: 104857600,
@@ -479,6 +482,7 @@ const parsers: Record<string, Parser> = {
   "log.dirs": str("dataDir"),
   "log.dir": str("dataDir"),
   "auto.create.topics.enable": bool("autoCreateTopicsEnable"),
+  "transaction.partition.verification.enable": bool("transactionPartitionVerificationEnable"),
   "num.partitions": int("numPartitions", 1),
   "default.replication.factor": int("defaultReplicationFactor", 1),
   "socket.request.max.bytes": int("socketRequestMaxBytes", 1),

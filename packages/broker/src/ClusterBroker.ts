@@ -13,6 +13,7 @@ import { MetadataImage, MetadataLog, MetadataPublisher } from "@clustermirror/me
 import { MirrorMetrics, type MirrorRefresh, type MirrorSync } from "@clustermirror/mirror"
 import type { MetadataDelta } from "@clustermirror/metadata-log"
 import {
+  AddPartitionsToTxn,
   AllocateProducerIds,
   AlterConfigs,
   AlterPartition,
@@ -59,6 +60,7 @@ import { Handlers } from "@clustermirror/network/RequestChannel"
 import type * as SocketServer from "@clustermirror/network/SocketServer"
 import * as AlterPartitionManager from "@clustermirror/replication/AlterPartitionManager"
 import * as CoordinatorLogs from "@clustermirror/replication/CoordinatorLogs"
+import * as TxnVerification from "@clustermirror/replication/TxnVerification"
 import { Channel } from "@clustermirror/network/Channel"
 
 /** Extension points of a broker's mirror runtime (the periodic refresh's coordinator tasks, sync errors). */
@@ -251,6 +253,22 @@ export const start = async (
     nodeId,
     replicaLagTimeMaxMs: config.replicaLagTimeMaxMs,
     log,
+    ...(config.transactionPartitionVerificationEnable && {
+      verifier: TxnVerification.make({
+        transactionStateLeaders: () => {
+          const t = MetadataImage.topicByName(image, TxnVerification.TRANSACTION_STATE_TOPIC)
+          return t === undefined
+            ? undefined
+            : [...t.partitions.keys()].sort((a, b) => a - b).map((i) => t.partitions.get(i)!.leader)
+        },
+        channelTo: (id) => {
+          const c = peer(id)
+          return c === undefined
+            ? undefined
+            : { addPartitionsToTxn: (body) => c.request(AddPartitionsToTxn.api, body, 10_000) }
+        }
+      })
+    }),
     isrChannel: AlterPartitionManager.make({
       brokerId: nodeId,
       brokerEpoch: () => brokerEpoch,
@@ -395,7 +413,8 @@ export const start = async (
     replicas,
     producerIds: new ProducerIdManager(admin),
     describeMirrorConfigs: (name, keys) => MirrorApis.describeMirrorConfigs(image, name, keys),
-    mirrorProduceState: (topic, partition) => mirrors.produceState(topic, partition)
+    mirrorProduceState: (topic, partition) => mirrors.produceState(topic, partition),
+    markerWriterFor: (t) => (t === GroupApis.OFFSETS_TOPIC ? (p, m) => groups.completeTransaction(p, m) : undefined)
   }
   const groups = GroupApis.shards(ctx, log)
 

@@ -1,7 +1,7 @@
 /**
  * The consumer-group side of the broker: the `__consumer_offsets` topic as the log of the group
  * coordinators (`@clustermirror/group-coordinator`), and the handlers of FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
- * OffsetCommit, OffsetFetch, ListGroups and DescribeGroups, translating wire ↔ coordinator.
+ * OffsetCommit, TxnOffsetCommit, OffsetFetch, ListGroups and DescribeGroups, translating wire ↔ coordinator.
  */
 import {
   DescribeGroups,
@@ -15,9 +15,10 @@ import {
   OffsetCommit,
   OffsetFetch,
   SyncGroup,
+  TxnOffsetCommit,
   Uuid
 } from "@clustermirror/protocol"
-import { type GroupCoordinator, GroupShards } from "@clustermirror/group-coordinator"
+import { GroupShards } from "@clustermirror/group-coordinator"
 import type { BrokerContext } from "./KafkaApis.js"
 import type { Handlers } from "@clustermirror/network/RequestChannel"
 import * as CoordinatorLogs from "@clustermirror/replication/CoordinatorLogs"
@@ -30,7 +31,7 @@ export const OFFSETS_TOPIC = "__consumer_offsets"
  */
 export const shards = (ctx: BrokerContext, log: (line: string) => void): GroupShards.GroupShards =>
   new GroupShards.GroupShards({
-    log: CoordinatorLogs.make({
+    log: CoordinatorLogs.makeTransactional({
       replicas: ctx.replicas,
       nodeId: ctx.config.nodeId,
       topic: OFFSETS_TOPIC,
@@ -72,46 +73,6 @@ export const ensureOffsetsTopic = async (ctx: BrokerContext, replicationFactor: 
 
 const E = Errors.ErrorCode
 
-type GroupHandlers = Pick<
-  GroupCoordinator.GroupCoordinator,
-  "joinGroup" | "syncGroup" | "heartbeat" | "leaveGroup" | "commitOffsets" | "fetchOffsets"
->
-
-const notCoordinator: GroupHandlers = {
-  joinGroup: async (r) => ({
-    errorCode: E.NOT_COORDINATOR,
-    generationId: -1,
-    protocolType: null,
-    protocolName: null,
-    leader: "",
-    skipAssignment: false,
-    memberId: r.memberId,
-    members: []
-  }),
-  syncGroup: async () => ({
-    errorCode: E.NOT_COORDINATOR,
-    protocolType: null,
-    protocolName: null,
-    assignment: new Uint8Array(0)
-  }),
-  heartbeat: async () => ({ errorCode: E.NOT_COORDINATOR }),
-  leaveGroup: async (r) => ({
-    errorCode: E.NOT_COORDINATOR,
-    members: r.members.map((m) => ({
-      memberId: m.memberId,
-      groupInstanceId: m.groupInstanceId,
-      errorCode: E.NOT_COORDINATOR
-    }))
-  }),
-  commitOffsets: async (r) => ({
-    topics: r.topics.map((t) => ({
-      name: t.name,
-      partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: E.NOT_COORDINATOR }))
-    }))
-  }),
-  fetchOffsets: async () => ({ errorCode: E.NOT_COORDINATOR, topics: [] })
-}
-
 /**
  * `ensureOffsetsTopic` is called when a client looks for a coordinator before `__consumer_offsets`
  * exists (a cluster creates it lazily, as Kafka does); meanwhile the answer is COORDINATOR_NOT_AVAILABLE.
@@ -127,9 +88,9 @@ export const register = (
   const topicIdOf = (name: string) => ctx.view.topicByName(name)?.topicId ?? Uuid.ZERO
   const NOT_COORDINATOR = E.NOT_COORDINATOR
   /** The coordinator of a group, or one that answers NOT_COORDINATOR so the client looks it up again. */
-  const coordinatorOf = async (groupId: string): Promise<GroupHandlers> => {
+  const coordinatorOf = async (groupId: string): Promise<GroupShards.GroupRequests> => {
     const c = shards.forGroup(groupId)
-    return c === undefined ? notCoordinator : await c
+    return c === undefined ? GroupShards.notCoordinatorAnswers : await c
   }
 
   handlers
@@ -284,6 +245,10 @@ export const register = (
       },
       { min: 0, max: OffsetCommit.api.maxVersion }
     )
+    .register(TxnOffsetCommit.api, async (_req, request) => ({
+      throttleTimeMs: 0,
+      topics: (await (await coordinatorOf(request.groupId)).commitTransactionalOffsets(request)).topics
+    }))
     .register(
       OffsetFetch.api,
       async (req, request) => {
@@ -293,6 +258,7 @@ export const register = (
         ) => {
           const r = await (await coordinatorOf(groupId)).fetchOffsets({
             groupId,
+            requireStable: request.requireStable,
             topics:
               topics === null
                 ? null

@@ -10,6 +10,7 @@ import {
   SaslHandshake,
   DescribeCluster,
   DescribeConfigs,
+  DescribeProducers,
   Errors,
   Fetch,
   InitProducerId,
@@ -17,6 +18,7 @@ import {
   Metadata,
   OffsetForLeaderEpoch,
   Produce,
+  RecordBatch,
   WriteTxnMarkers
 } from "@clustermirror/protocol"
 import type { BrokerConfig } from "@clustermirror/broker-config/BrokerConfig"
@@ -25,6 +27,7 @@ import * as LogConfigs from "@clustermirror/broker-config/LogConfigs"
 import type * as MetadataView from "./MetadataView.js"
 import type * as MirrorApis from "@clustermirror/mirror/MirrorApis"
 import type * as ReplicaManager from "@clustermirror/replication/ReplicaManager"
+import * as ProducerStates from "@clustermirror/replication/ProducerStates"
 import * as TxnMarkers from "@clustermirror/replication/TxnMarkers"
 import { type Handlers, NoResponse } from "@clustermirror/network/RequestChannel"
 import { ConfigurationControl } from "@clustermirror/controller"
@@ -107,6 +110,12 @@ const describeTopic = (ctx: BrokerContext, topic: MetadataView.TopicView, listen
   }),
   topicAuthorizedOperations: UNSET_OPS
 })
+
+/** Whether a partition takes writes: mirror topics only once stopped (KIP-1279 §6.8). */
+const writeState = (ctx: BrokerContext, topic: string, partition: number): "writable" | "stopping" | "readOnly" =>
+  ctx.view.topicByName(topic)?.readOnly === true
+    ? (ctx.mirrorProduceState?.(topic, partition) ?? "readOnly")
+    : "writable"
 
 export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
   handlers
@@ -193,7 +202,13 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
             ? Errors.ErrorCode.UNSUPPORTED_VERSION
             : request.acks !== 0 && request.acks !== 1 && request.acks !== -1
               ? Errors.ErrorCode.INVALID_REQUIRED_ACKS
-              : 0
+              : // Kafka refuses transactional records without a transactional id, authorizer or not.
+                request.transactionalId === null &&
+                  request.topicData.some((t) =>
+                    t.partitionData.some((p) => RecordBatch.hasTransactionalBatch(p.records))
+                  )
+                ? Errors.ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                : 0
         if (refuse !== 0) {
           const code = refuse
           return {
@@ -225,10 +240,7 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
             name: t.name,
             topicId: t.topicId,
             partitionResponses: t.partitionData.map((p) => {
-              const mirror =
-                ctx.view.topicByName(name)?.readOnly === true
-                  ? (ctx.mirrorProduceState?.(name, p.index) ?? "readOnly")
-                  : "writable"
+              const mirror = writeState(ctx, name, p.index)
               return mirror === "readOnly"
                 ? readOnly
                 : mirror === "stopping"
@@ -239,7 +251,8 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
                       p.records as Buffer | null,
                       true,
                       request.acks,
-                      request.timeoutMs
+                      request.timeoutMs,
+                      request.transactionalId
                     )
             })
           }
@@ -403,8 +416,16 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
       clusterAuthorizedOperations: UNSET_OPS
     }))
     .register(WriteTxnMarkers.api, (_req, request) =>
-      TxnMarkers.writeTxnMarkers({ replicas: ctx.replicas, coordinatorFor: (t) => ctx.markerWriterFor?.(t) }, request)
+      TxnMarkers.writeTxnMarkers(
+        {
+          replicas: ctx.replicas,
+          coordinatorFor: (t) => ctx.markerWriterFor?.(t),
+          writeState: (t, p) => writeState(ctx, t, p)
+        },
+        request
+      )
     )
+    .register(DescribeProducers.api, (_req, request) => ProducerStates.describeProducers(ctx.replicas, request))
     .register(InitProducerId.api, async (_req, request) => {
       if (request.transactionalId !== null)
         return {

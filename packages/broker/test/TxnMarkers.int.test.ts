@@ -3,7 +3,8 @@
  * an idempotent InitProducerId) stays invisible to read_committed consumers — kcat and Kafka's Java console
  * consumer — until a WriteTxnMarkers COMMIT is replicated; an ABORT hides it for good; read_uncommitted
  * consumers see everything. The markers are replicated byte for byte to the followers, and the log fences
- * markers of an older producer or coordinator epoch.
+ * markers of an older producer or coordinator epoch. TxnOffsetCommit offsets stay pending in the group
+ * coordinator until the COMMIT marker reaches their `__consumer_offsets` partition.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Connection } from "@clustermirror/client"
@@ -11,11 +12,15 @@ import {
   ControlRecord,
   CreateClusterMirror,
   Errors,
+  FindCoordinator,
+  Hashing,
   InitProducerId,
   Metadata,
+  OffsetFetch,
   Produce,
   RecordBatch,
   StartMirrorTopics,
+  TxnOffsetCommit,
   WriteTxnMarkers
 } from "@clustermirror/protocol"
 import { IsolatedConsumer, JavaTools, Kcat } from "@clustermirror/testkit"
@@ -70,7 +75,9 @@ describe("WriteTxnMarkers on partition leaders", () => {
           processRoles: ["broker"],
           clusterId: "AAAAAAAAAAAAAAAAAAAAAC",
           controllerBootstrap: { host: "127.0.0.1", port: controller.port },
-          brokerHeartbeatIntervalMs: 100
+          brokerHeartbeatIntervalMs: 100,
+          // This cluster has no transaction coordinator: the test plays its part (markers by hand).
+          transactionPartitionVerificationEnable: false
         })
       )
     for (const b of brokers) connections.set(b.nodeId, await Connection.open({ host: "127.0.0.1", port: b.port }))
@@ -255,6 +262,9 @@ describe("WriteTxnMarkers on partition leaders", () => {
       ])
     ).toEqual([E.UNKNOWN_TOPIC_OR_PARTITION, E.UNKNOWN_TOPIC_OR_PARTITION])
     expect(await kcat("read_committed")).toEqual(["c0", "c1", "c2", "after-c", "after-a", "f0"])
+    // Transactional records without a transactional id are refused, as Kafka does without an authorizer too.
+    const anonymous = await produce(txnBatch(await initProducerId(), 0, ["x"]), null)
+    expect(anonymous.errorCode).toBe(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
   }, 120_000)
 
   it("replicates the markers: every replica holds the same bytes", async () => {
@@ -280,7 +290,7 @@ describe("WriteTxnMarkers on partition leaders", () => {
     ])
   }, 60_000)
 
-  it("refuses a transactional batch on a mirror topic, as every produce there", async () => {
+  it("refuses transactional batches and markers on a mirror topic, as every write there", async () => {
     const c = leader()
     const config = [
       { name: "bootstrap.servers", value: "127.0.0.1:1" },
@@ -303,5 +313,154 @@ describe("WriteTxnMarkers on partition leaders", () => {
     const p = await initProducerId()
     const r = await produce(txnBatch(p, 0, ["m0"]), "tx-m", connections.get(mirrorLeader)!, "mirrored")
     expect(r.errorCode).toBe(E.READ_ONLY_TOPIC)
+    // No marker of this cluster may enter a mirrored log either.
+    const topics = [{ name: "mirrored", partitionIndexes: [0] }]
+    expect(await marker(p, false, 0, connections.get(mirrorLeader)!, topics)).toEqual([E.READ_ONLY_TOPIC])
   }, 60_000)
+
+  it("keeps TxnOffsetCommit offsets pending until the COMMIT marker reaches __consumer_offsets", async () => {
+    const group = "txn-group"
+    const coordinatorId = await until("the group coordinator", async () => {
+      const r = await leader().call(FindCoordinator.api, { key: group, keyType: 0, coordinatorKeys: [group] })
+      const id = r.coordinators?.[0]?.nodeId ?? r.nodeId
+      return id >= 0 ? id : undefined
+    })
+    const coordinator = connections.get(coordinatorId)!
+    const p = await initProducerId()
+    const commit = await until("a loaded group coordinator", async () => {
+      const r = await coordinator.call(TxnOffsetCommit.api, {
+        transactionalId: "tx-g",
+        groupId: group,
+        ...p,
+        generationId: -1,
+        memberId: "",
+        groupInstanceId: null,
+        topics: [
+          {
+            name: TOPIC,
+            partitions: [{ partitionIndex: 0, committedOffset: 3n, committedLeaderEpoch: -1, committedMetadata: "m" }]
+          }
+        ]
+      })
+      const code = r.topics[0]!.partitions[0]!.errorCode
+      return code === E.COORDINATOR_LOAD_IN_PROGRESS || code === E.NOT_COORDINATOR ? undefined : code
+    })
+    expect(commit).toBe(0)
+    const fetchOffset = async (requireStable: boolean) => {
+      const r = await coordinator.request(OffsetFetch.api, 8, {
+        groups: [{ groupId: group, topics: [{ name: TOPIC, partitionIndexes: [0] }] }],
+        requireStable
+      })
+      const partition = r.groups[0]!.topics[0]!.partitions[0]!
+      return [partition.committedOffset, partition.errorCode]
+    }
+    expect(await fetchOffset(false)).toEqual([-1n, 0])
+    expect(await fetchOffset(true)).toEqual([-1n, E.UNSTABLE_OFFSET_COMMIT])
+    const offsetsPartition = Hashing.groupCoordinatorPartition(group, 1)
+    const topics = [{ name: "__consumer_offsets", partitionIndexes: [offsetsPartition] }]
+    const other = connections.get([1, 2, 3].find((id) => id !== coordinatorId)!)!
+    expect(await marker(p, true, 0, other, topics)).toEqual([E.NOT_LEADER_OR_FOLLOWER])
+    expect(await marker(p, true, 0, coordinator, topics)).toEqual([0])
+    expect(await fetchOffset(true)).toEqual([3n, 0])
+    // Kafka's consumer-groups tool sees the committed offset.
+    const described = JavaTools.expectSuccess(
+      "kafka-consumer-groups",
+      await JavaTools.consumerGroups(["--bootstrap-server", bootstrap, "--describe", "--group", group])
+    )
+    expect(described.stdout).toMatch(new RegExp(`${group}\\s+${TOPIC}\\s+0\\s+3\\s`))
+  }, 120_000)
+
+  it("describes the active producers of a partition to kafka-transactions describe-producers", async () => {
+    const p = await initProducerId()
+    const first = await produce(txnBatch(p, 0, ["d0", "d1"]), "tx-d")
+    expect(first.errorCode).toBe(0)
+    const describe = async () => {
+      const r = JavaTools.expectSuccess(
+        "kafka-transactions",
+        await JavaTools.transactions([
+          "--bootstrap-server",
+          bootstrap,
+          "describe-producers",
+          "--topic",
+          TOPIC,
+          "--partition",
+          "0"
+        ])
+      )
+      const rows = JavaTools.lines(r.stdout).map((l) => l.trim().split(/\s+/))
+      expect(rows[0]).toEqual([
+        "ProducerId",
+        "ProducerEpoch",
+        "LatestCoordinatorEpoch",
+        "LastSequence",
+        "LastTimestamp",
+        "CurrentTransactionStartOffset"
+      ])
+      return rows.find((row) => row[0] === String(p.producerId))
+    }
+    const open = await describe()
+    expect(open).toBeDefined()
+    expect([open![1], open![2], open![3], open![5]]).toEqual(["0", "-1", "1", String(first.baseOffset)])
+    expect(await marker(p, true, 2)).toEqual([0])
+    const closed = await describe()
+    expect([closed![1], closed![2], closed![3], closed![5]]).toEqual(["0", "2", "1", "None"])
+  }, 120_000)
+
+  // Last: it stops a broker.
+  it("a new group coordinator replays pending transactional offsets from __consumer_offsets and takes the marker", async () => {
+    const group = "txn-group-moved"
+    const coordinatorOf = () =>
+      until("the group coordinator", async () => {
+        const any = [...connections.values()][0]!
+        const r = await any.call(FindCoordinator.api, { key: group, keyType: 0, coordinatorKeys: [group] })
+        const id = r.coordinators?.[0]?.nodeId ?? r.nodeId
+        return id >= 0 && brokers.some((b) => b.nodeId === id) ? id : undefined
+      })
+    const first = await coordinatorOf()
+    const p = await initProducerId()
+    const commit = await until("a loaded group coordinator", async () => {
+      const r = await connections.get(first)!.call(TxnOffsetCommit.api, {
+        transactionalId: "tx-moved",
+        groupId: group,
+        ...p,
+        generationId: -1,
+        memberId: "",
+        groupInstanceId: null,
+        topics: [
+          {
+            name: TOPIC,
+            partitions: [{ partitionIndex: 0, committedOffset: 7n, committedLeaderEpoch: -1, committedMetadata: null }]
+          }
+        ]
+      })
+      const code = r.topics[0]!.partitions[0]!.errorCode
+      return code === E.COORDINATOR_LOAD_IN_PROGRESS || code === E.NOT_COORDINATOR ? undefined : code
+    })
+    expect(commit).toBe(0)
+    // The coordinator's broker goes; another replica of the __consumer_offsets partition takes over.
+    const stopped = brokers.findIndex((b) => b.nodeId === first)
+    await brokers[stopped]!.close()
+    await connections.get(first)!.close()
+    connections.delete(first)
+    brokers.splice(stopped, 1)
+    const fetchStable = (id: number) =>
+      connections
+        .get(id)!
+        .request(OffsetFetch.api, 8, {
+          groups: [{ groupId: group, topics: [{ name: TOPIC, partitionIndexes: [0] }] }],
+          requireStable: true
+        })
+        .then((r) => r.groups[0]!)
+    const moved = await until("a new coordinator that loaded the group", async () => {
+      const id = await coordinatorOf()
+      if (id === first) return undefined
+      const g = await fetchStable(id)
+      const code = g.errorCode !== 0 ? g.errorCode : g.topics[0]!.partitions[0]!.errorCode
+      return code === E.UNSTABLE_OFFSET_COMMIT ? id : undefined
+    })
+    const topics = [{ name: "__consumer_offsets", partitionIndexes: [Hashing.groupCoordinatorPartition(group, 1)] }]
+    expect(await marker(p, true, 0, connections.get(moved)!, topics)).toEqual([0])
+    const after = (await fetchStable(moved)).topics[0]!.partitions[0]!
+    expect([after.committedOffset, after.errorCode]).toEqual([7n, 0])
+  }, 120_000)
 })

@@ -13,6 +13,7 @@
  * timeout, so a leadership move of `__consumer_offsets` does not rebalance the groups. It must not know
  * the wire format of requests or do I/O other than through its ports.
  */
+import { CoordinatorLog } from "@clustermirror/coordinator-runtime"
 import { Errors, GroupRecords } from "@clustermirror/protocol"
 import { HashMap, Option, Runtime } from "effect"
 import type { Buffer } from "node:buffer"
@@ -191,6 +192,21 @@ export interface OffsetCommitRequest {
   }>
 }
 
+/** TxnOffsetCommit: offsets committed in a producer's transaction (v0-2 carry no member or generation: -1, ""). */
+export interface TxnOffsetCommitRequest extends OffsetCommitRequest {
+  readonly transactionalId: string
+  readonly producerId: bigint
+  readonly producerEpoch: number
+}
+
+/** A COMMIT or ABORT marker of a producer's transaction (WriteTxnMarkers) for this shard's partition. */
+export interface TxnCompletion {
+  readonly producerId: bigint
+  readonly producerEpoch: number
+  readonly commit: boolean
+  readonly coordinatorEpoch: number
+}
+
 export interface OffsetCommitResult {
   readonly topics: ReadonlyArray<{
     readonly name: string
@@ -200,6 +216,8 @@ export interface OffsetCommitResult {
 
 export interface OffsetFetchRequest {
   readonly groupId: string
+  /** OffsetFetch v7+ RequireStable: a partition with offsets in an open transaction answers UNSTABLE_OFFSET_COMMIT. */
+  readonly requireStable?: boolean
   /** null: every partition the group has an offset for. */
   readonly topics: ReadonlyArray<{ readonly name: string; readonly partitionIndexes: ReadonlyArray<number> }> | null
 }
@@ -399,8 +417,11 @@ export interface GroupCoordinatorOptions {
  */
 export interface Host {
   readonly committed: () => GroupState.State
-  /** Rejects (nothing applied) when the records do not replay or the append fails. */
-  readonly write: (records: ReadonlyArray<GroupRecords.GroupRecord>) => Promise<void>
+  /**
+   * Rejects (nothing applied) when the records do not replay or the append fails, with the Kafka
+   * `errorCode` of the failure where there is one.
+   */
+  readonly write: (records: ReadonlyArray<GroupState.Entry>) => Promise<void>
   /** Resolves once every write issued so far has settled. */
   readonly flush: () => Promise<void>
   readonly clock: Clock.Timers
@@ -416,8 +437,13 @@ export const logHost = (log: GroupLog, state: GroupState.State, clock: Clock.Tim
   let tail: Promise<void> = Promise.resolve()
   return {
     committed: () => committed,
-    write: (records) => {
+    write: (entries) => {
       const run = async () => {
+        // A GroupLog holds plain records only: transactions need a coordinator log (`GroupShards`).
+        const records = entries.map((e) => {
+          if (e._tag !== "Record") throw new Error("transactional offset commits need a coordinator log")
+          return e.record
+        })
         const candidate = records.reduce(GroupState.replay, committed)
         await log.append(records.map(GroupRecords.encode))
         committed = candidate
@@ -1057,7 +1083,50 @@ export class GroupCoordinator {
     }
   }
 
-  private validateOffsetCommit(req: OffsetCommitRequest): number {
+  /**
+   * Validates against the group's membership, then appends the offsets in a transactional batch of the
+   * producer: they stay pending, invisible to OffsetFetch, until the producer's COMMIT marker reaches this
+   * partition, and are dropped on ABORT. A fenced producer epoch answers INVALID_PRODUCER_EPOCH.
+   */
+  async commitTransactionalOffsets(req: TxnOffsetCommitRequest): Promise<OffsetCommitResult> {
+    const code = this.closed ? E.NOT_COORDINATOR : this.validateOffsetCommit(req, true)
+    if (code !== E.NONE) return failCommit(req, code)
+    const { records, response } = decideOffsetCommit(req, this.clock.now(), this.config.offsetMetadataMaxBytes)
+    if (records.length === 0) return response
+    if (!this.groups.has(req.groupId)) this.groups.set(req.groupId, this.newGroup(req.groupId))
+    try {
+      await this.host.write(records.map((r) => CoordinatorLog.inTransaction(req, r)))
+      return response
+    } catch (e) {
+      const failed = appendErrorCode(e)
+      return {
+        topics: response.topics.map((t) => ({
+          name: t.name,
+          partitions: t.partitions.map((p) => ({
+            partitionIndex: p.partitionIndex,
+            errorCode: p.errorCode === E.NONE ? failed : p.errorCode
+          }))
+        }))
+      }
+    }
+  }
+
+  /**
+   * Appends a producer's COMMIT or ABORT marker to this shard's partition, in order with its other writes:
+   * once committed, a COMMIT makes the producer's pending offsets the committed ones. Answers the error code
+   * for WriteTxnMarkers (the log fences older producer and coordinator epochs).
+   */
+  async completeTransaction(marker: TxnCompletion): Promise<number> {
+    if (this.closed) return E.NOT_COORDINATOR
+    try {
+      await this.host.write([CoordinatorLog.txnMarker(marker, marker.commit, marker.coordinatorEpoch)])
+      return E.NONE
+    } catch (e) {
+      return errorCodeOf(e)
+    }
+  }
+
+  private validateOffsetCommit(req: OffsetCommitRequest, transactional = false): number {
     const group = this.groups.get(req.groupId)
     // A commit from outside group management may create the group; one claiming a generation may not.
     if (group === undefined) return req.generationId < 0 ? E.NONE : E.ILLEGAL_GENERATION
@@ -1067,7 +1136,8 @@ export class GroupCoordinator {
       const checked = this.validateMember(group, req.memberId, req.groupInstanceId)
       if (typeof checked === "number") return checked
       if (req.generationId !== group.generationId) return E.ILLEGAL_GENERATION
-    } else if (group.state !== "Empty") {
+    } else if (!transactional && group.state !== "Empty") {
+      // Without member and generation (TxnOffsetCommit v0-2 has none) only transactions may commit.
       return E.UNKNOWN_MEMBER_ID
     }
     // The member knows the new generation but has no assignment yet: it must finish SyncGroup first.
@@ -1079,20 +1149,36 @@ export class GroupCoordinator {
   fetchOffsets(req: OffsetFetchRequest): Promise<OffsetFetchResult> {
     if (this.closed) return Promise.resolve({ errorCode: E.NOT_COORDINATOR, topics: [] })
     const state = this.committed
-    const toPartition = (partitionIndex: number, o: GroupState.CommittedOffset | undefined): OffsetFetchPartition =>
-      o === undefined
-        ? { partitionIndex, committedOffset: -1n, committedLeaderEpoch: -1, metadata: "", errorCode: E.NONE }
-        : {
+    const unstable = (topic: string, partition: number) =>
+      req.requireStable === true && GroupState.hasPendingOffset(state, req.groupId, topic, partition)
+    const toPartition = (
+      topic: string,
+      partitionIndex: number,
+      o: GroupState.CommittedOffset | undefined
+    ): OffsetFetchPartition =>
+      unstable(topic, partitionIndex)
+        ? {
             partitionIndex,
-            committedOffset: o.offset,
-            committedLeaderEpoch: o.leaderEpoch,
-            metadata: o.metadata,
-            errorCode: E.NONE
+            committedOffset: -1n,
+            committedLeaderEpoch: -1,
+            metadata: "",
+            errorCode: E.UNSTABLE_OFFSET_COMMIT
           }
+        : o === undefined
+          ? { partitionIndex, committedOffset: -1n, committedLeaderEpoch: -1, metadata: "", errorCode: E.NONE }
+          : {
+              partitionIndex,
+              committedOffset: o.offset,
+              committedLeaderEpoch: o.leaderEpoch,
+              metadata: o.metadata,
+              errorCode: E.NONE
+            }
     if (req.topics !== null) {
       const topics = req.topics.map((t) => ({
         name: t.name,
-        partitions: t.partitionIndexes.map((p) => toPartition(p, GroupState.offsetOf(state, req.groupId, t.name, p)))
+        partitions: t.partitionIndexes.map((p) =>
+          toPartition(t.name, p, GroupState.offsetOf(state, req.groupId, t.name, p))
+        )
       }))
       return Promise.resolve({ errorCode: E.NONE, topics })
     }
@@ -1107,7 +1193,7 @@ export class GroupCoordinator {
       partitions: byTopic
         .get(name)!
         .sort((a, b) => a.partition - b.partition)
-        .map((o) => toPartition(o.partition, o))
+        .map((o) => toPartition(o.topic, o.partition, o))
     }))
     return Promise.resolve({ errorCode: E.NONE, topics })
   }
@@ -1316,11 +1402,38 @@ export class GroupCoordinator {
 
   /** Through the host: candidate replay, append, commit, in decision order. */
   private persist(records: ReadonlyArray<GroupRecords.GroupRecord>): Promise<void> {
-    return this.host.write(records)
+    return this.host.write(records.map(CoordinatorLog.plain))
   }
 
   private get committed(): GroupState.State {
     return this.host.committed()
+  }
+}
+
+/** The Kafka error code a failed write carries (COORDINATOR_NOT_AVAILABLE when it has none). */
+const errorCodeOf = (e: unknown): number =>
+  typeof e === "object" && e !== null && "errorCode" in e && typeof e.errorCode === "number"
+    ? e.errorCode
+    : E.COORDINATOR_NOT_AVAILABLE
+
+/** A failed append as a commit's answer, normalized like Kafka's group coordinator does. */
+const appendErrorCode = (e: unknown): number => {
+  const code = errorCodeOf(e)
+  switch (code) {
+    case E.UNKNOWN_TOPIC_OR_PARTITION:
+    case E.NOT_ENOUGH_REPLICAS:
+    case E.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+    case E.REQUEST_TIMED_OUT:
+      return E.COORDINATOR_NOT_AVAILABLE
+    case E.NOT_LEADER_OR_FOLLOWER:
+    case E.KAFKA_STORAGE_ERROR:
+      return E.NOT_COORDINATOR
+    case E.MESSAGE_TOO_LARGE:
+    case E.RECORD_LIST_TOO_LARGE:
+    case E.INVALID_FETCH_SIZE:
+      return E.UNKNOWN_SERVER_ERROR
+    default:
+      return code
   }
 }
 

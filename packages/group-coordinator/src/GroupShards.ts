@@ -12,7 +12,7 @@ import {
   CoordinatorShard,
   type CoordinatorLog
 } from "@clustermirror/coordinator-runtime"
-import { Errors, type GroupRecords, Hashing } from "@clustermirror/protocol"
+import { Errors, Hashing } from "@clustermirror/protocol"
 import { Effect, Either, Exit, Runtime, Scope } from "effect"
 import * as GroupCoordinator from "./GroupCoordinator.js"
 import * as GroupState from "./internal/groupState.js"
@@ -20,15 +20,71 @@ import * as GroupState from "./internal/groupState.js"
 export const OFFSETS_TOPIC = "__consumer_offsets"
 
 /** The shard definition of `__consumer_offsets`: the replayed hard state of the group coordinator. */
-export const shardDef = CoordinatorShard.make<GroupState.State, GroupRecords.GroupRecord>({
+export const shardDef = CoordinatorShard.make<GroupState.State, GroupState.Entry>({
   name: OFFSETS_TOPIC,
   empty: () => GroupState.empty,
-  replay: GroupState.replay
+  replay: GroupState.replayEntry
 })
+
+/** The requests a group's coordinator answers (what a broker routes to the coordinator of a group). */
+export type GroupRequests = Pick<
+  GroupCoordinator.GroupCoordinator,
+  | "joinGroup"
+  | "syncGroup"
+  | "heartbeat"
+  | "leaveGroup"
+  | "commitOffsets"
+  | "commitTransactionalOffsets"
+  | "fetchOffsets"
+>
+
+const notCoordinatorCommit = async (
+  r: GroupCoordinator.OffsetCommitRequest
+): Promise<GroupCoordinator.OffsetCommitResult> => ({
+  topics: r.topics.map((t) => ({
+    name: t.name,
+    partitions: t.partitions.map((p) => ({
+      partitionIndex: p.partitionIndex,
+      errorCode: Errors.ErrorCode.NOT_COORDINATOR
+    }))
+  }))
+})
+
+/** The answers for a group whose coordinator is not on this broker: NOT_COORDINATOR, so the client looks it up again. */
+export const notCoordinatorAnswers: GroupRequests = {
+  joinGroup: async (r) => ({
+    errorCode: Errors.ErrorCode.NOT_COORDINATOR,
+    generationId: -1,
+    protocolType: null,
+    protocolName: null,
+    leader: "",
+    skipAssignment: false,
+    memberId: r.memberId,
+    members: []
+  }),
+  syncGroup: async () => ({
+    errorCode: Errors.ErrorCode.NOT_COORDINATOR,
+    protocolType: null,
+    protocolName: null,
+    assignment: new Uint8Array(0)
+  }),
+  heartbeat: async () => ({ errorCode: Errors.ErrorCode.NOT_COORDINATOR }),
+  leaveGroup: async (r) => ({
+    errorCode: Errors.ErrorCode.NOT_COORDINATOR,
+    members: r.members.map((m) => ({
+      memberId: m.memberId,
+      groupInstanceId: m.groupInstanceId,
+      errorCode: Errors.ErrorCode.NOT_COORDINATOR
+    }))
+  }),
+  commitOffsets: notCoordinatorCommit,
+  commitTransactionalOffsets: notCoordinatorCommit,
+  fetchOffsets: async () => ({ errorCode: Errors.ErrorCode.NOT_COORDINATOR, topics: [] })
+}
 
 export interface Options {
   /** The `__consumer_offsets` partitions as a coordinator log. */
-  readonly log: CoordinatorLog.CoordinatorLog<GroupRecords.GroupRecord>
+  readonly log: CoordinatorLog.CoordinatorLog<GroupState.Entry>
   /** The number of `__consumer_offsets` partitions (1 while the topic does not exist). */
   readonly partitionCount: () => number
   readonly config?: () => Partial<GroupCoordinator.GroupCoordinatorConfig>
@@ -54,7 +110,7 @@ const notCoordinator = (partition: number) =>
 export class GroupShards {
   private readonly shards = new Map<number, Shard>()
   private readonly scope: Scope.CloseableScope
-  private readonly coordinators: CoordinatorRuntime.CoordinatorRuntime<GroupState.State, GroupRecords.GroupRecord>
+  private readonly coordinators: CoordinatorRuntime.CoordinatorRuntime<GroupState.State, GroupState.Entry>
   private readonly runSync: <A, E>(effect: Effect.Effect<A, E>) => A
   private readonly runPromise: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
   private timerSeq = 0
@@ -121,10 +177,15 @@ export class GroupShards {
       if (Either.isRight(read)) last = read.right
       return last
     }
-    const write = (records: ReadonlyArray<GroupRecords.GroupRecord>) =>
+    const write = (records: ReadonlyArray<GroupState.Entry>) =>
       retired()
         ? Promise.reject(notCoordinator(partition))
-        : this.runPromise(rt.write(partition, "group", () => Either.right(CoordinatorResult.of(records, undefined))))
+        : this.runPromise(
+            Effect.either(rt.write(partition, "group", () => Either.right(CoordinatorResult.of(records, undefined))))
+          ).then((r) => {
+            // The runtime's error code goes with the rejection (e.g. INVALID_PRODUCER_EPOCH from the log).
+            if (Either.isLeft(r)) throw Object.assign(new Error(r.left.message), { errorCode: r.left.errorCode })
+          })
     return {
       committed,
       write,
@@ -155,6 +216,28 @@ export class GroupShards {
         }
       }
     }
+  }
+
+  /**
+   * WriteTxnMarkers for a `__consumer_offsets` partition: the marker is written through its shard. A
+   * partition without a loaded coordinator here answers NOT_LEADER_OR_FOLLOWER, which the transaction
+   * coordinator retries, as Kafka maps NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS and
+   * COORDINATOR_NOT_AVAILABLE for markers.
+   */
+  async completeTransaction(partition: number, marker: GroupCoordinator.TxnCompletion): Promise<number> {
+    const shard = this.shards.get(partition)
+    const code =
+      shard === undefined
+        ? Errors.ErrorCode.NOT_COORDINATOR
+        : await shard.coordinator.then(
+            (c) => c.completeTransaction(marker),
+            () => Errors.ErrorCode.COORDINATOR_NOT_AVAILABLE
+          )
+    return code === Errors.ErrorCode.NOT_COORDINATOR ||
+      code === Errors.ErrorCode.COORDINATOR_LOAD_IN_PROGRESS ||
+      code === Errors.ErrorCode.COORDINATOR_NOT_AVAILABLE
+      ? Errors.ErrorCode.NOT_LEADER_OR_FOLLOWER
+      : code
   }
 
   /** The leader epoch the shard of a partition was loaded for, if this broker leads it. */

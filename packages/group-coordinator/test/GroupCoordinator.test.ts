@@ -828,7 +828,7 @@ describe("live state and replay", () => {
   it("given random operations on a shard of the coordinator runtime, then the live state equals the shard loaded from scratch at the next epoch", async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(opArb, { maxLength: 40 }), async (ops) => {
-        const log = CoordinatorLog.memory<GroupRecords.GroupRecord>()
+        const log = CoordinatorLog.memory<CoordinatorLog.TxnEntry<GroupRecords.GroupRecord>>()
         const broker = () =>
           new GroupShards.GroupShards({
             log,

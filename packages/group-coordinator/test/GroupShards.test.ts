@@ -49,7 +49,7 @@ const committed = async (shards: GroupShards.GroupShards, groupId: string): Prom
 
 const cluster = (runtime: Runtime.Runtime<never>) => {
   // every load reads the records committed so far, whoever appended them
-  const log = CoordinatorLog.memory<GroupRecords.GroupRecord>()
+  const log = CoordinatorLog.memory<CoordinatorLog.TxnEntry<GroupRecords.GroupRecord>>()
   const broker = () =>
     new GroupShards.GroupShards({
       log,
@@ -89,7 +89,7 @@ describe("GroupShards", () => {
     Effect.gen(function* () {
       const runtime = yield* Effect.runtime<never>()
       yield* Effect.promise(async () => {
-        const log = CoordinatorLog.memory<GroupRecords.GroupRecord>()
+        const log = CoordinatorLog.memory<CoordinatorLog.TxnEntry<GroupRecords.GroupRecord>>()
         const failed: Array<number> = []
         const shards = new GroupShards.GroupShards({
           log,
@@ -206,8 +206,8 @@ describe("GroupShards", () => {
         // the emptied group was persisted by the new coordinator
         expect(log.records(0).length).toBe(before + 1)
         expect(log.records(0).at(-1)).toMatchObject({
-          type: "GroupMetadata",
-          value: { data: { generation: 2, members: [] } }
+          _tag: "Record",
+          record: { type: "GroupMetadata", value: { data: { generation: 2, members: [] } } }
         })
       })
   )

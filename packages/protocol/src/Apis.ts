@@ -40,6 +40,7 @@ import * as AddPartitionsToTxn from "./apis/AddPartitionsToTxn.js"
 import * as AddOffsetsToTxn from "./apis/AddOffsetsToTxn.js"
 import * as TxnOffsetCommit from "./apis/TxnOffsetCommit.js"
 import * as WriteTxnMarkers from "./apis/WriteTxnMarkers.js"
+import * as DescribeProducers from "./apis/DescribeProducers.js"
 import * as CreateClusterMirror from "./apis/CreateClusterMirror.js"
 import * as StartMirrorTopics from "./apis/StartMirrorTopics.js"
 import * as StopMirrorTopics from "./apis/StopMirrorTopics.js"
@@ -107,6 +108,7 @@ export const all: ReadonlyArray<AnyApi> = [
   AddOffsetsToTxn.api,
   TxnOffsetCommit.api,
   WriteTxnMarkers.api,
+  DescribeProducers.api,
   CreateClusterMirror.api,
   StartMirrorTopics.api,
   StopMirrorTopics.api,

@@ -70,6 +70,17 @@ export const recordCount = (b: Buffer, p = 0): number => b.readInt32BE(p + RECOR
 export const compression = (b: Buffer, p = 0): CompressionType =>
   (attributes(b, p) & COMPRESSION_MASK) as CompressionType
 export const isTransactional = (b: Buffer, p = 0): boolean => (attributes(b, p) & TRANSACTIONAL_MASK) !== 0
+
+/** Whether produced records hold a transactional batch (v2 batches; a truncated tail is not looked at). */
+export const hasTransactionalBatch = (records: Uint8Array | null): boolean => {
+  if (records === null) return false
+  const b = Buffer.isBuffer(records) ? records : Buffer.from(records.buffer, records.byteOffset, records.byteLength)
+  for (let p = 0; p + HEADER_SIZE <= b.length; p += sizeInBytes(b, p)) {
+    if (magic(b, p) === 2 && isTransactional(b, p)) return true
+    if (batchLength(b, p) <= 0) return false
+  }
+  return false
+}
 export const isControl = (b: Buffer, p = 0): boolean => (attributes(b, p) & CONTROL_MASK) !== 0
 export const hasProducerId = (b: Buffer, p = 0): boolean => producerId(b, p) >= 0n
 

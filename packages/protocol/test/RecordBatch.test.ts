@@ -100,6 +100,22 @@ describe("RecordBatch", () => {
     { fastCheck: { numRuns: NUM_RUNS } }
   )
 
+  it("finds a transactional batch among produced batches", () => {
+    const plain = RecordBatch.build({ records: [{ value: Buffer.from("a") }], timestamp: 1 })
+    const txn = RecordBatch.build({
+      records: [{ value: Buffer.from("b") }],
+      timestamp: 1,
+      producerId: 3n,
+      producerEpoch: 0,
+      baseSequence: 0,
+      isTransactional: true
+    })
+    expect(RecordBatch.hasTransactionalBatch(null)).toBe(false)
+    expect(RecordBatch.hasTransactionalBatch(plain)).toBe(false)
+    expect(RecordBatch.hasTransactionalBatch(Buffer.concat([plain, txn]))).toBe(true)
+    expect(RecordBatch.hasTransactionalBatch(new Uint8Array(Buffer.concat([plain, txn])))).toBe(true)
+  })
+
   it("applies the defaults of an unspecified batch", () => {
     const b = RecordBatch.build({ records: [{ value: Buffer.from("v") }] })
     expect(RecordBatch.baseOffset(b)).toBe(0)

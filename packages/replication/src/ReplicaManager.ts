@@ -9,8 +9,9 @@
  * `minBytes` or `maxWaitMs`. Record data moves as bytes: never decoded record by record here. Must not
  * decode wire requests (handlers translate) nor decide leadership (the controller does).
  */
-import { Errors, TopicPartitionMap } from "@clustermirror/protocol"
+import { Errors, RecordBatch, TopicPartitionMap } from "@clustermirror/protocol"
 import { LeaderEpochChecks, type PartitionLog, type PartitionLogStore, StorageError } from "@clustermirror/storage"
+import type { Verifier } from "./TxnVerification.js"
 
 /** A partition's registration in the metadata: who leads, who replicates, with which epochs. */
 export interface Registration {
@@ -114,6 +115,11 @@ export interface ReplicaManagerOptions {
   readonly log?: (line: string) => void
   /** The shortest time between two log lines about storage errors of the same kind (default 10 s). */
   readonly storageErrorLogIntervalMs?: number
+  /**
+   * KIP-890 verification of a transaction's first batch in a partition with its transaction coordinator
+   * (`transaction.partition.verification.enable`); without it transactional batches are not verified.
+   */
+  readonly verifier?: Verifier
 }
 
 const EMPTY = Buffer.alloc(0)
@@ -125,6 +131,15 @@ const errorCodeOf = (e: unknown): number => {
 }
 
 const key = (topic: string, partition: number) => `${topic}\u0000${partition}`
+
+const failed = (errorCode: number): ProduceResult => ({
+  errorCode,
+  baseOffset: -1n,
+  logAppendTimeMs: -1n,
+  logStartOffset: -1n,
+  errorMessage: null,
+  currentLeader: NO_LEADER
+})
 
 /**
  * Log lines about storage errors, at most one per kind (produce, fetch, ...) per interval: a full disk fails
@@ -164,6 +179,12 @@ export class ReplicaManager {
   private readonly replicaLagTimeMaxMs: number
   private readonly isrChannel: IsrChannel | undefined
   private readonly storageErrors: StorageErrorLog
+  private readonly verifier: Verifier | undefined
+  /**
+   * Verifications under way, per partition and producer (Kafka's VerificationGuard): a marker of the
+   * producer clears its guard, so a batch verified before its transaction ended is refused, not appended.
+   */
+  private readonly guards = new Map<string, Map<bigint, object>>()
 
   constructor(options: ReplicaManagerOptions) {
     this.store = options.store
@@ -171,6 +192,7 @@ export class ReplicaManager {
     this.now = options.now ?? Date.now
     this.replicaLagTimeMaxMs = options.replicaLagTimeMaxMs ?? 30_000
     this.isrChannel = options.isrChannel
+    this.verifier = options.verifier
     this.storageErrors = new StorageErrorLog(
       options.log ?? (() => {}),
       options.storageErrorLogIntervalMs ?? 10_000,
@@ -299,14 +321,74 @@ export class ReplicaManager {
     records: Buffer | null,
     fromClient: boolean,
     acks = 1,
-    timeoutMs = 30_000
+    timeoutMs = 30_000,
+    transactionalId: string | null = null
+  ): ProduceResult | Promise<ProduceResult> {
+    const p = this.get(topic, partition)
+    if (p !== undefined && records !== null && records.length >= RecordBatch.HEADER_SIZE) {
+      const producerId = RecordBatch.producerId(records)
+      if (!fromClient && RecordBatch.isControl(records)) this.guards.get(key(topic, partition))?.delete(producerId)
+      else if (
+        fromClient &&
+        transactionalId !== null &&
+        this.verifier !== undefined &&
+        p.leader === this.nodeId &&
+        RecordBatch.isTransactional(records) &&
+        !p.log.openTransactions().some((t) => t.producerId === producerId)
+      )
+        return this.verifyThenAppend(p, records, transactionalId, acks, timeoutMs, this.verifier)
+    }
+    return this.append(topic, partition, records, fromClient, acks, timeoutMs)
+  }
+
+  /** KIP-890: the first batch of a transaction in a partition waits for its coordinator's word. */
+  private async verifyThenAppend(
+    p: PartitionState,
+    records: Buffer,
+    transactionalId: string,
+    acks: number,
+    timeoutMs: number,
+    verifier: Verifier
+  ): Promise<ProduceResult> {
+    const k = key(p.topic, p.partition)
+    const producerId = RecordBatch.producerId(records)
+    const guard = {}
+    let guards = this.guards.get(k)
+    if (guards === undefined) this.guards.set(k, (guards = new Map()))
+    guards.set(producerId, guard)
+    const code = await verifier({
+      transactionalId,
+      producerId,
+      producerEpoch: RecordBatch.producerEpoch(records),
+      topic: p.topic,
+      partition: p.partition
+    })
+    const current = this.guards.get(k)
+    const still = current?.get(producerId) === guard
+    if (still) current!.delete(producerId)
+    if (current?.size === 0) this.guards.delete(k)
+    if (code !== 0 || !still)
+      return {
+        ...failed(code !== 0 ? code : E.INVALID_TXN_STATE),
+        errorMessage:
+          code !== 0
+            ? `the transaction coordinator did not verify ${p.topic}-${p.partition}: ${Errors.message(code)}`
+            : `the transaction of producer ${producerId} ended while ${p.topic}-${p.partition} was verified`
+      }
+    return this.append(p.topic, p.partition, records, true, acks, timeoutMs)
+  }
+
+  private append(
+    topic: string,
+    partition: number,
+    records: Buffer | null,
+    fromClient: boolean,
+    acks: number,
+    timeoutMs: number
   ): ProduceResult | Promise<ProduceResult> {
     const p = this.get(topic, partition)
     const fail = (errorCode: number, errorMessage: string | null = null, currentLeader = NO_LEADER): ProduceResult => ({
-      errorCode,
-      baseOffset: -1n,
-      logAppendTimeMs: -1n,
-      logStartOffset: -1n,
+      ...failed(errorCode),
       errorMessage,
       currentLeader
     })

@@ -9,7 +9,7 @@
  * takes that partition's markers itself (`coordinatorFor`), to write and replay them in order with its
  * other writes. Owns no state; authorization (CLUSTER_ACTION) is the request path's.
  */
-import { ControlRecord, type WriteTxnMarkers } from "@clustermirror/protocol"
+import { ControlRecord, Errors, type WriteTxnMarkers } from "@clustermirror/protocol"
 import type { ReplicaManager } from "./ReplicaManager.js"
 
 /** One transaction marker for one partition. */
@@ -29,6 +29,12 @@ export interface Options {
   readonly timeoutMs?: number
   /** The writer of a coordinator topic's markers (e.g. `__consumer_offsets`), if any. */
   readonly coordinatorFor?: (topic: string) => CoordinatorMarkerWriter | undefined
+  /**
+   * Whether a partition takes writes (default: all do). A mirror topic's partitions hold the source's
+   * batches at the source's offsets, so no marker of this cluster may go there: READ_ONLY_TOPIC while it
+   * mirrors, NOT_LEADER_OR_FOLLOWER (retried) while its stop is under way.
+   */
+  readonly writeState?: (topic: string, partition: number) => "writable" | "stopping" | "readOnly"
   /** The clock of the markers' timestamps (default Date.now). */
   readonly now?: () => number
 }
@@ -57,6 +63,14 @@ export const writeTxnMarkers = async (
 ): Promise<WriteTxnMarkers.Response> => {
   const timeoutMs = options.timeoutMs ?? 30_000
   const now = options.now ?? Date.now
+  const refusal = (topic: string, partition: number): number | undefined => {
+    const state = options.writeState?.(topic, partition) ?? "writable"
+    return state === "readOnly"
+      ? Errors.ErrorCode.READ_ONLY_TOPIC
+      : state === "stopping"
+        ? Errors.ErrorCode.NOT_LEADER_OR_FOLLOWER
+        : undefined
+  }
   const markers = request.markers.map((m) => {
     const marker: TxnMarker = {
       producerId: m.producerId,
@@ -73,9 +87,10 @@ export const writeTxnMarkers = async (
           partitions: t.partitionIndexes.map((partition) => ({
             partition,
             errorCode:
-              coordinator !== undefined
+              refusal(t.name, partition) ??
+              (coordinator !== undefined
                 ? coordinator(partition, marker, timeoutMs)
-                : appendMarker(options.replicas, t.name, partition, marker, timeoutMs, now())
+                : appendMarker(options.replicas, t.name, partition, marker, timeoutMs, now()))
           }))
         }
       })

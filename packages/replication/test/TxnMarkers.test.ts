@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { ControlRecord, Errors, RecordBatch, type WriteTxnMarkers } from "@clustermirror/protocol"
 import { PartitionLog, PartitionLogStore } from "@clustermirror/storage"
 import { ReplicaManager } from "../src/ReplicaManager.js"
+import * as ProducerStates from "../src/ProducerStates.js"
 import * as TxnMarkers from "../src/TxnMarkers.js"
 
 const E = Errors.ErrorCode
@@ -155,6 +156,19 @@ describe("TxnMarkers.writeTxnMarkers", () => {
     expect(answer.markers.map((m) => m.producerId)).toEqual([4n, 4n])
   })
 
+  it("refuses markers on partitions that take no writes (a mirror topic): READ_ONLY_TOPIC, or retriable while stopping", async () => {
+    const { rm, log } = setup()
+    const answer = await TxnMarkers.writeTxnMarkers(
+      { replicas: rm, writeState: (_t, p) => (p === 0 ? "readOnly" : "stopping") },
+      request(4n, 0, false, 0, [{ name: "t", partitionIndexes: [0, 1] }])
+    )
+    expect(codes(answer)).toEqual([
+      ["t", 0, E.READ_ONLY_TOPIC],
+      ["t", 1, E.NOT_LEADER_OR_FOLLOWER]
+    ])
+    expect(log.logEndOffset).toBe(0)
+  })
+
   it("hands the partitions of a coordinator's topic to that coordinator", async () => {
     const { rm } = setup()
     const seen: Array<[number, TxnMarkers.TxnMarker]> = []
@@ -173,5 +187,29 @@ describe("TxnMarkers.writeTxnMarkers", () => {
     )
     expect(codes(answer)).toEqual([["__consumer_offsets", 3, 0]])
     expect(seen).toEqual([[3, { producerId: 9n, producerEpoch: 2, commit: true, coordinatorEpoch: 1 }]])
+  })
+
+  it("DescribeProducers: the leader's producer state per partition, errors where it does not lead", async () => {
+    const { rm } = setup()
+    await rm.appendAsLeader("t", 0, txnBatch(4n, 2, 0, ["a", "b"]), true, 1)
+    const r = ProducerStates.describeProducers(rm, { topics: [{ name: "t", partitionIndexes: [0, 1, 9] }] })
+    expect(r.topics[0]!.partitions.map((p) => [p.partitionIndex, p.errorCode, p.activeProducers])).toEqual([
+      [
+        0,
+        0,
+        [
+          {
+            producerId: 4n,
+            producerEpoch: 2,
+            lastSequence: 1,
+            lastTimestamp: 1n,
+            coordinatorEpoch: -1,
+            currentTxnStartOffset: 0n
+          }
+        ]
+      ],
+      [1, E.NOT_LEADER_OR_FOLLOWER, []],
+      [9, E.UNKNOWN_TOPIC_OR_PARTITION, []]
+    ])
   })
 })

@@ -30,6 +30,7 @@ import {
   DescribeClusterMirrors,
   DescribeConfigs,
   DescribeGroups,
+  DescribeProducers,
   DescribeTransactions,
   EndTxn,
   DescribeUserScramCredentials,
@@ -60,6 +61,7 @@ import {
   StartMirrorTopics,
   StopMirrorTopics,
   SyncGroup,
+  TxnOffsetCommit,
   WriteMirrorStates,
   WriteTxnMarkers,
   type Api
@@ -193,17 +195,6 @@ const configResource = (
   }
 }
 
-/** Whether a produced records buffer holds a transactional batch (v2 batches; a truncated tail is not looked at). */
-const hasTransactionalBatch = (records: Uint8Array | null): boolean => {
-  if (records === null) return false
-  const b = Buffer.isBuffer(records) ? records : Buffer.from(records.buffer, records.byteOffset, records.byteLength)
-  for (let p = 0; p + RecordBatch.HEADER_SIZE <= b.length; p += RecordBatch.sizeInBytes(b, p)) {
-    if (RecordBatch.magic(b, p) === 2 && RecordBatch.isTransactional(b, p)) return true
-    if (RecordBatch.batchLength(b, p) <= 0) return false
-  }
-  return false
-}
-
 /** The cluster's authorized operations as Kafka reports them: none to a principal that may not describe it. */
 const clusterOperations = (c: Checks): number =>
   c.cluster(Op.DESCRIBE) ? c.az.authorizedOperations(c.id, Res.CLUSTER, CLUSTER) : 0
@@ -303,7 +294,9 @@ const installChecks = (handlers: Handlers, ctx: AuthorizationContext): void => {
 
   guard(handlers, src, Produce.api, async (c, req, request, next) => {
     // Transactional records need WRITE on the request's transactional id (refused without one), as in Kafka.
-    const transactional = request.topicData.some((t) => t.partitionData.some((p) => hasTransactionalBatch(p.records)))
+    const transactional = request.topicData.some((t) =>
+      t.partitionData.some((p) => RecordBatch.hasTransactionalBatch(p.records))
+    )
     const txnRefused =
       transactional &&
       (request.transactionalId === null || !c.can(Op.WRITE, Res.TRANSACTIONAL_ID, request.transactionalId))
@@ -384,6 +377,23 @@ const installChecks = (handlers: Handlers, ctx: AuthorizationContext): void => {
         partition: p.partition,
         leaderEpoch: -1,
         endOffset: -1n
+      }))
+    }))
+    const out = allowed.length === 0 ? { topics: [] } : await resolved(next(req, { ...request, topics: allowed }))
+    if (out === NoResponse) return out
+    return { throttleTimeMs: 0, ...out, topics: [...(out.topics ?? []), ...refusedTopics] }
+  })
+
+  guard(handlers, src, DescribeProducers.api, async (c, req, request, next) => {
+    const [allowed, refused] = partition(request.topics, (t) => c.topic(Op.READ, t.name))
+    if (refused.length === 0) return next(req, request)
+    const refusedTopics = refused.map((t) => ({
+      name: t.name,
+      partitions: t.partitionIndexes.map((partitionIndex) => ({
+        partitionIndex,
+        errorCode: E.TOPIC_AUTHORIZATION_FAILED,
+        errorMessage: Errors.message(E.TOPIC_AUTHORIZATION_FAILED),
+        activeProducers: []
       }))
     }))
     const out = allowed.length === 0 ? { topics: [] } : await resolved(next(req, { ...request, topics: allowed }))
@@ -718,6 +728,25 @@ const installChecks = (handlers: Handlers, ctx: AuthorizationContext): void => {
     const refusedTopics = refused.map((t) => ({
       name: t.name,
       topicId: t.topicId,
+      partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: code }))
+    }))
+    const out = allowed.length === 0 ? { topics: [] } : await resolved(next(req, { ...request, topics: allowed }))
+    if (out === NoResponse) return out
+    return { throttleTimeMs: 0, ...out, topics: [...(out.topics ?? []), ...refusedTopics] }
+  })
+
+  // Kafka's order: WRITE on the transactional id, READ on the group (whole-request refusals), READ per topic.
+  guard(handlers, src, TxnOffsetCommit.api, async (c, req, request, next) => {
+    const whole = !c.can(Op.WRITE, Res.TRANSACTIONAL_ID, request.transactionalId)
+      ? E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+      : !c.group(Op.READ, request.groupId)
+        ? E.GROUP_AUTHORIZATION_FAILED
+        : 0
+    const [allowed, refused] = partition(request.topics, (t) => whole === 0 && c.topic(Op.READ, t.name))
+    if (refused.length === 0) return next(req, request)
+    const code = whole !== 0 ? whole : E.TOPIC_AUTHORIZATION_FAILED
+    const refusedTopics = refused.map((t) => ({
+      name: t.name,
       partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: code }))
     }))
     const out = allowed.length === 0 ? { topics: [] } : await resolved(next(req, { ...request, topics: allowed }))

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Acl, StandardAuthorizer } from "@clustermirror/authorizer"
 import { Handlers } from "@clustermirror/network/RequestChannel"
 import type { Connection } from "@clustermirror/network/SocketServer"
-import { Api, DescribeQuorum, Errors, ListGroups, WriteTxnMarkers } from "@clustermirror/protocol"
+import { Api, DescribeQuorum, Errors, ListGroups, TxnOffsetCommit, WriteTxnMarkers } from "@clustermirror/protocol"
 import { Either } from "effect"
 import * as Authorization from "../src/Authorization.js"
 
@@ -97,6 +97,80 @@ describe("Authorization.install", () => {
     expect(await codes("User:broker")).toEqual([0, 0])
     const refused = Errors.ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     expect(await codes("User:alice")).toEqual([refused, refused])
+  })
+
+  it("checks TxnOffsetCommit as Kafka: WRITE on the transactional id, READ on the group, READ on each topic", async () => {
+    const allow = (principal: string, resourceType: number, resourceName: string, operation: number) => ({
+      resourceType,
+      resourceName,
+      patternType: Acl.PatternType.LITERAL,
+      principal,
+      host: "*",
+      operation,
+      permissionType: Acl.AclPermissionType.ALLOW
+    })
+    const { READ, WRITE } = Acl.AclOperation
+    const { GROUP, TOPIC, TRANSACTIONAL_ID } = Acl.ResourceType
+    const acls = StandardAuthorizer.StandardAuthorizer.make(
+      { superUsers: new Set(), allowEveryoneIfNoAclFound: false },
+      [
+        allow("User:noTxn", GROUP, "g", READ),
+        allow("User:noTxn", TOPIC, "a", READ),
+        allow("User:noGroup", TRANSACTIONAL_ID, "tx", WRITE),
+        allow("User:noGroup", TOPIC, "a", READ),
+        allow("User:oneTopic", TRANSACTIONAL_ID, "tx", WRITE),
+        allow("User:oneTopic", GROUP, "g", READ),
+        allow("User:oneTopic", TOPIC, "a", READ)
+      ]
+    )
+    const handlers = new Handlers().register(TxnOffsetCommit.api, (_req, request) => ({
+      throttleTimeMs: 0,
+      topics: request.topics.map((t) => ({
+        name: t.name,
+        partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: 0 }))
+      }))
+    }))
+    Authorization.install(handlers, {
+      authorizer: () => acls,
+      topicNameById: () => undefined,
+      topicExists: () => true,
+      autoCreateTopicsEnable: () => false
+    })
+    const partition = { partitionIndex: 0, committedOffset: 5n, committedLeaderEpoch: -1, committedMetadata: null }
+    const body = {
+      transactionalId: "tx",
+      groupId: "g",
+      producerId: 1n,
+      producerEpoch: 0,
+      generationId: -1,
+      memberId: "",
+      groupInstanceId: null,
+      topics: [
+        { name: "a", partitions: [partition] },
+        { name: "b", partitions: [partition] }
+      ]
+    }
+    const frame = Either.getOrThrow(Api.encodeRequest(TxnOffsetCommit.api, 3, 1, "t", body)).subarray(4)
+    const codes = async (principal: string) => {
+      const r = await handlers.frameHandler(() => {})(frame, connection(principal))
+      if (r._tag !== "Respond") throw new Error(`no response: ${r._tag}`)
+      const bytes = Buffer.concat(r.chunks.map((c) => Buffer.from(c))).subarray(4)
+      const decoded = Either.getOrThrow(Api.decodeResponse(TxnOffsetCommit.api, 3, bytes))
+      return decoded.body.topics.map((t) => [t.name, t.partitions[0]!.errorCode])
+    }
+    const E = Errors.ErrorCode
+    expect(await codes("User:noTxn")).toEqual([
+      ["a", E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED],
+      ["b", E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED]
+    ])
+    expect(await codes("User:noGroup")).toEqual([
+      ["a", E.GROUP_AUTHORIZATION_FAILED],
+      ["b", E.GROUP_AUTHORIZATION_FAILED]
+    ])
+    expect(await codes("User:oneTopic")).toEqual([
+      ["a", 0],
+      ["b", E.TOPIC_AUTHORIZATION_FAILED]
+    ])
   })
 
   it("names the host of an IPv4-mapped address as Kafka does", () => {

@@ -93,6 +93,20 @@ export interface OpenTransaction {
   readonly coordinatorEpoch: number
 }
 
+/** A producer the log has state for (DescribeProducers). */
+export interface ActiveProducer {
+  readonly producerId: bigint
+  readonly producerEpoch: number
+  /** The last sequence of its last retained data batch, -1 when none. */
+  readonly lastSequence: number
+  /** The max timestamp of its last batch (data or marker). */
+  readonly lastTimestamp: number
+  /** The coordinator epoch of its last COMMIT/ABORT marker, -1 when none. */
+  readonly coordinatorEpoch: number
+  /** The first offset of its open transaction, -1 when none. */
+  readonly currentTxnStartOffset: number
+}
+
 export interface ReadOptions {
   /** Exclusive bound: no batch with an offset at or above it is returned (e.g. HW or LSO for consumers). */
   readonly maxOffset?: number
@@ -150,6 +164,8 @@ export interface PartitionLog {
   offsetForTimestamp(timestamp: number): TimestampOffset | null
   /** Producers with a transaction still open (no COMMIT or ABORT marker yet), oldest first. */
   openTransactions(): ReadonlyArray<OpenTransaction>
+  /** Every producer with state in this log (idempotent or transactional), by producer id. */
+  activeProducers(): ReadonlyArray<ActiveProducer>
   /** Aborted transactions overlapping `[fetchOffset, upperOffset)`, for READ_COMMITTED fetches. */
   abortedTransactions(fetchOffset: number, upperOffset: number): ReadonlyArray<AbortedTransaction>
   /** Advances the log start (DeleteRecords); `offset` must not exceed the high watermark. */

@@ -311,6 +311,37 @@ export const contract = (name: string, makeStore: () => PartitionLogStoreService
       ).toBe(2)
     })
 
+    it("describes its active producers: epoch, last sequence and timestamp, coordinator epoch, open transaction", () => {
+      const log = store.open("producers", 0)
+      log.appendAsLeader(batch({ producerId: 2n, producerEpoch: 0, baseSequence: 0, count: 3, timestamp: 40 }), 0, 0)
+      const txn = { producerId: 1n, producerEpoch: 4, transactional: true }
+      log.appendAsLeader(batch({ ...txn, baseSequence: 0, timestamp: 50 }), 0, 0) // 3
+      log.appendAsLeader(control(1, { ...txn, timestamp: 60 }, 9), 0, 0, "coordinator") // 4
+      log.appendAsLeader(batch({ ...txn, baseSequence: 1, count: 2, timestamp: 70 }), 0, 0) // 5..6
+      log.appendAsLeader(batch({ count: 1 }), 0, 0)
+      const described = [
+        {
+          producerId: 1n,
+          producerEpoch: 4,
+          lastSequence: 2,
+          lastTimestamp: 70,
+          coordinatorEpoch: 9,
+          currentTxnStartOffset: 5
+        },
+        {
+          producerId: 2n,
+          producerEpoch: 0,
+          lastSequence: 2,
+          lastTimestamp: 40,
+          coordinatorEpoch: -1,
+          currentTxnStartOffset: -1
+        }
+      ]
+      expect(log.activeProducers()).toEqual(described)
+      store.closeAll()
+      expect(store.open("producers", 0).activeProducers()).toEqual(described)
+    })
+
     it("skips sequence checks for a coordinator's transactional batches, not their epoch checks", () => {
       const log = open()
       const txn = { producerId: 8n, producerEpoch: 1, transactional: true, baseSequence: 0 }

@@ -1,9 +1,13 @@
 /**
  * The committed (hard) state of the classic group coordinator: the last persisted metadata of each
- * group and its committed offsets, exactly what replaying `__consumer_offsets` yields. `replay` is the
- * only way it changes, for live writes and startup alike. It holds no membership, timers or requests:
- * those live in the coordinator runtime.
+ * group, its committed offsets, and the offsets of open transactions (TxnOffsetCommit) per producer,
+ * exactly what replaying `__consumer_offsets` yields. `replay` (plain records) and `replayEntry` (records
+ * with their transactions and markers) are the only way it changes, for live writes and startup alike. A
+ * producer's pending offsets become committed offsets when its COMMIT marker is replayed, unless the
+ * partition got a commit later in the log (Kafka keeps the commit with the highest record offset), and
+ * are dropped on ABORT. It holds no membership, timers or requests: those live in the coordinator runtime.
  */
+import type { CoordinatorLog } from "@clustermirror/coordinator-runtime"
 import type { GroupRecords } from "@clustermirror/protocol"
 import { HashMap, Option } from "effect"
 
@@ -14,16 +18,111 @@ export interface CommittedOffset {
   readonly leaderEpoch: number
   readonly metadata: string
   readonly commitTimestamp: bigint
+  /** Where the commit's record is among the offset records of the partition (the later one wins). */
+  readonly recordIndex: number
 }
+
+/** Offsets per group, keyed by `partitionKey`. */
+export type GroupOffsets = HashMap.HashMap<string, HashMap.HashMap<string, CommittedOffset>>
 
 export interface State {
   /** The last persisted metadata of each group that has one. */
   readonly groups: HashMap.HashMap<string, GroupRecords.GroupMetadataValue>
   /** Committed offsets per group, keyed by `partitionKey`. */
-  readonly offsets: HashMap.HashMap<string, HashMap.HashMap<string, CommittedOffset>>
+  readonly offsets: GroupOffsets
+  /** The offsets of each producer's open transaction, per group. */
+  readonly pending: HashMap.HashMap<bigint, GroupOffsets>
+  /** How many offset records were replayed: the `recordIndex` of the next one. */
+  readonly offsetRecords: number
 }
 
-export const empty: State = { groups: HashMap.empty(), offsets: HashMap.empty() }
+export const empty: State = {
+  groups: HashMap.empty(),
+  offsets: HashMap.empty(),
+  pending: HashMap.empty(),
+  offsetRecords: 0
+}
+
+/** A record of the shard's log with its transaction (the coordinator runtime's `TxnEntry`). */
+export type Entry = CoordinatorLog.TxnEntry<GroupRecords.GroupRecord>
+
+const setOffset = (offsets: GroupOffsets, group: string, key: string, o: CommittedOffset | undefined): GroupOffsets => {
+  const current = Option.getOrElse(HashMap.get(offsets, group), () => HashMap.empty<string, CommittedOffset>())
+  const next = o === undefined ? HashMap.remove(current, key) : HashMap.set(current, key, o)
+  return HashMap.isEmpty(next) ? HashMap.remove(offsets, group) : HashMap.set(offsets, group, next)
+}
+
+const offsetFrom = (
+  record: Extract<GroupRecords.GroupRecord, { type: "OffsetCommit" }>,
+  recordIndex: number
+): CommittedOffset | undefined => {
+  const value = record.value?.data
+  return value === undefined
+    ? undefined
+    : {
+        topic: record.key.topic,
+        partition: record.key.partition,
+        offset: value.offset,
+        leaderEpoch: value.leaderEpoch,
+        metadata: value.metadata,
+        commitTimestamp: value.commitTimestamp,
+        recordIndex
+      }
+}
+
+/** Applies an entry of the log: a plain record, a record of a producer's transaction, or its marker. */
+export const replayEntry = (state: State, entry: Entry): State => {
+  switch (entry._tag) {
+    case "Record":
+      return replay(state, entry.record)
+    case "TxnRecord": {
+      const record = entry.record
+      if (record.type !== "OffsetCommit" || record.value === null)
+        throw new Error(`producer ${entry.producerId}: only offset commits may be transactional, not ${record.type}`)
+      const { group, topic, partition } = record.key
+      const producerOffsets = Option.getOrElse(HashMap.get(state.pending, entry.producerId), () =>
+        HashMap.empty<string, HashMap.HashMap<string, CommittedOffset>>()
+      )
+      const updated = setOffset(
+        producerOffsets,
+        group,
+        partitionKey(topic, partition),
+        offsetFrom(record, state.offsetRecords)
+      )
+      return {
+        ...state,
+        pending: HashMap.set(state.pending, entry.producerId, updated),
+        offsetRecords: state.offsetRecords + 1
+      }
+    }
+    case "TxnMarker": {
+      const producerOffsets = HashMap.get(state.pending, entry.producerId)
+      if (Option.isNone(producerOffsets)) return state
+      const pending = HashMap.remove(state.pending, entry.producerId)
+      if (!entry.commit) return { ...state, pending }
+      let offsets = state.offsets
+      for (const [group, byPartition] of producerOffsets.value)
+        for (const [key, o] of byPartition) {
+          const existing = Option.getOrUndefined(
+            Option.flatMap(HashMap.get(offsets, group), (m) => HashMap.get(m, key))
+          )
+          if (existing === undefined || o.recordIndex > existing.recordIndex)
+            offsets = setOffset(offsets, group, key, o)
+        }
+      return { ...state, offsets, pending }
+    }
+    default:
+      return absurd(entry)
+  }
+}
+
+/** Whether a producer's open transaction holds an offset of the group for the partition. */
+export const hasPendingOffset = (state: State, groupId: string, topic: string, partition: number): boolean => {
+  const key = partitionKey(topic, partition)
+  for (const byGroup of HashMap.values(state.pending))
+    if (Option.isSome(Option.flatMap(HashMap.get(byGroup, groupId), (m) => HashMap.get(m, key)))) return true
+  return false
+}
 
 /** Topic names cannot contain a NUL, so this key is unambiguous. */
 export const partitionKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`
@@ -32,26 +131,13 @@ export const replay = (state: State, record: GroupRecords.GroupRecord): State =>
   switch (record.type) {
     case "OffsetCommit": {
       const { group, topic, partition } = record.key
-      const current = Option.getOrElse(HashMap.get(state.offsets, group), () =>
-        HashMap.empty<string, CommittedOffset>()
+      const offsets = setOffset(
+        state.offsets,
+        group,
+        partitionKey(topic, partition),
+        offsetFrom(record, state.offsetRecords)
       )
-      const key = partitionKey(topic, partition)
-      const value = record.value?.data
-      const next =
-        value === undefined
-          ? HashMap.remove(current, key)
-          : HashMap.set(current, key, {
-              topic,
-              partition,
-              offset: value.offset,
-              leaderEpoch: value.leaderEpoch,
-              metadata: value.metadata,
-              commitTimestamp: value.commitTimestamp
-            })
-      return {
-        ...state,
-        offsets: HashMap.isEmpty(next) ? HashMap.remove(state.offsets, group) : HashMap.set(state.offsets, group, next)
-      }
+      return { ...state, offsets, offsetRecords: state.offsetRecords + 1 }
     }
     case "GroupMetadata": {
       const group = record.key.group
@@ -68,7 +154,7 @@ export const replay = (state: State, record: GroupRecords.GroupRecord): State =>
 }
 
 const absurd = (record: never): never => {
-  throw new Error(`unknown group record ${JSON.stringify(record)}`)
+  throw new Error(`unknown group record ${String(record)}`)
 }
 
 /** The committed offsets of a group (empty when it has none). */
@@ -92,5 +178,6 @@ export const offsetOf = (
 export const groupIds = (state: State): ReadonlyArray<string> => {
   const ids = new Set<string>(HashMap.keys(state.groups))
   for (const id of HashMap.keys(state.offsets)) ids.add(id)
+  for (const byGroup of HashMap.values(state.pending)) for (const id of HashMap.keys(byGroup)) ids.add(id)
   return Array.from(ids)
 }

@@ -8,6 +8,7 @@
 import { Buffer } from "node:buffer"
 import type {
   AbortedTransaction,
+  ActiveProducer,
   AppendInfo,
   AppendOrigin,
   EpochEndOffset,
@@ -113,6 +114,10 @@ export class LazyLog implements PartitionLog {
   }
   openTransactions(): ReadonlyArray<OpenTransaction> {
     return this.real?.openTransactions() ?? NONE
+  }
+
+  activeProducers(): ReadonlyArray<ActiveProducer> {
+    return this.real?.activeProducers() ?? NONE
   }
   abortedTransactions(fetchOffset: number, upperOffset: number): ReadonlyArray<AbortedTransaction> {
     return this.real?.abortedTransactions(fetchOffset, upperOffset) ?? NONE

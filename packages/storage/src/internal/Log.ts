@@ -6,6 +6,7 @@ import { Buffer } from "node:buffer"
 import { Crc32c, RecordBatch } from "@clustermirror/protocol"
 import {
   type AbortedTransaction,
+  type ActiveProducer,
   type OpenTransaction,
   type AppendInfo,
   type AppendOrigin,
@@ -59,7 +60,8 @@ const batchInfo = (b: Buffer, at: number, available: number): BatchInfo => {
     isTransactional: RecordBatch.isTransactional(b, at),
     isControl: control,
     controlType: record.type,
-    coordinatorEpoch: record.coordinatorEpoch
+    coordinatorEpoch: record.coordinatorEpoch,
+    maxTimestamp: RecordBatch.maxTimestamp(b, at)
   }
 }
 
@@ -459,6 +461,10 @@ export class Log implements PartitionLog {
 
   openTransactions(): ReadonlyArray<OpenTransaction> {
     return this.producers.openTransactions()
+  }
+
+  activeProducers(): ReadonlyArray<ActiveProducer> {
+    return this.producers.activeProducers()
   }
 
   abortedTransactions(fetchOffset: number, upperOffset: number): ReadonlyArray<AbortedTransaction> {

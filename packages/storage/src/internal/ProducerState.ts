@@ -31,6 +31,8 @@ interface ProducerEntry {
   txnFirstOffset: number
   /** Coordinator epoch of the producer's last COMMIT/ABORT marker, -1 when none was seen. */
   coordinatorEpoch: number
+  /** Max timestamp of the producer's last batch (data or marker), -1 when unknown. */
+  lastTimestamp: number
 }
 
 /** A transaction ended by a marker that is not yet below the high watermark. */
@@ -60,6 +62,20 @@ export interface BatchInfo {
   readonly controlType: number
   /** Coordinator epoch of a COMMIT/ABORT marker, -1 otherwise. */
   readonly coordinatorEpoch: number
+  /** The batch's max timestamp. */
+  readonly maxTimestamp: number
+}
+
+/** A producer the partition has state for (DescribeProducers). */
+export interface ActiveProducer {
+  readonly producerId: bigint
+  readonly producerEpoch: number
+  /** The last sequence of its last data batch, -1 when none is retained. */
+  readonly lastSequence: number
+  readonly lastTimestamp: number
+  readonly coordinatorEpoch: number
+  /** The first offset of its open transaction, -1 when none. */
+  readonly currentTxnStartOffset: number
 }
 
 export interface OpenTxn {
@@ -161,6 +177,7 @@ export class ProducerState {
       }
       if (info.producerId < 0n) return
       const entry = this.entry(info.producerId, info.producerEpoch)
+      entry.lastTimestamp = info.maxTimestamp
       if (info.coordinatorEpoch >= 0) entry.coordinatorEpoch = info.coordinatorEpoch
       if (entry.txnFirstOffset >= 0) {
         if (info.controlType === CONTROL_ABORT)
@@ -177,6 +194,7 @@ export class ProducerState {
     }
     if (info.producerId < 0n) return
     const entry = this.entry(info.producerId, info.producerEpoch)
+    entry.lastTimestamp = info.maxTimestamp
     entry.batches.push({
       firstSeq: info.baseSequence,
       lastSeq: lastSequence(info),
@@ -190,7 +208,7 @@ export class ProducerState {
   private entry(producerId: bigint, epoch: number): ProducerEntry {
     let entry = this.producers.get(producerId)
     if (entry === undefined) {
-      entry = { epoch, batches: [], txnFirstOffset: -1, coordinatorEpoch: -1 }
+      entry = { epoch, batches: [], txnFirstOffset: -1, coordinatorEpoch: -1, lastTimestamp: -1 }
       this.producerMap().set(producerId, entry)
     } else if (epoch !== entry.epoch) {
       entry.epoch = epoch
@@ -249,6 +267,21 @@ export class ProducerState {
     return open.sort((a, b) => a.firstOffset - b.firstOffset)
   }
 
+  /** Every producer with state here, by producer id. */
+  activeProducers(): ReadonlyArray<ActiveProducer> {
+    const out: ActiveProducer[] = []
+    for (const [producerId, e] of this.producers)
+      out.push({
+        producerId,
+        producerEpoch: e.epoch,
+        lastSequence: e.batches[e.batches.length - 1]?.lastSeq ?? -1,
+        lastTimestamp: e.lastTimestamp,
+        coordinatorEpoch: e.coordinatorEpoch,
+        currentTxnStartOffset: e.txnFirstOffset
+      })
+    return out.sort((a, b) => (a.producerId < b.producerId ? -1 : a.producerId > b.producerId ? 1 : 0))
+  }
+
   /** Aborted transactions overlapping `[fetchOffset, upperOffset)`. */
   abortedTransactions(fetchOffset: number, upperOffset: number): ReadonlyArray<AbortedTxn> {
     return this.aborted.filter((t) => t.lastOffset >= fetchOffset && t.firstOffset < upperOffset)
@@ -278,7 +311,8 @@ export class ProducerState {
         e.epoch,
         e.txnFirstOffset,
         e.batches.map((b) => [b.firstSeq, b.lastSeq, b.firstOffset, b.lastOffset]),
-        e.coordinatorEpoch
+        e.coordinatorEpoch,
+        e.lastTimestamp
       ]),
       aborted: this.aborted.map((t) => [t.producerId.toString(), t.firstOffset, t.lastOffset]),
       completed: this.completed.map((t) => [t.firstOffset, t.lastOffset])
@@ -294,17 +328,18 @@ export class ProducerState {
     const aborted: unknown = Reflect.get(value, "aborted")
     if (!Array.isArray(producers) || !Array.isArray(aborted)) return undefined
     const state = new ProducerState()
-    // Snapshots written before coordinator epochs and completed transactions were kept lack them.
+    // Snapshots written before coordinator epochs, completed transactions and timestamps were kept lack them.
     const completed: unknown = Reflect.get(value, "completed") ?? []
     if (!Array.isArray(completed)) return undefined
     for (const p of producers) {
-      if (!Array.isArray(p) || (p.length !== 4 && p.length !== 5) || typeof p[0] !== "string") return undefined
-      const [id, epoch, txnFirstOffset, batches, coordinatorEpoch = -1]: unknown[] = p
+      if (!Array.isArray(p) || p.length < 4 || p.length > 6 || typeof p[0] !== "string") return undefined
+      const [id, epoch, txnFirstOffset, batches, coordinatorEpoch = -1, lastTimestamp = -1]: unknown[] = p
       if (
         !Number.isInteger(epoch) ||
         !Number.isInteger(txnFirstOffset) ||
         !Array.isArray(batches) ||
-        !Number.isInteger(coordinatorEpoch)
+        !Number.isInteger(coordinatorEpoch) ||
+        !Number.isInteger(lastTimestamp)
       )
         return undefined
       const metas: BatchMetadata[] = []
@@ -316,7 +351,8 @@ export class ProducerState {
         epoch: Number(epoch),
         txnFirstOffset: Number(txnFirstOffset),
         batches: metas,
-        coordinatorEpoch: Number(coordinatorEpoch)
+        coordinatorEpoch: Number(coordinatorEpoch),
+        lastTimestamp: Number(lastTimestamp)
       })
     }
     for (const t of completed) {
