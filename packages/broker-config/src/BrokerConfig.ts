@@ -75,6 +75,18 @@ export interface BrokerConfig {
   readonly brokerHeartbeatIntervalMs: number
   readonly brokerSessionTimeoutMs: number
   readonly offsetsTopicReplicationFactor: number
+  /** `transaction.state.log.num.partitions`: the partitions of `__transaction_state` when it is created. */
+  readonly transactionStateLogNumPartitions: number
+  /** `transaction.state.log.replication.factor`, capped to the live brokers when `__transaction_state` is created. */
+  readonly transactionStateLogReplicationFactor: number
+  /** `transaction.state.log.min.isr`: the `min.insync.replicas` of `__transaction_state`. */
+  readonly transactionStateLogMinIsr: number
+  /** `transaction.max.timeout.ms`: InitProducerId with a longer `transaction.timeout.ms` is refused. */
+  readonly transactionMaxTimeoutMs: number
+  /** `transaction.abort.timed.out.transaction.cleanup.interval.ms`: how often timed-out transactions are aborted. */
+  readonly transactionAbortTimedOutTransactionCleanupIntervalMs: number
+  /** `transactional.id.expiration.ms`: idle transactional ids are removed after this long. */
+  readonly transactionalIdExpirationMs: number
   readonly replicaLagTimeMaxMs: number
   /** `replica.high.watermark.checkpoint.interval.ms`: how often the partitions' high watermarks are written. */
   readonly replicaHighWatermarkCheckpointIntervalMs: number
@@ -175,6 +187,12 @@ export const defaults: BrokerConfig = {
   brokerHeartbeatIntervalMs: 2000,
   brokerSessionTimeoutMs: 9000,
   offsetsTopicReplicationFactor: 3,
+  transactionStateLogNumPartitions: 50,
+  transactionStateLogReplicationFactor: 3,
+  transactionStateLogMinIsr: 2,
+  transactionMaxTimeoutMs: 900_000,
+  transactionAbortTimedOutTransactionCleanupIntervalMs: 10_000,
+  transactionalIdExpirationMs: 604_800_000,
   replicaLagTimeMaxMs: 30000,
   replicaHighWatermarkCheckpointIntervalMs: 5000,
   uncleanLeaderElectionEnable: false,
@@ -508,6 +526,15 @@ const parsers: Record<string, Parser> = {
   "broker.heartbeat.interval.ms": int("brokerHeartbeatIntervalMs", 1),
   "broker.session.timeout.ms": int("brokerSessionTimeoutMs", 1),
   "offsets.topic.replication.factor": int("offsetsTopicReplicationFactor", 1),
+  "transaction.state.log.num.partitions": int("transactionStateLogNumPartitions", 1),
+  "transaction.state.log.replication.factor": int("transactionStateLogReplicationFactor", 1),
+  "transaction.state.log.min.isr": int("transactionStateLogMinIsr", 1),
+  "transaction.max.timeout.ms": int("transactionMaxTimeoutMs", 1),
+  "transaction.abort.timed.out.transaction.cleanup.interval.ms": int(
+    "transactionAbortTimedOutTransactionCleanupIntervalMs",
+    1
+  ),
+  "transactional.id.expiration.ms": int("transactionalIdExpirationMs", 1),
   "replica.lag.time.max.ms": int("replicaLagTimeMaxMs", 1),
   "replica.high.watermark.checkpoint.interval.ms": int("replicaHighWatermarkCheckpointIntervalMs", 1),
   "unclean.leader.election.enable": bool("uncleanLeaderElectionEnable"),
@@ -575,13 +602,10 @@ const authorizerSettings = (cfg: BrokerConfig, props: ReadonlyMap<string, string
 }
 
 /**
- * Keys accepted for compatibility with Kafka config files, without effect: the transaction log's settings (no transaction
- * coordinator yet takes its own topic), the OS's socket buffer sizing, and the thread counts of
+ * Keys accepted for compatibility with Kafka config files, without effect: the OS's socket buffer sizing, and the thread counts of
  * `ConfigurationControl.BROKER_NO_OP_CONFIGS` (one event loop, no pools to size).
  */
 export const NO_OP_PROPERTIES: ReadonlySet<string> = new Set([
-  "transaction.state.log.replication.factor",
-  "transaction.state.log.min.isr",
   "socket.send.buffer.bytes",
   "socket.receive.buffer.bytes",
   ...ConfigurationControl.BROKER_NO_OP_CONFIGS

@@ -34,7 +34,8 @@ import {
   Scram,
   type Api,
   type Spec,
-  Uuid
+  Uuid,
+  WriteTxnMarkers
 } from "@clustermirror/protocol"
 import { PartitionLog, PartitionLogStore } from "@clustermirror/storage"
 import { Effect } from "effect"
@@ -47,6 +48,7 @@ import * as DynamicBrokerConfig from "@clustermirror/broker-config/DynamicBroker
 import * as AclApis from "@clustermirror/security/AclApis"
 import * as Authorization from "@clustermirror/security/Authorization"
 import * as GroupApis from "./GroupApis.js"
+import { TransactionApis, TransactionControl, TransactionRecords } from "@clustermirror/transaction-coordinator"
 import * as Listeners from "@clustermirror/security/Listeners"
 import { type BrokerContext, INTERNAL_TOPICS, ProducerIdManager, register } from "./KafkaApis.js"
 import type * as MetadataView from "./MetadataView.js"
@@ -57,6 +59,7 @@ import { CLOSE_BUDGET_MS, ReplicaManager } from "@clustermirror/replication/Repl
 import { Handlers } from "@clustermirror/network/RequestChannel"
 import type * as SocketServer from "@clustermirror/network/SocketServer"
 import * as AlterPartitionManager from "@clustermirror/replication/AlterPartitionManager"
+import * as CoordinatorLogs from "@clustermirror/replication/CoordinatorLogs"
 import * as TxnVerification from "@clustermirror/replication/TxnVerification"
 import { Channel } from "@clustermirror/network/Channel"
 
@@ -444,6 +447,17 @@ export const start = async (
     port: l.name === interBrokerName || l.port === 0 ? (servers.get(l.name)?.port ?? l.port) : l.port
   }))
   const adminEndpoint = advertised.find((l) => l.name === (adminListener?.name ?? interBrokerName))
+  const txns = TransactionApis.coordinator(ctx, {
+    log: CoordinatorLogs.make({
+      replicas,
+      nodeId,
+      topic: TransactionControl.TRANSACTION_STATE_TOPIC,
+      codec: TransactionRecords
+    }),
+    sendMarkers: (id, request) =>
+      peer(id)?.request(WriteTxnMarkers.api, request) ?? Promise.reject(new Error(`no endpoint of broker ${id}`)),
+    logLine: log
+  })
   const mirrors = MirrorRuntime.make({
     config,
     effectiveConfig: () => effectiveConfig,
@@ -508,6 +522,8 @@ export const start = async (
       minInsyncReplicasFor(effectiveConfig, topicView)
     )
     if (t.name === GroupApis.OFFSETS_TOPIC) groups.onLeadership(partitionId, p.leader === nodeId, p.leaderEpoch)
+    if (t.name === TransactionControl.TRANSACTION_STATE_TOPIC)
+      void txns.onLeadership(partitionId, p.leader === nodeId, p.leaderEpoch)
     if (t.name === MirrorRuntime.MIRROR_STATE_TOPIC)
       mirrors.onStatePartition(partitionId, p.leader, p.leaderEpoch, t.partitions.size)
     if (p.leader === nodeId || p.leader < 0) {
@@ -573,6 +589,8 @@ export const start = async (
         for (const tp of changes.deletes) {
           stopFetching(tp.topicName, tp.partitionId)
           if (tp.topicName === GroupApis.OFFSETS_TOPIC) groups.onLeadership(tp.partitionId, false, -1)
+          if (tp.topicName === TransactionControl.TRANSACTION_STATE_TOPIC)
+            void txns.onLeadership(tp.partitionId, false, -1)
           if (tp.topicName === MirrorRuntime.MIRROR_STATE_TOPIC) mirrors.onStatePartition(tp.partitionId, -1, -1, 0)
           replicas.deletePartition(tp.topicName, tp.partitionId)
         }
@@ -629,6 +647,12 @@ export const start = async (
     GroupApis.ensureOffsetsTopic(
       ctx,
       Math.min(config.offsetsTopicReplicationFactor, Math.max(1, ctx.view.brokers().length))
+    )
+  )
+  TransactionApis.register(handlers, ctx, txns, () =>
+    TransactionApis.ensureTransactionStateTopic(
+      ctx,
+      Math.min(config.transactionStateLogReplicationFactor, Math.max(1, ctx.view.brokers().length))
     )
   )
   const current = authorizer === undefined ? undefined : () => authorizer!
@@ -823,6 +847,7 @@ export const start = async (
         f.channel.close()
       }
       await groups.close()
+      await txns.close()
       await mirrors.close()
       for (const p of peers.values()) p.close()
       controller.close()

@@ -426,14 +426,8 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
       )
     )
     .register(DescribeProducers.api, (_req, request) => ProducerStates.describeProducers(ctx.replicas, request))
+    // Idempotent producers; a transactional id goes to the transaction coordinator, which wraps this.
     .register(InitProducerId.api, async (_req, request) => {
-      if (request.transactionalId !== null)
-        return {
-          throttleTimeMs: 0,
-          errorCode: Errors.ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-          producerId: -1n,
-          producerEpoch: -1
-        }
       // An idempotent producer re-initialising with its id keeps it and bumps the epoch (KIP-360).
       if (request.producerId >= 0n && request.producerEpoch >= 0 && request.producerEpoch < 32767)
         return {

@@ -8,6 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Acl } from "@clustermirror/authorizer"
 import {
+  AddOffsetsToTxn,
+  AddPartitionsToTxn,
   AlterUserScramCredentials,
   Api,
   BrokerHeartbeat,
@@ -23,7 +25,9 @@ import {
   DescribeClientQuotas,
   DescribeClusterMirrors,
   DescribeConfigs,
+  DescribeTransactions,
   DescribeUserScramCredentials,
+  EndTxn,
   Errors,
   Fetch,
   FindCoordinator,
@@ -564,6 +568,43 @@ describe("authorization (StandardAuthorizer, KIP-1279 §8.2)", () => {
       [binding({ resourceName: "payments", operation: Op.WRITE })],
       async () => expect((await init()).errorCode).toBe(E.CLUSTER_AUTHORIZATION_FAILED),
       async () => expect((await init()).errorCode).toBe(0)
+    )
+  })
+
+  it("transactions: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn need WRITE on the transactional id; DescribeTransactions DESCRIBE", async () => {
+    const txn = (operation: number) => binding({ resourceType: Res.TRANSACTIONAL_ID, resourceName: "t1", operation })
+    const add = () =>
+      client.call(
+        AddPartitionsToTxn.api,
+        {
+          v3AndBelowTransactionalId: "t1",
+          v3AndBelowProducerId: 1n,
+          v3AndBelowProducerEpoch: 0,
+          v3AndBelowTopics: [{ name: "orders", partitions: [0] }]
+        },
+        3
+      )
+    const offsets = () =>
+      client.call(AddOffsetsToTxn.api, { transactionalId: "t1", producerId: 1n, producerEpoch: 0, groupId: "g1" })
+    const end = () =>
+      client.call(EndTxn.api, { transactionalId: "t1", producerId: 1n, producerEpoch: 0, committed: true })
+    const describe = () => client.call(DescribeTransactions.api, { transactionalIds: ["t1"] })
+    const code = async () => (await add()).resultsByTopicV3AndBelow[0]!.resultsByPartition[0]!.partitionErrorCode
+    await row(
+      [txn(Op.WRITE), txn(Op.DESCRIBE)],
+      async () => {
+        expect(await code()).toBe(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        expect((await offsets()).errorCode).toBe(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        expect((await end()).errorCode).toBe(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        expect((await describe()).transactionStates[0]!.errorCode).toBe(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+      },
+      async () => {
+        // Past authorization: the topic and the group are refused next, then the coordinator answers.
+        expect(await code()).toBe(E.TOPIC_AUTHORIZATION_FAILED)
+        expect((await offsets()).errorCode).toBe(E.GROUP_AUTHORIZATION_FAILED)
+        expect((await end()).errorCode).not.toBe(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        expect((await describe()).transactionStates[0]!.errorCode).not.toBe(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+      }
     )
   })
 

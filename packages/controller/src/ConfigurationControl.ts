@@ -226,8 +226,12 @@ export const BROKER_READ_ONLY_CONFIGS: ReadonlySet<string> = new Set([
   "socket.request.max.bytes",
   "socket.send.buffer.bytes",
   "super.users",
+  "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+  "transaction.max.timeout.ms",
   "transaction.state.log.min.isr",
-  "transaction.state.log.replication.factor"
+  "transaction.state.log.num.partitions",
+  "transaction.state.log.replication.factor",
+  "transactional.id.expiration.ms"
 ])
 
 const COMPACTION = "log compaction is not implemented yet"

@@ -64,6 +64,8 @@ import * as DescribeQuorum from "./apis/DescribeQuorum.js"
 import * as ElectLeaders from "./apis/ElectLeaders.js"
 import * as AlterPartitionReassignments from "./apis/AlterPartitionReassignments.js"
 import * as ListPartitionReassignments from "./apis/ListPartitionReassignments.js"
+import * as DescribeTransactions from "./apis/DescribeTransactions.js"
+import * as ListTransactions from "./apis/ListTransactions.js"
 
 // biome-ignore lint/suspicious/noExplicitAny: a registry of heterogeneous APIs
 export type AnyApi = ApiDef<any, any>
@@ -129,7 +131,9 @@ export const all: ReadonlyArray<AnyApi> = [
   DescribeQuorum.api,
   ElectLeaders.api,
   AlterPartitionReassignments.api,
-  ListPartitionReassignments.api
+  ListPartitionReassignments.api,
+  DescribeTransactions.api,
+  ListTransactions.api
 ]
 
 export const byKey: ReadonlyMap<number, AnyApi> = new Map(all.map((a) => [a.key, a]))

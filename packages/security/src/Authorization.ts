@@ -9,6 +9,8 @@
 import { Acl, type StandardAuthorizer } from "@clustermirror/authorizer"
 import { ConfigurationControl } from "@clustermirror/controller"
 import {
+  AddOffsetsToTxn,
+  AddPartitionsToTxn,
   AllocateProducerIds,
   ApiVersions,
   Apis,
@@ -29,6 +31,8 @@ import {
   DescribeConfigs,
   DescribeGroups,
   DescribeProducers,
+  DescribeTransactions,
+  EndTxn,
   DescribeUserScramCredentials,
   ElectLeaders,
   Errors,
@@ -42,6 +46,7 @@ import {
   ListClusterMirrors,
   ListGroups,
   ListOffsets,
+  ListTransactions,
   Metadata,
   OffsetCommit,
   OffsetFetch,
@@ -575,6 +580,87 @@ const installChecks = (handlers: Handlers, ctx: AuthorizationContext): void => {
     return c.cluster(Op.IDEMPOTENT_WRITE) || c.az.authorizeByResourceType(c.id, Op.WRITE, Res.TOPIC)
       ? next(req, request)
       : refuse(E.CLUSTER_AUTHORIZATION_FAILED)
+  })
+
+  // -------------------------------------------------------------------------------------------------
+  // Transactions (the coordinator side)
+
+  guard(handlers, src, AddPartitionsToTxn.api, async (c, req, request, next) => {
+    const results = (
+      code: (topic: string) => number,
+      topics: ReadonlyArray<{ name: string; partitions: ReadonlyArray<number> }>
+    ) =>
+      topics.map((t) => ({
+        name: t.name,
+        resultsByPartition: t.partitions.map((p) => ({ partitionIndex: p, partitionErrorCode: code(t.name) }))
+      }))
+    // From v4 only partition leaders send it (KIP-890 verification): CLUSTER_ACTION, as in Kafka.
+    if (req.apiVersion >= 4)
+      return c.cluster(Op.CLUSTER_ACTION)
+        ? next(req, request)
+        : { throttleTimeMs: 0, errorCode: E.CLUSTER_AUTHORIZATION_FAILED, resultsByTransaction: [] }
+    const topics = request.v3AndBelowTopics
+    if (!c.can(Op.WRITE, Res.TRANSACTIONAL_ID, request.v3AndBelowTransactionalId))
+      return {
+        throttleTimeMs: 0,
+        resultsByTopicV3AndBelow: results(() => E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, topics)
+      }
+    const refused = new Set(topics.filter((t) => !c.topic(Op.WRITE, t.name)).map((t) => t.name))
+    if (refused.size === 0) return next(req, request)
+    // Like Kafka: nothing is added when a topic is refused; the others are "not attempted".
+    return {
+      throttleTimeMs: 0,
+      resultsByTopicV3AndBelow: results(
+        (t) => (refused.has(t) ? E.TOPIC_AUTHORIZATION_FAILED : E.OPERATION_NOT_ATTEMPTED),
+        topics
+      )
+    }
+  })
+  guard(handlers, src, AddOffsetsToTxn.api, (c, req, request, next) =>
+    !c.can(Op.WRITE, Res.TRANSACTIONAL_ID, request.transactionalId)
+      ? { throttleTimeMs: 0, errorCode: E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED }
+      : !c.group(Op.READ, request.groupId)
+        ? { throttleTimeMs: 0, errorCode: E.GROUP_AUTHORIZATION_FAILED }
+        : next(req, request)
+  )
+  guard(handlers, src, EndTxn.api, (c, req, request, next) =>
+    c.can(Op.WRITE, Res.TRANSACTIONAL_ID, request.transactionalId)
+      ? next(req, request)
+      : { throttleTimeMs: 0, errorCode: E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED }
+  )
+  guard(handlers, src, ListTransactions.api, async (c, req, request, next) => {
+    const out = await resolved(next(req, request))
+    if (out === NoResponse) return out
+    return {
+      ...out,
+      transactionStates: (out.transactionStates ?? []).filter((t) =>
+        c.can(Op.DESCRIBE, Res.TRANSACTIONAL_ID, t.transactionalId ?? "")
+      )
+    }
+  })
+  guard(handlers, src, DescribeTransactions.api, async (c, req, request, next) => {
+    const [allowed, refused] = partition(request.transactionalIds, (id) => c.can(Op.DESCRIBE, Res.TRANSACTIONAL_ID, id))
+    const refusedStates = refused.map((transactionalId) => ({
+      errorCode: E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+      transactionalId,
+      transactionState: "",
+      transactionTimeoutMs: 0,
+      transactionStartTimeMs: -1n,
+      producerId: -1n,
+      producerEpoch: -1,
+      topics: []
+    }))
+    const out =
+      allowed.length === 0
+        ? { transactionStates: [] }
+        : await resolved(next(req, { ...request, transactionalIds: allowed }))
+    if (out === NoResponse) return out
+    // The partitions of topics the principal may not describe are left out, as Kafka does.
+    const states = (out.transactionStates ?? []).map((t) => ({
+      ...t,
+      topics: (t.topics ?? []).filter((x) => c.topic(Op.DESCRIBE, x.topic ?? ""))
+    }))
+    return { throttleTimeMs: 0, ...out, transactionStates: [...states, ...refusedStates] }
   })
 
   // -------------------------------------------------------------------------------------------------
