@@ -10,6 +10,7 @@ import {
   SaslHandshake,
   DescribeCluster,
   DescribeConfigs,
+  DeleteRecords,
   Errors,
   Fetch,
   InitProducerId,
@@ -24,6 +25,7 @@ import * as LogConfigs from "@clustermirror/broker-config/LogConfigs"
 import type * as MetadataView from "./MetadataView.js"
 import type * as MirrorApis from "@clustermirror/mirror/MirrorApis"
 import type * as ReplicaManager from "@clustermirror/replication/ReplicaManager"
+import * as ReplicaDeleteRecords from "@clustermirror/replication/DeleteRecords"
 import { type Handlers, NoResponse } from "@clustermirror/network/RequestChannel"
 import { ConfigurationControl } from "@clustermirror/controller"
 
@@ -287,7 +289,8 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
             lastFetchedEpoch: p.lastFetchedEpoch,
             partitionMaxBytes: p.partitionMaxBytes,
             mirrorLeaderEpoch: p.mirrorLeaderEpoch,
-            mirrorTopic
+            mirrorTopic,
+            logStartOffset: Number(p.logStartOffset)
           }))
         })
         const results = await ctx.replicas.fetch({
@@ -370,6 +373,18 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
         })
       }))
     }))
+    // A mirror topic's records are the source's until its partition is STOPPED (the source's deletions arrive
+    // through the mirror fetcher).
+    .register(DeleteRecords.api, (_req, request) =>
+      ReplicaDeleteRecords.handle(ctx.replicas, request, {
+        known: (topic, partition) =>
+          ctx.view.topicByName(topic)?.partitions.some((p) => p.partitionId === partition) === true,
+        refusal: (topic, partition) =>
+          ctx.view.topicByName(topic)?.readOnly === true && ctx.mirrorProduceState?.(topic, partition) !== "writable"
+            ? Errors.ErrorCode.READ_ONLY_TOPIC
+            : 0
+      })
+    )
     .register(OffsetForLeaderEpoch.api, (_req, request) => ({
       throttleTimeMs: 0,
       topics: request.topics.map((t) => ({

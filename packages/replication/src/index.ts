@@ -3,4 +3,5 @@
  */
 export * as AlterPartitionManager from "./AlterPartitionManager.js"
 export * as CoordinatorLogs from "./CoordinatorLogs.js"
+export * as DeleteRecords from "./DeleteRecords.js"
 export * as ReplicaManager from "./ReplicaManager.js"
