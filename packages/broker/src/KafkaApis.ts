@@ -11,6 +11,7 @@ import {
   DescribeCluster,
   DescribeConfigs,
   DescribeProducers,
+  DeleteRecords,
   Errors,
   Fetch,
   InitProducerId,
@@ -29,6 +30,7 @@ import type * as MirrorApis from "@clustermirror/mirror/MirrorApis"
 import type * as ReplicaManager from "@clustermirror/replication/ReplicaManager"
 import * as ProducerStates from "@clustermirror/replication/ProducerStates"
 import * as TxnMarkers from "@clustermirror/replication/TxnMarkers"
+import * as ReplicaDeleteRecords from "@clustermirror/replication/DeleteRecords"
 import { type Handlers, NoResponse } from "@clustermirror/network/RequestChannel"
 import { ConfigurationControl } from "@clustermirror/controller"
 
@@ -304,7 +306,8 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
             lastFetchedEpoch: p.lastFetchedEpoch,
             partitionMaxBytes: p.partitionMaxBytes,
             mirrorLeaderEpoch: p.mirrorLeaderEpoch,
-            mirrorTopic
+            mirrorTopic,
+            logStartOffset: Number(p.logStartOffset)
           }))
         })
         const results = await ctx.replicas.fetch({
@@ -387,6 +390,18 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
         })
       }))
     }))
+    // A mirror topic's records are the source's until its partition is STOPPED (the source's deletions arrive
+    // through the mirror fetcher).
+    .register(DeleteRecords.api, (_req, request) =>
+      ReplicaDeleteRecords.handle(ctx.replicas, request, {
+        known: (topic, partition) =>
+          ctx.view.topicByName(topic)?.partitions.some((p) => p.partitionId === partition) === true,
+        refusal: (topic, partition) =>
+          ctx.view.topicByName(topic)?.readOnly === true && ctx.mirrorProduceState?.(topic, partition) !== "writable"
+            ? Errors.ErrorCode.READ_ONLY_TOPIC
+            : 0
+      })
+    )
     .register(OffsetForLeaderEpoch.api, (_req, request) => ({
       throttleTimeMs: 0,
       topics: request.topics.map((t) => ({

@@ -20,6 +20,7 @@ import {
   CreateTopics,
   DeleteAcls,
   DeleteClusterMirror,
+  DeleteRecords,
   DeleteTopics,
   DescribeAcls,
   DescribeClientQuotas,
@@ -503,6 +504,43 @@ describe("authorization (StandardAuthorizer, KIP-1279 §8.2)", () => {
       [binding({ resourceName: "made", operation: Op.DELETE })],
       async () => expect((await remove()).responses.map((r) => r.errorCode)).toEqual([E.TOPIC_AUTHORIZATION_FAILED]),
       async () => expect((await remove()).responses.map((r) => r.errorCode)).toEqual([0])
+    )
+  })
+
+  it("DeleteRecords needs DELETE on the topic", async () => {
+    const produced = await admin.call(Produce.api, {
+      acks: -1,
+      timeoutMs: 10_000,
+      topicData: [
+        {
+          name: "payments",
+          partitionData: [
+            {
+              index: 0,
+              records: RecordBatch.build({ records: [{ value: Buffer.from("a") }, { value: Buffer.from("b") }] })
+            }
+          ]
+        }
+      ]
+    })
+    expect(produced.responses[0]!.partitionResponses[0]!.errorCode).toBe(0)
+    const remove = () =>
+      client.call(DeleteRecords.api, {
+        topics: [{ name: "payments", partitions: [{ partitionIndex: 0, offset: 1n }] }],
+        timeoutMs: 10_000
+      })
+    const answers = async () =>
+      (await remove()).topics.flatMap((t) => t.partitions.map((p) => [p.errorCode, p.lowWatermark]))
+    // DESCRIBE (implied by READ) is not enough.
+    await row(
+      [binding({ resourceName: "payments", operation: Op.READ })],
+      async () => expect(await answers()).toEqual([[E.TOPIC_AUTHORIZATION_FAILED, -1n]]),
+      async () => expect(await answers()).toEqual([[E.TOPIC_AUTHORIZATION_FAILED, -1n]])
+    )
+    await row(
+      [binding({ resourceName: "payments", operation: Op.DELETE })],
+      async () => expect(await answers()).toEqual([[E.TOPIC_AUTHORIZATION_FAILED, -1n]]),
+      async () => expect(await answers()).toEqual([[0, 1n]])
     )
   })
 

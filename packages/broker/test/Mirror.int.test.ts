@@ -8,6 +8,7 @@ import { Connection } from "@clustermirror/client"
 import {
   CreateClusterMirror,
   DeleteClusterMirror,
+  DeleteRecords,
   Errors,
   Metadata,
   Produce,
@@ -64,6 +65,20 @@ describe("cluster mirror operations", () => {
     return res.responses[0]!.partitionResponses[0]!.errorCode
   }
 
+  /** DeleteRecords up to the high watermark of "orders"-0 on its leader; returns the partition's answer. */
+  const deleteRecords = async () => {
+    const leader = (await leaderOf("orders")).partitions.find((p) => p.partitionIndex === 0)!.leaderId
+    const port = cluster.brokers.find((b) => b.nodeId === leader)!.port
+    const to = await Connection.open({ host: "127.0.0.1", port })
+    const res = await to.call(DeleteRecords.api, {
+      topics: [{ name: "orders", partitions: [{ partitionIndex: 0, offset: -1n }] }],
+      timeoutMs: 10_000
+    })
+    await to.close()
+    const p = res.topics[0]!.partitions[0]!
+    return [p.errorCode, p.lowWatermark]
+  }
+
   const leaderOf = async (topic: string) => {
     for (let i = 0; i < 100; i++) {
       const md = await conn.call(Metadata.api, {
@@ -99,6 +114,8 @@ describe("cluster mirror operations", () => {
     expect(topic.partitions.length).toBe(3)
 
     expect(await produce()).toBe(Errors.ErrorCode.READ_ONLY_TOPIC)
+    // The source's deletions reach a mirror topic through the mirror; clients may not delete records in it.
+    expect(await deleteRecords()).toEqual([Errors.ErrorCode.READ_ONLY_TOPIC, -1n])
 
     const wrongMirror = await conn.call(StopMirrorTopics.api, {
       mirrorName: "other",
@@ -112,6 +129,10 @@ describe("cluster mirror operations", () => {
     expect(stopped.topics.map((t) => t.errorCode)).toEqual([0])
     for (let i = 0; i < 100 && (await produce()) !== 0; i++) await new Promise((r) => setTimeout(r, 50))
     expect(await produce()).toBe(0)
+    // Stopped: the log start moves to the high watermark (the records produced, after the stop's control batch).
+    const [code, lowWatermark] = await deleteRecords()
+    expect(code).toBe(0)
+    expect(lowWatermark).toBeGreaterThan(1n)
 
     // Delete needs every partition STOPPED; the broker waits for those still stopping.
     const deleted = await conn.call(DeleteClusterMirror.api, { mirrorName: "m" })

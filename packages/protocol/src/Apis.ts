@@ -39,6 +39,7 @@ import * as EndTxn from "./apis/EndTxn.js"
 import * as AddPartitionsToTxn from "./apis/AddPartitionsToTxn.js"
 import * as AddOffsetsToTxn from "./apis/AddOffsetsToTxn.js"
 import * as TxnOffsetCommit from "./apis/TxnOffsetCommit.js"
+import * as DeleteRecords from "./apis/DeleteRecords.js"
 import * as WriteTxnMarkers from "./apis/WriteTxnMarkers.js"
 import * as DescribeProducers from "./apis/DescribeProducers.js"
 import * as CreateClusterMirror from "./apis/CreateClusterMirror.js"
@@ -107,6 +108,7 @@ export const all: ReadonlyArray<AnyApi> = [
   AddPartitionsToTxn.api,
   AddOffsetsToTxn.api,
   TxnOffsetCommit.api,
+  DeleteRecords.api,
   WriteTxnMarkers.api,
   DescribeProducers.api,
   CreateClusterMirror.api,

@@ -24,6 +24,8 @@ export interface Registration {
 
 interface FollowerState {
   logEndOffset: number
+  /** The log start the follower reported in its last fetch, -1 before it reported one. */
+  logStartOffset: number
   lastCaughtUpTimeMs: number
   lastFetchLeaderLogEndOffset: number
   lastFetchTimeMs: number
@@ -76,6 +78,14 @@ export interface FetchPartitionRequest {
   /** KIP-1279 §6.4: the follower's `MirrorLeaderEpoch` (-1 when absent) and whether the topic has a mirror name. */
   readonly mirrorLeaderEpoch?: number
   readonly mirrorTopic?: boolean
+  /** A follower's log start (Fetch v5+), -1 or absent when unknown. */
+  readonly logStartOffset?: number
+}
+
+/** DeleteRecords on one partition: the low watermark once reached, -1 with an error. */
+export interface DeleteRecordsResult {
+  readonly errorCode: number
+  readonly lowWatermark: bigint
 }
 
 export interface FetchPartitionResult {
@@ -274,6 +284,7 @@ export class ReplicaManager {
         if (r !== this.nodeId)
           followers.set(r, {
             logEndOffset: -1,
+            logStartOffset: -1,
             lastCaughtUpTimeMs: reg.isr.includes(r) ? now : 0,
             lastFetchLeaderLogEndOffset: -1,
             lastFetchTimeMs: 0
@@ -281,8 +292,9 @@ export class ReplicaManager {
       state.followers = followers.size === 0 ? NO_FOLLOWERS : followers
     }
     if (isLeader) this.maybeIncrementHighWatermark(state)
-    // A partition that changes hands must fail any producer still waiting on it.
-    if (!isLeader || reg.leaderEpoch > oldEpoch) this.wake(k)
+    // A partition that changes hands must fail any producer still waiting on it; an ISR change may complete
+    // a DeleteRecords.
+    this.wake(k)
     return { state, becameLeader, becameFollower: !isLeader && (wasLeader || reg.leaderEpoch > oldEpoch) }
   }
 
@@ -487,10 +499,15 @@ export class ReplicaManager {
     }
   }
 
-  /** Records a follower's fetch position: it is the follower's log end offset. */
-  private updateFollower(p: PartitionState, replicaId: number, fetchOffset: number): void {
+  /** Records a follower's fetch position (its log end offset) and its log start. */
+  private updateFollower(p: PartitionState, replicaId: number, fetchOffset: number, logStartOffset: number): void {
     const f = p.followers.get(replicaId)
     if (f === undefined) return
+    if (logStartOffset >= 0 && logStartOffset !== f.logStartOffset) {
+      f.logStartOffset = logStartOffset
+      // DeleteRecords waits for the low watermark, which this may have moved.
+      this.wake(key(p.topic, p.partition))
+    }
     const now = this.now()
     const leo = p.log.logEndOffset
     if (fetchOffset >= leo) f.lastCaughtUpTimeMs = now
@@ -554,6 +571,8 @@ export class ReplicaManager {
           if (r.errorCode === 0 && r.registration !== null && r.registration.partitionEpoch >= p.partitionEpoch) {
             p.isr = r.registration.isr
             p.partitionEpoch = r.registration.partitionEpoch
+            // A smaller ISR may complete a DeleteRecords waiting for a follower that left it.
+            this.wake(key(p.topic, p.partition))
           }
           this.maybeIncrementHighWatermark(p)
         },
@@ -626,7 +645,12 @@ export class ReplicaManager {
         results.push({ ...base, ...positions(), errorCode: E.OFFSET_OUT_OF_RANGE, currentLeader: leader })
         continue
       }
-      if (follower) this.updateFollower(p, params.replicaId, rp.fetchOffset)
+      if (follower) {
+        const reported = rp.logStartOffset ?? -1
+        this.updateFollower(p, params.replicaId, rp.fetchOffset, reported)
+        // A follower behind the log start (DeleteRecords) learns it now, not after a long poll.
+        if (reported >= 0 && reported < log.logStartOffset) anyError = true
+      }
       const maxOffset = follower
         ? log.logEndOffset
         : params.isolationLevel === 1
@@ -709,6 +733,75 @@ export class ReplicaManager {
     if (p === undefined || p.leader !== this.nodeId) return
     this.maybeIncrementHighWatermark(p)
     this.wake(key(topic, partition))
+  }
+
+  /**
+   * The low watermark of a partition this broker leads: the smallest log start over the leader and the
+   * followers in the ISR (a follower that has not reported one counts as -1).
+   */
+  private lowWatermark(p: PartitionState): number {
+    let lw = p.log.logStartOffset
+    for (const r of p.isr) {
+      if (r === this.nodeId) continue
+      lw = Math.min(lw, p.followers.get(r)?.logStartOffset ?? -1)
+    }
+    return lw
+  }
+
+  /**
+   * DeleteRecords on one partition as its leader: moves the log start to `offset` (-1: the high watermark)
+   * and answers with the low watermark once every in-sync replica's log start has reached it, or
+   * REQUEST_TIMED_OUT after `timeoutMs`. `refusal` is asked once the partition is known to be led here
+   * (e.g. READ_ONLY_TOPIC for a mirror topic); 0 lets the deletion go on. Internal topics answer
+   * INVALID_TOPIC_EXCEPTION, an offset outside [0, high watermark] OFFSET_OUT_OF_RANGE.
+   */
+  deleteRecords(
+    topic: string,
+    partition: number,
+    offset: number,
+    timeoutMs: number,
+    refusal: () => number = () => 0
+  ): DeleteRecordsResult | Promise<DeleteRecordsResult> {
+    const fail = (errorCode: number): DeleteRecordsResult => ({ errorCode, lowWatermark: -1n })
+    const p = this.get(topic, partition)
+    if (p === undefined) return fail(E.UNKNOWN_TOPIC_OR_PARTITION)
+    if (p.internal) return fail(E.INVALID_TOPIC_EXCEPTION)
+    if (p.leader !== this.nodeId) return fail(E.NOT_LEADER_OR_FOLLOWER)
+    const refused = refusal()
+    if (refused !== 0) return fail(refused)
+    const required = offset === -1 ? p.log.highWatermark : offset
+    if (required < 0) return fail(E.OFFSET_OUT_OF_RANGE)
+    try {
+      p.log.deleteRecordsBefore(required)
+    } catch (e) {
+      return fail(this.failureCode("delete records", topic, partition, e))
+    }
+    const k = key(topic, partition)
+    // Followers waiting in a long poll answer now, with the new log start.
+    this.wake(k)
+    const initial = this.lowWatermark(p)
+    if (initial >= required) return { errorCode: 0, lowWatermark: BigInt(initial) }
+    const epoch = p.leaderEpoch
+    return new Promise((resolve) => {
+      const deadline = setTimeout(
+        () => done({ errorCode: E.REQUEST_TIMED_OUT, lowWatermark: BigInt(initial) }),
+        timeoutMs
+      )
+      const check = () => {
+        const current = this.partitions.get(topic, partition)
+        if (current === undefined) return done(fail(E.UNKNOWN_TOPIC_OR_PARTITION))
+        if (current.leader !== this.nodeId || current.leaderEpoch !== epoch) return done(fail(E.NOT_LEADER_OR_FOLLOWER))
+        const lw = this.lowWatermark(current)
+        if (lw >= required) return done({ errorCode: 0, lowWatermark: BigInt(lw) })
+        this.addWaiter(k, check)
+      }
+      const done = (r: DeleteRecordsResult) => {
+        clearTimeout(deadline)
+        this.waiters.get(k)?.delete(check)
+        resolve(r)
+      }
+      this.addWaiter(k, check)
+    })
   }
 
   /** Wakes fetches and producers waiting on a partition after a follower append or truncation. */

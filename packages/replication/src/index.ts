@@ -3,6 +3,7 @@
  */
 export * as AlterPartitionManager from "./AlterPartitionManager.js"
 export * as CoordinatorLogs from "./CoordinatorLogs.js"
+export * as DeleteRecords from "./DeleteRecords.js"
 export * as ReplicaManager from "./ReplicaManager.js"
 export * as TxnMarkers from "./TxnMarkers.js"
 export * as ProducerStates from "./ProducerStates.js"

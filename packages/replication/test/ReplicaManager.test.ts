@@ -410,3 +410,155 @@ describe("ReplicaManager.close", () => {
     expect(() => log.read(0, 1 << 20)).toThrow(/closed/)
   })
 })
+
+describe("ReplicaManager DeleteRecords", () => {
+  /** A follower fetch that reports the follower's log start, as Fetch v5+ does. */
+  const fetchReporting = (rm: ReplicaManager, replicaId: number, fetchOffset: number, logStartOffset: number) =>
+    rm.fetch({
+      replicaId,
+      maxWaitMs: 60_000,
+      minBytes: 1,
+      maxBytes: 1 << 20,
+      isolationLevel: 0,
+      partitions: [
+        {
+          topic: "t",
+          partition: 0,
+          fetchOffset,
+          currentLeaderEpoch: 5,
+          lastFetchedEpoch: -1,
+          partitionMaxBytes: 1 << 20,
+          logStartOffset
+        }
+      ]
+    })
+
+  it("moves the log start and answers once every ISR follower reports it", async () => {
+    const { rm, followerFetch, log } = setup()
+    await rm.appendAsLeader("t", 0, batch(10), true, 1)
+    await followerFetch(2, 10)
+    await followerFetch(3, 10)
+    expect(log.highWatermark).toBe(10)
+    let answered = false
+    const result = Promise.resolve(rm.deleteRecords("t", 0, 6, 60_000)).then((r) => {
+      answered = true
+      return r
+    })
+    expect(log.logStartOffset).toBe(6)
+    // A follower behind the log start is answered at once (no long poll), and learns it.
+    const [r2] = await fetchReporting(rm, 2, 10, 0)
+    expect(r2!.logStartOffset).toBe(6n)
+    await fetchReporting(rm, 3, 10, 0)
+    await flush()
+    expect(answered).toBe(false)
+    void fetchReporting(rm, 2, 10, 6)
+    await flush()
+    expect(answered).toBe(false)
+    void fetchReporting(rm, 3, 10, 6)
+    expect(await result).toEqual({ errorCode: 0, lowWatermark: 6n })
+    rm.close()
+  })
+
+  it("takes -1 as the high watermark, refuses offsets above it, and answers at once without followers", async () => {
+    const { rm, followerFetch, log } = setup({ isr: [1] })
+    await rm.appendAsLeader("t", 0, batch(8), true, 1)
+    await followerFetch(2, 5)
+    expect(log.highWatermark).toBe(8)
+    expect(await rm.deleteRecords("t", 0, 9, 1000)).toEqual({
+      errorCode: Errors.ErrorCode.OFFSET_OUT_OF_RANGE,
+      lowWatermark: -1n
+    })
+    expect(await rm.deleteRecords("t", 0, -2, 1000)).toEqual({
+      errorCode: Errors.ErrorCode.OFFSET_OUT_OF_RANGE,
+      lowWatermark: -1n
+    })
+    expect(await rm.deleteRecords("t", 0, -1, 1000)).toEqual({ errorCode: 0, lowWatermark: 8n })
+    expect(log.logStartOffset).toBe(8)
+    // Below the log start: nothing moves, the low watermark is answered.
+    expect(await rm.deleteRecords("t", 0, 3, 1000)).toEqual({ errorCode: 0, lowWatermark: 8n })
+  })
+
+  it("answers REQUEST_TIMED_OUT when a follower in the ISR does not follow, and errors per partition", async () => {
+    const { rm, followerFetch } = setup()
+    await rm.appendAsLeader("t", 0, batch(4), true, 1)
+    await followerFetch(2, 4)
+    await followerFetch(3, 4)
+    expect(await rm.deleteRecords("t", 0, 2, 1)).toEqual({
+      errorCode: Errors.ErrorCode.REQUEST_TIMED_OUT,
+      lowWatermark: -1n
+    })
+    expect((await rm.deleteRecords("nope", 0, 2, 1)).errorCode).toBe(Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    expect((await rm.deleteRecords("t", 0, 2, 1, () => Errors.ErrorCode.READ_ONLY_TOPIC)).errorCode).toBe(
+      Errors.ErrorCode.READ_ONLY_TOPIC
+    )
+    rm.applyRegistration(
+      "t",
+      0,
+      "q83vEjRWeJCrze8SNFZ4kA",
+      { replicas: [1, 2, 3], isr: [2, 3], leader: 2, leaderEpoch: 6, partitionEpoch: 1 },
+      PartitionLog.defaultConfig,
+      false
+    )
+    expect((await rm.deleteRecords("t", 0, 2, 1)).errorCode).toBe(Errors.ErrorCode.NOT_LEADER_OR_FOLLOWER)
+  })
+
+  it("fails a waiting deletion with NOT_LEADER_OR_FOLLOWER when leadership moves", async () => {
+    const { rm, followerFetch } = setup()
+    await rm.appendAsLeader("t", 0, batch(4), true, 1)
+    await followerFetch(2, 4)
+    await followerFetch(3, 4)
+    const waiting = rm.deleteRecords("t", 0, 3, 60_000)
+    rm.applyRegistration(
+      "t",
+      0,
+      "q83vEjRWeJCrze8SNFZ4kA",
+      { replicas: [1, 2, 3], isr: [2, 3], leader: 2, leaderEpoch: 6, partitionEpoch: 1 },
+      PartitionLog.defaultConfig,
+      false
+    )
+    expect(await waiting).toEqual({ errorCode: Errors.ErrorCode.NOT_LEADER_OR_FOLLOWER, lowWatermark: -1n })
+  })
+
+  it("refuses internal topics with INVALID_TOPIC_EXCEPTION", async () => {
+    const rm = new ReplicaManager({ store: PartitionLogStore.makeMemoryStore(), nodeId: 1 })
+    rm.applyRegistration(
+      "__consumer_offsets",
+      0,
+      "q83vEjRWeJCrze8SNFZ4kA",
+      { replicas: [1], isr: [1], leader: 1, leaderEpoch: 0, partitionEpoch: 0 },
+      PartitionLog.defaultConfig,
+      true
+    )
+    expect((await rm.deleteRecords("__consumer_offsets", 0, 0, 1)).errorCode).toBe(
+      Errors.ErrorCode.INVALID_TOPIC_EXCEPTION
+    )
+  })
+
+  it("keeps the log start across a restart of a file log", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "delete-records-"))
+    try {
+      const open = () => {
+        const rm = new ReplicaManager({ store: PartitionLogStore.makeFileStore(dir), nodeId: 1 })
+        rm.applyRegistration(
+          "t",
+          0,
+          "q83vEjRWeJCrze8SNFZ4kA",
+          { replicas: [1], isr: [1], leader: 1, leaderEpoch: 0, partitionEpoch: 0 },
+          PartitionLog.defaultConfig,
+          false
+        )
+        return rm
+      }
+      const rm = open()
+      for (let i = 0; i < 5; i++) await rm.appendAsLeader("t", 0, batch(2), true, 1)
+      expect(await rm.deleteRecords("t", 0, 7, 1000)).toEqual({ errorCode: 0, lowWatermark: 7n })
+      rm.close()
+      const again = open()
+      expect(again.get("t", 0)!.log.logStartOffset).toBe(7)
+      expect(again.listOffset("t", 0, -2, 0, -1).offset).toBe(7n)
+      again.close()
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})

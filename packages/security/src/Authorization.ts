@@ -24,6 +24,7 @@ import {
   CreatePartitions,
   CreateTopics,
   DeleteClusterMirror,
+  DeleteRecords,
   DeleteTopics,
   DescribeClientQuotas,
   DescribeCluster,
@@ -498,6 +499,23 @@ const installChecks = (handlers: Handlers, ctx: AuthorizationContext): void => {
     const out = allowed.length === 0 ? { topics: [] } : await resolved(next(req, { ...request, topics: allowed }))
     if (out === NoResponse) return out
     return { throttleTimeMs: 0, ...out, topics: [...(out.topics ?? []).map(withConfigs), ...refusedTopics] }
+  })
+
+  // DeleteRecords: DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions (Kafka's rule).
+  guard(handlers, src, DeleteRecords.api, async (c, req, request, next) => {
+    const [allowed, refused] = partition(request.topics, (t) => c.topic(Op.DELETE, t.name))
+    if (refused.length === 0) return next(req, request)
+    const refusedTopics = refused.map((t) => ({
+      name: t.name,
+      partitions: t.partitions.map((p) => ({
+        partitionIndex: p.partitionIndex,
+        lowWatermark: -1n,
+        errorCode: E.TOPIC_AUTHORIZATION_FAILED
+      }))
+    }))
+    const out = allowed.length === 0 ? { topics: [] } : await resolved(next(req, { ...request, topics: allowed }))
+    if (out === NoResponse) return out
+    return { throttleTimeMs: 0, ...out, topics: [...(out.topics ?? []), ...refusedTopics] }
   })
 
   guard(handlers, src, DeleteTopics.api, async (c, req, request, next) => {

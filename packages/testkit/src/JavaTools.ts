@@ -1,7 +1,8 @@
 /**
  * Apache Kafka's own command-line tools, run as `java -cp '<libs>/*' <main class> ...` against any
  * cluster (Apache Kafka or ours): kafka-topics, kafka-acls, the console producer and consumer, consumer-groups,
- * kafka-configs, kafka-leader-election, kafka-transactions and the producer/consumer performance tools.
+ * kafka-configs, kafka-leader-election, kafka-transactions, kafka-delete-records and the producer/consumer
+ * performance tools.
  *
  * Arguments are passed through unchanged (including `--bootstrap-server`), so a test says exactly what an
  * operator would type. A failing exit is a result, not an exception; `expectSuccess` turns it into one.
@@ -21,6 +22,7 @@ export const MainClass = {
   producerPerf: "org.apache.kafka.tools.ProducerPerformance",
   consumerPerf: "org.apache.kafka.tools.ConsumerPerformance",
   leaderElection: "org.apache.kafka.tools.LeaderElectionCommand",
+  deleteRecords: "org.apache.kafka.tools.DeleteRecordsCommand",
   acls: "org.apache.kafka.tools.AclCommand",
   transactions: "org.apache.kafka.tools.TransactionsCommand",
   storage: "kafka.tools.StorageTool"
@@ -118,6 +120,13 @@ export const consumerPerf = (args: ReadonlyArray<string>, opts?: ToolOptions): P
 /** `kafka-leader-election.sh`: e.g. `["--bootstrap-server", b, "--election-type", "PREFERRED", "--all-topic-partitions"]`. */
 export const leaderElection = (args: ReadonlyArray<string>, opts?: ToolOptions): Promise<ToolResult> =>
   run(MainClass.leaderElection, args, opts)
+
+/**
+ * `kafka-delete-records.sh`: `["--bootstrap-server", b, "--offset-json-file", file]`, the file
+ * `{"partitions":[{"topic":t,"partition":0,"offset":n}],"version":1}` (offset -1: the high watermark).
+ */
+export const deleteRecords = (args: ReadonlyArray<string>, opts?: ToolOptions): Promise<ToolResult> =>
+  run(MainClass.deleteRecords, args, opts)
 
 /** Returns `result` if the tool exited with 0, else throws a `ToolError` quoting its stderr. */
 export const expectSuccess = (tool: string, result: ToolResult): ToolResult => {
