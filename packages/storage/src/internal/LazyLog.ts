@@ -9,6 +9,9 @@ import { Buffer } from "node:buffer"
 import type {
   AbortedTransaction,
   AppendInfo,
+  CleanableState,
+  CleanPass,
+  KeyOffsetMap,
   EpochEndOffset,
   LogConfig,
   OpenTransaction,
@@ -120,6 +123,14 @@ export class LazyLog implements PartitionLog {
     if (this.real === undefined && offset <= 0) return
     this.log.deleteRecordsBefore(offset)
   }
+  cleanableState(now: number): CleanableState | undefined {
+    return this.real?.cleanableState(now)
+  }
+
+  beginClean(now: number, map: KeyOffsetMap): CleanPass | undefined {
+    return this.real?.beginClean(now, map)
+  }
+
   enforceRetention(now: number): number {
     return this.real?.enforceRetention(now) ?? 0
   }
