@@ -35,11 +35,11 @@ import {
   type Spec,
   Uuid
 } from "@clustermirror/protocol"
-import { PartitionLog, PartitionLogStore } from "@clustermirror/storage"
+import { LogCleaner, PartitionLog, PartitionLogStore } from "@clustermirror/storage"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { logConfigFor, minInsyncReplicasFor } from "@clustermirror/broker-config/LogConfigs"
+import { cleanupPolicyOf, logConfigFor, minInsyncReplicasFor } from "@clustermirror/broker-config/LogConfigs"
 import * as BrokerConfigs from "@clustermirror/broker-config/BrokerConfig"
 import type { BrokerConfig } from "@clustermirror/broker-config/BrokerConfig"
 import * as DynamicBrokerConfig from "@clustermirror/broker-config/DynamicBrokerConfig"
@@ -242,6 +242,8 @@ export const start = async (
   const metadataChannel = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-metadata`, toController)
   let brokerEpoch = -1n
   let stopped = false
+  /** Applies changed log.cleaner.* settings (set once the cleaner runs). */
+  let cleanerRestart: () => void = () => {}
 
   const replicas = new ReplicaManager({
     store,
@@ -507,6 +509,7 @@ export const start = async (
     if (changed.some((r) => r.type === broker && (r.name === "" || r.name === String(nodeId)))) {
       effectiveConfig = DynamicBrokerConfig.effective(DynamicBrokerConfig.layersOf(config, image))
       reconfigure("all")
+      cleanerRestart()
       return
     }
     const topics = new Set(changed.filter((r) => r.type === MetadataImage.ConfigResourceType.TOPIC).map((r) => r.name))
@@ -524,6 +527,7 @@ export const start = async (
         if (manifest._tag === "Snapshot") {
           effectiveConfig = DynamicBrokerConfig.effective(DynamicBrokerConfig.layersOf(config, image))
           reconfigure("all")
+          cleanerRestart()
           for (const t of next.topics.byId.values()) for (const [i, p] of t.partitions) applyPartition(t, i, p)
           for (const f of fetchers.values()) f.fetcher.mirrorTopicsChanged()
           mirrors.onMetadataUpdate()
@@ -732,14 +736,48 @@ export const start = async (
   const isr = setInterval(() => replicas.shrinkIsrs(), Math.max(500, Math.floor(config.replicaLagTimeMaxMs / 2)))
   isr.unref()
   // Time and size retention (log.retention.check.interval.ms), like Kafka's log cleanup task: only for
-  // topics whose cleanup.policy deletes. Compacted topics (__consumer_offsets, __mirror_state) keep
-  // everything, since logs here are not compacted.
+  // topics whose cleanup.policy deletes (compact,delete does both). The internal topics only compact.
+  const policyOf = (topic: string) =>
+    cleanupPolicyOf(effectiveConfig, {
+      configs: MetadataImage.configsOf(image, MetadataImage.ConfigResourceType.TOPIC, topic)
+    })
   const deletes = (topic: string) =>
-    (MetadataImage.configsOf(image, MetadataImage.ConfigResourceType.TOPIC, topic).get("cleanup.policy") ?? "delete")
-      .split(",")
-      .some((policy) => policy.trim() === "delete") &&
+    policyOf(topic).includes("delete") &&
     topic !== GroupApis.OFFSETS_TOPIC &&
     topic !== MirrorRuntime.MIRROR_STATE_TOPIC
+  // Log compaction: the partitions of compacted topics hosted here, except those a mirror is writing
+  // (their log must stay byte-identical to the source's); once failed over (writable) they are cleaned.
+  const compactable = function* (): Iterable<LogCleaner.CleanerCandidate> {
+    for (const state of replicas.all())
+      if (
+        policyOf(state.topic).includes("compact") &&
+        mirrors.produceState(state.topic, state.partition) === "writable"
+      )
+        yield { log: state.log }
+  }
+  const cleanerSettings = (c: BrokerConfig): LogCleaner.LogCleanerConfig => ({
+    enable: c.logCleanerEnable && c.logCleanerThreads > 0,
+    threads: c.logCleanerThreads,
+    dedupeBufferSize: c.logCleanerDedupeBufferSize,
+    ioMaxBytesPerSecond: c.logCleanerIoMaxBytesPerSecond,
+    backoffMs: c.logCleanerBackoffMs
+  })
+  let cleanerConfig = cleanerSettings(effectiveConfig)
+  let cleaner = LogCleaner.make(cleanerConfig, compactable, { log })
+  cleaner.start()
+  // log.cleaner.threads, dedupe.buffer.size, io.max.bytes.per.second and backoff.ms change dynamically: the
+  // cleaner restarts with them (a pass in progress is abandoned and runs again).
+  const restartCleaner = () => {
+    const next = cleanerSettings(effectiveConfig)
+    if (JSON.stringify(next) === JSON.stringify(cleanerConfig) || stopped) return
+    cleanerConfig = next
+    const previous = cleaner
+    cleaner = LogCleaner.make(next, compactable, { log })
+    void previous.stop().then(() => {
+      if (!stopped) cleaner.start()
+    })
+  }
+  cleanerRestart = restartCleaner
   const retention = setInterval(() => {
     try {
       replicas.enforceRetention(deletes)
@@ -767,6 +805,7 @@ export const start = async (
       stopped = true
       clearInterval(isr)
       clearInterval(retention)
+      await cleaner.stop()
       clearInterval(hwCheckpoint)
       await metricsServer?.close()
       for (const s of servers.values()) await s.close()
