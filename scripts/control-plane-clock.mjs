@@ -7,7 +7,15 @@
 import { sep } from "node:path"
 import { report, scan } from "./srcScan.mjs"
 
-const PACKAGES = ["authorizer", "coordinator", "coordinator-runtime", "group-coordinator", "transaction-coordinator", "mirror", "controller"]
+const PACKAGES = [
+  "authorizer",
+  "coordinator",
+  "coordinator-runtime",
+  "group-coordinator",
+  "transaction-coordinator",
+  "mirror",
+  "controller"
+]
 const ALLOWED = `${sep}internal${sep}Clock.ts`
 
 report(

@@ -7,7 +7,15 @@
 // `--warn`: print them but exit 0.
 import { report, scan } from "./srcScan.mjs"
 
-const PACKAGES = ["client", "coordinator", "coordinator-runtime", "group-coordinator", "transaction-coordinator", "mirror", "controller"]
+const PACKAGES = [
+  "client",
+  "coordinator",
+  "coordinator-runtime",
+  "group-coordinator",
+  "transaction-coordinator",
+  "mirror",
+  "controller"
+]
 
 report(
   scan(PACKAGES, /\bPromise\.(all|allSettled)\s*\(/, {

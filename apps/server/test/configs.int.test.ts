@@ -182,12 +182,10 @@ describe("broker and topic configs (separate processes)", () => {
       "--entity-name",
       "1",
       "--add-config",
-      "log.cleaner.threads=2"
+      "log.cleaner.io.buffer.size=1048576"
     ])
     expect(cleaner.code).toBe(1)
-    expect(cleaner.stdout + cleaner.stderr).toContain(
-      "log.cleaner.threads is not supported: log compaction is not implemented yet"
-    )
+    expect(cleaner.stdout + cleaner.stderr).toContain("log.cleaner.io.buffer.size is not supported: the log cleaner")
     const readOnly = await configs([
       "--alter",
       "--entity-type",

@@ -61,6 +61,26 @@ export interface BrokerConfig {
   /** `log.roll.ms` / `log.roll.hours`: the default `segment.ms`. */
   readonly logRollMs: number
   readonly logMessageTimestampType: "CreateTime" | "LogAppendTime"
+  /** `log.cleanup.policy`: the default `cleanup.policy` of topics ("delete", "compact" or both). */
+  readonly logCleanupPolicy: string
+  /** `log.cleaner.enable` */
+  readonly logCleanerEnable: boolean
+  /** `log.cleaner.threads`: concurrent cleaning passes (0: none). */
+  readonly logCleanerThreads: number
+  /** `log.cleaner.dedupe.buffer.size`: bytes of key → offset maps over all cleaner threads. */
+  readonly logCleanerDedupeBufferSize: number
+  /** `log.cleaner.io.max.bytes.per.second` */
+  readonly logCleanerIoMaxBytesPerSecond: number
+  /** `log.cleaner.backoff.ms` */
+  readonly logCleanerBackoffMs: number
+  /** `log.cleaner.delete.retention.ms`: the default `delete.retention.ms`. */
+  readonly logCleanerDeleteRetentionMs: number
+  /** `log.cleaner.min.cleanable.ratio`: the default `min.cleanable.dirty.ratio`. */
+  readonly logCleanerMinCleanableRatio: number
+  /** `log.cleaner.min.compaction.lag.ms`: the default `min.compaction.lag.ms`. */
+  readonly logCleanerMinCompactionLagMs: number
+  /** `log.cleaner.max.compaction.lag.ms`: the default `max.compaction.lag.ms`. */
+  readonly logCleanerMaxCompactionLagMs: number
   readonly offsetsTopicNumPartitions: number
   readonly groupInitialRebalanceDelayMs: number
   readonly groupMinSessionTimeoutMs: number
@@ -176,6 +196,16 @@ export const defaults: BrokerConfig = {
   logFlushIntervalMs: Number.MAX_SAFE_INTEGER,
   logRollMs: 168 * HOUR,
   logMessageTimestampType: "CreateTime",
+  logCleanupPolicy: "delete",
+  logCleanerEnable: true,
+  logCleanerThreads: 1,
+  logCleanerDedupeBufferSize: 128 * 1024 * 1024,
+  logCleanerIoMaxBytesPerSecond: Number.MAX_VALUE,
+  logCleanerBackoffMs: 15_000,
+  logCleanerDeleteRetentionMs: 24 * HOUR,
+  logCleanerMinCleanableRatio: 0.5,
+  logCleanerMinCompactionLagMs: 0,
+  logCleanerMaxCompactionLagMs: Number.MAX_SAFE_INTEGER,
   offsetsTopicNumPartitions: 1,
   groupInitialRebalanceDelayMs: 3000,
   groupMinSessionTimeoutMs: 6000,
@@ -506,10 +536,38 @@ const parsers: Record<string, Parser> = {
   "log.roll.ms": long("logRollMs"),
   "log.roll.hours": (v, key) => ({ logRollMs: (int("logRollMs", 1)(v, key).logRollMs ?? 0) * HOUR }),
   "log.cleanup.policy": (v, key) => {
-    const policies = v.split(",").map((p) => p.trim())
-    if (policies.some((p) => p !== "delete"))
-      throw new Error(`${key}=${v}: only "delete" is supported (log compaction is not implemented yet)`)
-    return {}
+    const policies = v
+      .split(",")
+      .map((p) => p.trim())
+      .filter((p) => p !== "")
+    if (policies.some((p) => p !== "delete" && p !== "compact"))
+      throw new Error(`${key}=${v}: expected a list of delete and compact`)
+    return { logCleanupPolicy: policies.join(",") }
+  },
+  "log.cleaner.enable": bool("logCleanerEnable"),
+  "log.cleaner.threads": int("logCleanerThreads", 0),
+  "log.cleaner.dedupe.buffer.size": (v, key) => {
+    const n = Number(v.trim())
+    if (!Number.isInteger(n) || n < 48) throw new Error(`${key}=${v}: expected an integer >= 48`)
+    return { logCleanerDedupeBufferSize: n }
+  },
+  "log.cleaner.io.max.bytes.per.second": (v, key) => {
+    const n = Number(v.trim())
+    if (!(n > 0)) throw new Error(`${key}=${v}: expected a number above 0`)
+    return { logCleanerIoMaxBytesPerSecond: n }
+  },
+  "log.cleaner.backoff.ms": int("logCleanerBackoffMs", 0),
+  "log.cleaner.delete.retention.ms": int("logCleanerDeleteRetentionMs", 0),
+  "log.cleaner.min.cleanable.ratio": (v, key) => {
+    const n = Number(v.trim())
+    if (!(n >= 0 && n <= 1)) throw new Error(`${key}=${v}: expected a number between 0 and 1`)
+    return { logCleanerMinCleanableRatio: n }
+  },
+  "log.cleaner.min.compaction.lag.ms": int("logCleanerMinCompactionLagMs", 0),
+  "log.cleaner.max.compaction.lag.ms": (v, key) => {
+    const n = Number(v.trim())
+    if (!Number.isFinite(n) || n < 1) throw new Error(`${key}=${v}: expected a number >= 1`)
+    return { logCleanerMaxCompactionLagMs: Math.min(n, Number.MAX_SAFE_INTEGER) }
   },
   "log.message.timestamp.type": (v, key) => {
     if (v !== "CreateTime" && v !== "LogAppendTime")

@@ -42,7 +42,19 @@ const long = (n: number): string => (n >= Number.MAX_SAFE_INTEGER ? LONG_MAX : S
 
 /** The value of a key in a parsed config: dynamic keys first, then the read-only ones brokers describe. */
 const VALUE_OF: Readonly<Record<string, (c: BrokerConfig.BrokerConfig) => string>> = {
-  "log.cleanup.policy": () => "delete",
+  "log.cleanup.policy": (c) => c.logCleanupPolicy,
+  "log.cleaner.backoff.ms": (c) => String(c.logCleanerBackoffMs),
+  "log.cleaner.dedupe.buffer.size": (c) => String(c.logCleanerDedupeBufferSize),
+  "log.cleaner.delete.retention.ms": (c) => long(c.logCleanerDeleteRetentionMs),
+  "log.cleaner.io.max.bytes.per.second": (c) =>
+    c.logCleanerIoMaxBytesPerSecond === Number.MAX_VALUE
+      ? "1.7976931348623157E308"
+      : String(c.logCleanerIoMaxBytesPerSecond),
+  "log.cleaner.max.compaction.lag.ms": (c) => long(c.logCleanerMaxCompactionLagMs),
+  "log.cleaner.min.cleanable.ratio": (c) => String(c.logCleanerMinCleanableRatio),
+  "log.cleaner.min.compaction.lag.ms": (c) => long(c.logCleanerMinCompactionLagMs),
+  "log.cleaner.threads": (c) => String(c.logCleanerThreads),
+  "log.cleaner.enable": (c) => String(c.logCleanerEnable),
   "log.flush.interval.messages": (c) => long(c.logFlushIntervalMessages),
   "log.flush.interval.ms": (c) => long(c.logFlushIntervalMs),
   "log.message.timestamp.type": (c) => c.logMessageTimestampType,

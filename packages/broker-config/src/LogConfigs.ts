@@ -12,6 +12,10 @@ import * as DynamicBrokerConfig from "./DynamicBrokerConfig.js"
 /** Topic keys whose default is a broker config (Kafka's topic config synonyms). */
 export const BROKER_SYNONYMS: ReadonlyMap<string, string> = new Map([
   ["cleanup.policy", "log.cleanup.policy"],
+  ["delete.retention.ms", "log.cleaner.delete.retention.ms"],
+  ["max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms"],
+  ["min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio"],
+  ["min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms"],
   ["flush.messages", "log.flush.interval.messages"],
   ["flush.ms", "log.flush.interval.ms"],
   ["max.message.bytes", "message.max.bytes"],
@@ -44,9 +48,21 @@ export const logConfigFor = (config: BrokerConfig, topic: TopicConfigs): Partiti
     flushMs: num("flush.ms", config.logFlushIntervalMs),
     maxMessageBytes: num("max.message.bytes", config.messageMaxBytes),
     indexIntervalBytes: num("index.interval.bytes", PartitionLog.defaultConfig.indexIntervalBytes),
-    messageTimestampType: tsType === "LogAppendTime" ? "LogAppendTime" : "CreateTime"
+    messageTimestampType: tsType === "LogAppendTime" ? "LogAppendTime" : "CreateTime",
+    compact: cleanupPolicyOf(config, topic).includes("compact"),
+    deleteRetentionMs: num("delete.retention.ms", config.logCleanerDeleteRetentionMs),
+    minCleanableDirtyRatio: num("min.cleanable.dirty.ratio", config.logCleanerMinCleanableRatio),
+    minCompactionLagMs: num("min.compaction.lag.ms", config.logCleanerMinCompactionLagMs),
+    maxCompactionLagMs: num("max.compaction.lag.ms", config.logCleanerMaxCompactionLagMs)
   }
 }
+
+/** The topic's `cleanup.policy` in force (its own, else `log.cleanup.policy`), as a list. */
+export const cleanupPolicyOf = (config: BrokerConfig, topic: TopicConfigs): ReadonlyArray<string> =>
+  (topic?.configs.get("cleanup.policy") ?? config.logCleanupPolicy)
+    .split(",")
+    .map((p) => p.trim())
+    .filter((p) => p !== "")
 
 /** The topic's `min.insync.replicas` in force: its own, else the broker's config in force. */
 export const minInsyncReplicasFor = (config: BrokerConfig, topic: TopicConfigs): number => {

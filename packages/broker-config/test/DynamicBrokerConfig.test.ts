@@ -24,12 +24,45 @@ const entry = (configs: ReadonlyArray<DynamicBrokerConfig.DescribedConfig>, name
 
 describe("BrokerConfig properties", () => {
   it("refuses keys that promise behaviour we do not have, naming the key and why", () => {
-    expect(() => props({ "log.cleaner.threads": "2" })).toThrow(
-      'broker config "log.cleaner.threads" is not supported: log compaction is not implemented yet'
+    expect(() => props({ "log.cleaner.io.buffer.size": "524288" })).toThrow(
+      /^broker config "log.cleaner.io.buffer.size" is not supported: the log cleaner reads segments through/
     )
     expect(() => props({ "max.connections": "5" })).toThrow(/"max.connections" is not supported: connection quotas/)
-    expect(() => props({ "log.cleanup.policy": "compact" })).toThrow(/log compaction is not implemented yet/)
+    expect(() => props({ "log.cleanup.policy": "compact,forever" })).toThrow(
+      "log.cleanup.policy=compact,forever: expected a list of delete and compact"
+    )
     expect(() => props({ "no.such.key": "1" })).toThrow('unknown broker config "no.such.key"')
+  })
+
+  it("parses the log cleaner's settings and the compaction defaults of topics", () => {
+    const c = props({
+      "log.cleanup.policy": "compact,delete",
+      "log.cleaner.enable": "false",
+      "log.cleaner.threads": "2",
+      "log.cleaner.dedupe.buffer.size": "1048576",
+      "log.cleaner.io.max.bytes.per.second": "5000000",
+      "log.cleaner.backoff.ms": "100",
+      "log.cleaner.delete.retention.ms": "1000",
+      "log.cleaner.min.cleanable.ratio": "0.1",
+      "log.cleaner.min.compaction.lag.ms": "5",
+      "log.cleaner.max.compaction.lag.ms": "9223372036854775807"
+    })
+    expect(c).toMatchObject({
+      logCleanupPolicy: "compact,delete",
+      logCleanerEnable: false,
+      logCleanerThreads: 2,
+      logCleanerDedupeBufferSize: 1048576,
+      logCleanerIoMaxBytesPerSecond: 5000000,
+      logCleanerBackoffMs: 100,
+      logCleanerDeleteRetentionMs: 1000,
+      logCleanerMinCleanableRatio: 0.1,
+      logCleanerMinCompactionLagMs: 5,
+      logCleanerMaxCompactionLagMs: Number.MAX_SAFE_INTEGER
+    })
+    expect(() => props({ "log.cleaner.min.cleanable.ratio": "1.5" })).toThrow(
+      "log.cleaner.min.cleanable.ratio=1.5: expected a number between 0 and 1"
+    )
+    expect(() => props({ "log.cleaner.dedupe.buffer.size": "10" })).toThrow(/expected an integer >= 48/)
   })
 
   it("accepts thread counts and socket buffer sizes without effect, and keeps the properties given", () => {

@@ -37,11 +37,11 @@ import {
   Uuid,
   WriteTxnMarkers
 } from "@clustermirror/protocol"
-import { PartitionLog, PartitionLogStore } from "@clustermirror/storage"
+import { LogCleaner, PartitionLog, PartitionLogStore } from "@clustermirror/storage"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { logConfigFor, minInsyncReplicasFor } from "@clustermirror/broker-config/LogConfigs"
+import { cleanupPolicyOf, logConfigFor, minInsyncReplicasFor } from "@clustermirror/broker-config/LogConfigs"
 import * as BrokerConfigs from "@clustermirror/broker-config/BrokerConfig"
 import type { BrokerConfig } from "@clustermirror/broker-config/BrokerConfig"
 import * as DynamicBrokerConfig from "@clustermirror/broker-config/DynamicBrokerConfig"
@@ -258,6 +258,8 @@ export const start = async (
   const metadataChannel = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-metadata`, toController)
   let brokerEpoch = -1n
   let stopped = false
+  /** Applies changed log.cleaner.* settings (set once the cleaner runs). */
+  let cleanerRestart: () => void = () => {}
 
   const replicas = new ReplicaManager({
     store,
@@ -447,13 +449,9 @@ export const start = async (
     port: l.name === interBrokerName || l.port === 0 ? (servers.get(l.name)?.port ?? l.port) : l.port
   }))
   const adminEndpoint = advertised.find((l) => l.name === (adminListener?.name ?? interBrokerName))
+  const txnLog = { replicas, nodeId, topic: TransactionControl.TRANSACTION_STATE_TOPIC, codec: TransactionRecords }
   const txns = TransactionApis.coordinator(ctx, {
-    log: CoordinatorLogs.make({
-      replicas,
-      nodeId,
-      topic: TransactionControl.TRANSACTION_STATE_TOPIC,
-      codec: TransactionRecords
-    }),
+    log: CoordinatorLogs.make(txnLog),
     sendMarkers: (id, request) =>
       peer(id)?.request(WriteTxnMarkers.api, request) ?? Promise.reject(new Error(`no endpoint of broker ${id}`)),
     logLine: log
@@ -562,6 +560,7 @@ export const start = async (
     if (changed.some((r) => r.type === broker && (r.name === "" || r.name === String(nodeId)))) {
       effectiveConfig = DynamicBrokerConfig.effective(DynamicBrokerConfig.layersOf(config, image))
       reconfigure("all")
+      cleanerRestart()
       return
     }
     const topics = new Set(changed.filter((r) => r.type === MetadataImage.ConfigResourceType.TOPIC).map((r) => r.name))
@@ -579,6 +578,7 @@ export const start = async (
         if (manifest._tag === "Snapshot") {
           effectiveConfig = DynamicBrokerConfig.effective(DynamicBrokerConfig.layersOf(config, image))
           reconfigure("all")
+          cleanerRestart()
           for (const t of next.topics.byId.values()) for (const [i, p] of t.partitions) applyPartition(t, i, p)
           for (const f of fetchers.values()) f.fetcher.mirrorTopicsChanged()
           mirrors.onMetadataUpdate()
@@ -643,18 +643,13 @@ export const start = async (
   forward(CreateClusterMirror.api)
   MirrorApis.register(handlers, () => image)
   mirrors.register(handlers)
+  // Coordinator topics are created on first use, their replication factor capped to the live brokers.
+  const rf = (wanted: number) => Math.min(wanted, Math.max(1, ctx.view.brokers().length))
   GroupApis.register(handlers, ctx, groups, () =>
-    GroupApis.ensureOffsetsTopic(
-      ctx,
-      Math.min(config.offsetsTopicReplicationFactor, Math.max(1, ctx.view.brokers().length))
-    )
+    GroupApis.ensureOffsetsTopic(ctx, rf(config.offsetsTopicReplicationFactor))
   )
-  TransactionApis.register(handlers, ctx, txns, () =>
-    TransactionApis.ensureTransactionStateTopic(
-      ctx,
-      Math.min(config.transactionStateLogReplicationFactor, Math.max(1, ctx.view.brokers().length))
-    )
-  )
+  const txnRf = () => rf(config.transactionStateLogReplicationFactor)
+  TransactionApis.register(handlers, ctx, txns, () => TransactionApis.ensureTransactionStateTopic(ctx, txnRf()))
   const current = authorizer === undefined ? undefined : () => authorizer!
   AclApis.register(handlers, {
     authorizer: current,
@@ -804,14 +799,34 @@ export const start = async (
   const isr = setInterval(() => replicas.shrinkIsrs(), Math.max(500, Math.floor(config.replicaLagTimeMaxMs / 2)))
   isr.unref()
   // Time and size retention (log.retention.check.interval.ms), like Kafka's log cleanup task: only for
-  // topics whose cleanup.policy deletes. Compacted topics (__consumer_offsets, __mirror_state) keep
-  // everything, since logs here are not compacted.
+  // topics whose cleanup.policy deletes (compact,delete does both). The internal topics only compact.
+  const policyOf = (topic: string) =>
+    cleanupPolicyOf(effectiveConfig, {
+      configs: MetadataImage.configsOf(image, MetadataImage.ConfigResourceType.TOPIC, topic)
+    })
   const deletes = (topic: string) =>
-    (MetadataImage.configsOf(image, MetadataImage.ConfigResourceType.TOPIC, topic).get("cleanup.policy") ?? "delete")
-      .split(",")
-      .some((policy) => policy.trim() === "delete") &&
+    policyOf(topic).includes("delete") &&
     topic !== GroupApis.OFFSETS_TOPIC &&
     topic !== MirrorRuntime.MIRROR_STATE_TOPIC
+  // Log compaction: the partitions of compacted topics hosted here, except those a mirror is writing
+  // (their log must stay byte-identical to the source's); once failed over (writable) they are cleaned.
+  const compactable = function* (): Iterable<LogCleaner.CleanerCandidate> {
+    for (const s of replicas.all())
+      if (policyOf(s.topic).includes("compact") && mirrors.produceState(s.topic, s.partition) === "writable")
+        yield { log: s.log }
+  }
+  const cleaner = LogCleaner.reconfigurable(
+    () => ({
+      enable: effectiveConfig.logCleanerEnable && effectiveConfig.logCleanerThreads > 0,
+      threads: effectiveConfig.logCleanerThreads,
+      dedupeBufferSize: effectiveConfig.logCleanerDedupeBufferSize,
+      ioMaxBytesPerSecond: effectiveConfig.logCleanerIoMaxBytesPerSecond,
+      backoffMs: effectiveConfig.logCleanerBackoffMs
+    }),
+    compactable,
+    { log }
+  )
+  cleanerRestart = cleaner.reconfigure
   const retention = setInterval(() => {
     try {
       replicas.enforceRetention(deletes)
@@ -839,6 +854,7 @@ export const start = async (
       stopped = true
       clearInterval(isr)
       clearInterval(retention)
+      await cleaner.stop()
       clearInterval(hwCheckpoint)
       await metricsServer?.close()
       for (const s of servers.values()) await s.close()

@@ -23,8 +23,8 @@ import {
   WriteTxnMarkers
 } from "@clustermirror/protocol"
 import type { BrokerConfig } from "@clustermirror/broker-config/BrokerConfig"
-import * as DynamicBrokerConfig from "@clustermirror/broker-config/DynamicBrokerConfig"
-import * as LogConfigs from "@clustermirror/broker-config/LogConfigs"
+import type * as DynamicBrokerConfig from "@clustermirror/broker-config/DynamicBrokerConfig"
+import * as BrokerDescribeConfigs from "@clustermirror/broker-config/DescribeConfigs"
 import type * as MetadataView from "./MetadataView.js"
 import type * as MirrorApis from "@clustermirror/mirror/MirrorApis"
 import type * as ReplicaManager from "@clustermirror/replication/ReplicaManager"
@@ -461,45 +461,11 @@ const describeConfigs = (
   keys: ReadonlyArray<string> | null,
   includeSynonyms: boolean
 ) => {
-  const base = { resourceType, resourceName, errorMessage: null }
-  const pick = <T extends { name: string }>(xs: ReadonlyArray<T>) =>
-    keys === null ? [...xs] : xs.filter((x) => keys.includes(x.name))
-  const layers: DynamicBrokerConfig.Layers = ctx.layers?.() ?? {
-    config: ctx.config,
-    clusterDefault: new Map(),
-    perBroker: new Map()
-  }
-  if (resourceType === ConfigurationControl.ResourceType.TOPIC) {
-    const topic = ctx.view.topicByName(resourceName)
-    if (topic === undefined)
-      return {
-        ...base,
-        errorCode: Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        errorMessage: `Topic ${resourceName} does not exist`,
-        configs: []
-      }
-    return { ...base, errorCode: 0, configs: pick(LogConfigs.describeTopic(layers, topic.configs, includeSynonyms)) }
-  }
-  if (resourceType === ConfigurationControl.ResourceType.BROKER) {
-    if (resourceName !== "" && resourceName !== String(ctx.config.nodeId))
-      return {
-        ...base,
-        errorCode: Errors.ErrorCode.INVALID_REQUEST,
-        errorMessage: `Unexpected broker id ${resourceName}`,
-        configs: []
-      }
-    return {
-      ...base,
-      errorCode: 0,
-      configs: pick(DynamicBrokerConfig.describeBroker(layers, resourceName, includeSynonyms))
-    }
-  }
+  const layers = ctx.layers?.() ?? { config: ctx.config, clusterDefault: new Map(), perBroker: new Map() }
+  const r = { resourceType, resourceName, keys, includeSynonyms }
+  const described = BrokerDescribeConfigs.describe(layers, (t) => ctx.view.topicByName(t)?.configs, r)
+  if (described !== undefined) return described
   if (resourceType === ConfigurationControl.ResourceType.CLUSTER_MIRROR && ctx.describeMirrorConfigs !== undefined)
     return ctx.describeMirrorConfigs(resourceName, keys)
-  return {
-    ...base,
-    errorCode: Errors.ErrorCode.INVALID_REQUEST,
-    errorMessage: `Unsupported resource type ${resourceType}`,
-    configs: []
-  }
+  return BrokerDescribeConfigs.unsupported(r)
 }

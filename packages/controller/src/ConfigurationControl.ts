@@ -150,7 +150,17 @@ export const TOPIC_CONFIGS: ReadonlyMap<string, string> = new Map(
  */
 export const BROKER_CONFIG_DEFS: ReadonlyMap<string, ConfigDef> = table([
   def("background.threads", "int", "10", atLeast(1)),
-  def("log.cleanup.policy", "list", "delete", listOf("delete")),
+  def("log.cleaner.backoff.ms", "long", "15000", atLeast(0)),
+  def("log.cleaner.dedupe.buffer.size", "long", "134217728", atLeast(48)),
+  def("log.cleaner.delete.retention.ms", "long", "86400000", atLeast(0)),
+  def("log.cleaner.io.max.bytes.per.second", "double", "1.7976931348623157E308", (v) =>
+    Number(v) > 0 ? null : "Value must be above 0"
+  ),
+  def("log.cleaner.max.compaction.lag.ms", "long", LONG_MAX, atLeast(1)),
+  def("log.cleaner.min.cleanable.ratio", "double", "0.5", between(0, 1)),
+  def("log.cleaner.min.compaction.lag.ms", "long", "0", atLeast(0)),
+  def("log.cleaner.threads", "int", "1", atLeast(0)),
+  def("log.cleanup.policy", "list", "delete", listOf("compact", "delete")),
   def("log.flush.interval.messages", "long", LONG_MAX, atLeast(1)),
   def("log.flush.interval.ms", "long", LONG_MAX, atLeast(0)),
   def("log.message.timestamp.type", "string", "CreateTime", oneOf("CreateTime", "LogAppendTime")),
@@ -206,6 +216,7 @@ export const BROKER_READ_ONLY_CONFIGS: ReadonlySet<string> = new Set([
   "inter.broker.listener.name",
   "listener.security.protocol.map",
   "listeners",
+  "log.cleaner.enable",
   "log.dir",
   "log.dirs",
   "log.retention.check.interval.ms",
@@ -234,7 +245,8 @@ export const BROKER_READ_ONLY_CONFIGS: ReadonlySet<string> = new Set([
   "transactional.id.expiration.ms"
 ])
 
-const COMPACTION = "log compaction is not implemented yet"
+const CLEANER_IO =
+  "the log cleaner reads segments through a shared 64 KiB window, writes in 1 MiB chunks and fills its offset map to 90 %: not configurable"
 const THROTTLING = "replication throttling is not implemented yet"
 const QUOTAS = "connection quotas are not implemented yet"
 const SECURITY = "listener security settings are read from the server properties at start and cannot change dynamically"
@@ -244,8 +256,8 @@ const SECURITY = "listener security settings are read from the server properties
  * dynamically, with the reason. Keys match exactly, or by prefix where the name ends with a dot.
  */
 export const BROKER_UNSUPPORTED_CONFIGS: ReadonlyMap<string, string> = new Map([
-  ["log.cleaner.", COMPACTION],
-  ["log.cleaner.enable", COMPACTION],
+  ["log.cleaner.io.buffer.size", CLEANER_IO],
+  ["log.cleaner.io.buffer.load.factor", CLEANER_IO],
   ["compression.type", "broker-side recompression is not implemented yet: batches are stored as producers send them"],
   ["follower.replication.throttled.rate", THROTTLING],
   ["leader.replication.throttled.rate", THROTTLING],

@@ -82,6 +82,9 @@ export const hasTransactionalBatch = (records: Uint8Array | null): boolean => {
   return false
 }
 export const isControl = (b: Buffer, p = 0): boolean => (attributes(b, p) & CONTROL_MASK) !== 0
+/** The delete horizon the log cleaner set on the batch (KIP-534), -1 when none. */
+export const deleteHorizonMs = (b: Buffer, p = 0): number =>
+  (attributes(b, p) & DELETE_HORIZON_MASK) !== 0 ? baseTimestamp(b, p) : -1
 export const hasProducerId = (b: Buffer, p = 0): boolean => producerId(b, p) >= 0n
 
 /** Rewrites the base offset in place (leader append assigns offsets; CRC does not cover it). */
@@ -315,6 +318,11 @@ export interface BuildOptions {
   readonly partitionLeaderEpoch?: number
   /** For a batch emptied by compaction, which keeps the offset range it had; otherwise derived. */
   readonly lastOffsetDelta?: number
+  /**
+   * The log cleaner's delete horizon (KIP-534): stored as the base timestamp with the delete-horizon
+   * attribute set; record timestamps stay absolute (their deltas are relative to it).
+   */
+  readonly deleteHorizonMs?: number
 }
 
 const NO_TIMESTAMP = -1
@@ -355,7 +363,8 @@ export const build = (options: BuildOptions): Buffer => {
   const defaultTs = options.timestamp ?? 0
   const inputs = options.records
   const timestamps = inputs.map((r) => r.timestamp ?? defaultTs)
-  const baseTs = timestamps.length > 0 ? timestamps[0]! : NO_TIMESTAMP
+  const horizon = options.deleteHorizonMs
+  const baseTs = horizon !== undefined ? horizon : timestamps.length > 0 ? timestamps[0]! : NO_TIMESTAMP
   let maxTs = NO_TIMESTAMP
   for (const t of timestamps) if (t > maxTs) maxTs = t
   if (options.timestampType === "LogAppendTime") maxTs = defaultTs
@@ -375,7 +384,8 @@ export const build = (options: BuildOptions): Buffer => {
     type |
     (options.timestampType === "LogAppendTime" ? TIMESTAMP_TYPE_MASK : 0) |
     (options.isTransactional === true ? TRANSACTIONAL_MASK : 0) |
-    (options.isControl === true ? CONTROL_MASK : 0)
+    (options.isControl === true ? CONTROL_MASK : 0) |
+    (horizon !== undefined ? DELETE_HORIZON_MASK : 0)
   b.writeBigInt64BE(BigInt(options.baseOffset ?? 0), BASE_OFFSET)
   b.writeInt32BE(size - LOG_OVERHEAD, BATCH_LENGTH)
   b.writeInt32BE(options.partitionLeaderEpoch ?? -1, PARTITION_LEADER_EPOCH)

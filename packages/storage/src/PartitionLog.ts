@@ -25,6 +25,16 @@ export interface LogConfig {
   readonly maxMessageBytes: number
   /** message.timestamp.type */
   readonly messageTimestampType: "CreateTime" | "LogAppendTime"
+  /** cleanup.policy includes compact: the log cleaner compacts the log, and records need a key. */
+  readonly compact: boolean
+  /** delete.retention.ms: how long a tombstone (or a removable marker) stays after its first cleaning. */
+  readonly deleteRetentionMs: number
+  /** min.cleanable.dirty.ratio */
+  readonly minCleanableDirtyRatio: number
+  /** min.compaction.lag.ms: a segment with a record newer than this is not cleaned yet. */
+  readonly minCompactionLagMs: number
+  /** max.compaction.lag.ms: a dirty segment older than this is cleaned whatever the dirty ratio. */
+  readonly maxCompactionLagMs: number
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000
@@ -38,7 +48,51 @@ export const defaultConfig: LogConfig = {
   flushMessages: Number.MAX_SAFE_INTEGER,
   flushMs: Number.MAX_SAFE_INTEGER,
   maxMessageBytes: 1048588,
-  messageTimestampType: "CreateTime"
+  messageTimestampType: "CreateTime",
+  compact: false,
+  deleteRetentionMs: DAY_MS,
+  minCleanableDirtyRatio: 0.5,
+  minCompactionLagMs: 0,
+  maxCompactionLagMs: Number.MAX_SAFE_INTEGER
+}
+
+/** Where a compacted log could be cleaned now (whole segments below the LSO and the active segment). */
+export interface CleanableState {
+  readonly firstDirtyOffset: number
+  /** Base of the first segment that may not be cleaned (active, holding the LSO, or younger than the lag). */
+  readonly firstUncleanableOffset: number
+  readonly cleanBytes: number
+  readonly dirtyBytes: number
+  readonly dirtyRatio: number
+  /** The dirty ratio reached min.cleanable.dirty.ratio, max.compaction.lag.ms passed, or a delete horizon did. */
+  readonly due: boolean
+}
+
+export interface CleanStats {
+  readonly bytesRead: number
+  readonly bytesWritten: number
+  readonly recordsRead: number
+  readonly recordsRetained: number
+  readonly segmentsCleaned: number
+  /** The pass ran to its end (the first dirty offset moved). */
+  readonly passCompleted: boolean
+  /** The pass stopped early: the log changed under it (retention, truncation, close) or a swap failed. */
+  readonly aborted: boolean
+}
+
+/** A cleaning pass in progress: `step` runs one bounded slice (one segment mapped or one group rewritten). */
+export interface CleanPass {
+  readonly done: boolean
+  readonly stats: CleanStats
+  /** Runs one slice; returns the bytes read, for throttling. */
+  step(): number
+  abort(): void
+}
+
+/** The cleaner's key → offset map, sized by log.cleaner.dedupe.buffer.size (see `LogCleaner.offsetMap`). */
+export interface KeyOffsetMap {
+  readonly slots: number
+  readonly maxEntries: number
 }
 
 /** Where an append landed. */
@@ -177,6 +231,10 @@ export interface PartitionLog {
    * checkpoint, so a restart after a crash answers from it (`replica.high.watermark.checkpoint.interval.ms`).
    */
   checkpointHighWatermark(): void
+  /** Where the log could be cleaned now; undefined unless compacted with a segment besides the active one. */
+  cleanableState(now: number): CleanableState | undefined
+  /** Starts a cleaning pass using `map` (cleared first); undefined when there is nothing to clean. */
+  beginClean(now: number, map: KeyOffsetMap): CleanPass | undefined
   /** fsyncs data and indexes. */
   flush(): void
   close(): void

@@ -80,6 +80,10 @@ export const faultyStore = (options: { readonly dataDir?: string; readonly event
     },
     exists: (name) => v.exists(name),
     remove: (name) => v.remove(name),
+    rename: (from, to) => {
+      syncing(`rename ${from}`)
+      v.rename(from, to)
+    },
     list: () => v.list()
   })
   const inner = options.dataDir === undefined ? memoryRoot() : fileRoot(options.dataDir)

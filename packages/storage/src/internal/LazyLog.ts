@@ -11,6 +11,9 @@ import type {
   ActiveProducer,
   AppendInfo,
   AppendOrigin,
+  CleanableState,
+  CleanPass,
+  KeyOffsetMap,
   EpochEndOffset,
   LogConfig,
   OpenTransaction,
@@ -126,6 +129,14 @@ export class LazyLog implements PartitionLog {
     if (this.real === undefined && offset <= 0) return
     this.log.deleteRecordsBefore(offset)
   }
+  cleanableState(now: number): CleanableState | undefined {
+    return this.real?.cleanableState(now)
+  }
+
+  beginClean(now: number, map: KeyOffsetMap): CleanPass | undefined {
+    return this.real?.beginClean(now, map)
+  }
+
   enforceRetention(now: number): number {
     return this.real?.enforceRetention(now) ?? 0
   }

@@ -7,6 +7,9 @@ import { Crc32c, RecordBatch } from "@clustermirror/protocol"
 import {
   type AbortedTransaction,
   type ActiveProducer,
+  type CleanableState,
+  type CleanPass as CleanPassPort,
+  type KeyOffsetMap,
   type OpenTransaction,
   type AppendInfo,
   type AppendOrigin,
@@ -32,8 +35,10 @@ import {
   RecordTooLargeError
 } from "../StorageError.js"
 import { controlInfo, crcValid, readRange, scan } from "./BatchScan.js"
+import { CLEANER_CHECKPOINT, CleanPass, type CleanerHost, cleanableState, recoverSwap } from "./Cleaner.js"
+import { OffsetMap } from "./OffsetMap.js"
 import { LeaderEpochCache } from "./LeaderEpochCache.js"
-import { type BatchInfo, type Pending, ProducerState } from "./ProducerState.js"
+import { type AbortedTxn, type BatchInfo, type Pending, ProducerState } from "./ProducerState.js"
 import { LOG_SUFFIX, Segment, fileName } from "./Segment.js"
 import type { Volume } from "./Volume.js"
 
@@ -65,8 +70,11 @@ const batchInfo = (b: Buffer, at: number, available: number): BatchInfo => {
   }
 }
 
-/** Splits and structurally validates an append; every batch must be complete, magic 2, with a valid CRC. */
-const validateBatches = (records: Buffer): ReadonlyArray<RecordBatch.BatchRef> => {
+/**
+ * Splits and structurally validates an append; every batch must be complete, magic 2, with a valid CRC.
+ * Only replicated batches may be empty: a compacted leader keeps an idempotent producer's last batch, emptied.
+ */
+const validateBatches = (records: Buffer, allowEmpty = false): ReadonlyArray<RecordBatch.BatchRef> => {
   const { batches, rest } = RecordBatch.split(records)
   if (rest !== records.length) throw corrupt(`incomplete or malformed batch at byte ${rest} of ${records.length}`)
   for (const { position, size } of batches) {
@@ -75,13 +83,25 @@ const validateBatches = (records: Buffer): ReadonlyArray<RecordBatch.BatchRef> =
     if (!crcValid(records, position, size)) throw corrupt(`CRC mismatch in batch at byte ${position}`)
     const count = RecordBatch.recordCount(records, position)
     const delta = RecordBatch.lastOffsetDelta(records, position)
-    if (count <= 0 || delta < 0)
+    if (count < (allowEmpty ? 0 : 1) || delta < 0)
       throw invalidRecord(`batch at byte ${position} has ${count} records, last offset delta ${delta}`)
   }
   return batches
 }
 
-export class Log implements PartitionLog {
+/** Kafka's check on compacted topics: every record of a data batch has a key (INVALID_RECORD otherwise). */
+const requireKeys = (records: Buffer, batches: ReadonlyArray<RecordBatch.BatchRef>, where: string): void => {
+  for (const { position } of batches) {
+    if (RecordBatch.isControl(records, position)) continue
+    for (const r of RecordBatch.iterate(records, position)) {
+      if (r._tag === "Left") throw corrupt(`batch at byte ${position}: ${r.left.message}`)
+      if (r.right.key === null)
+        throw invalidRecord(`Compacted topic cannot accept message without key in topic partition ${where}.`)
+    }
+  }
+}
+
+export class Log implements PartitionLog, CleanerHost {
   private segments: Segment[] = []
   private epochs = new LeaderEpochCache()
   private producers = new ProducerState()
@@ -98,6 +118,10 @@ export class Log implements PartitionLog {
   private unflushedMessages = 0
   private lastFlushMs = -1
   private closed = false
+  /** Bumped whenever segments go or are cut outside the cleaner, so a cleaning pass in progress stops. */
+  private _generation = 0
+  private _firstDirtyOffset = 0
+  private _pendingHorizon = -1
 
   constructor(
     readonly topic: string,
@@ -139,12 +163,78 @@ export class Log implements PartitionLog {
     this.config = config
   }
 
+  // ------------------------------------------------------------------------------------------ cleaning
+
+  get generation(): number {
+    return this._generation
+  }
+  get firstDirtyOffset(): number {
+    return this._firstDirtyOffset
+  }
+  get pendingHorizon(): number {
+    return this._pendingHorizon
+  }
+  get cleanerVolume(): Volume {
+    return this.volume
+  }
+  get cleanerConfig(): LogConfig {
+    return this.config
+  }
+  cleanerSegments(): ReadonlyArray<Segment> {
+    return this.segments
+  }
+  cleanerAbortedTransactions(): ReadonlyArray<AbortedTxn> {
+    return this.producers.abortedTransactions(0, Number.MAX_SAFE_INTEGER)
+  }
+  installCleaned(group: ReadonlyArray<Segment>, cleaned: Segment): void {
+    const at = this.segments.indexOf(group[0]!)
+    this.segments.splice(at, group.length, cleaned)
+  }
+  cleanerCheckpoint(firstDirtyOffset: number, pendingHorizon: number): void {
+    this._firstDirtyOffset = firstDirtyOffset
+    this._pendingHorizon = pendingHorizon
+    this.writeCleanerCheckpoint()
+  }
+  cleanerFailed(_cause: unknown): void {
+    // The segment files are half swapped: the next load finishes the swap; until then the log is unusable.
+    for (const s of this.segments) s.file.close()
+    this.closed = true
+  }
+
+  private writeCleanerCheckpoint(): void {
+    const state = { firstDirtyOffset: this._firstDirtyOffset, pendingHorizon: this._pendingHorizon }
+    this.volume.writeFileAtomic(CLEANER_CHECKPOINT, Buffer.from(JSON.stringify(state)))
+  }
+
+  cleanableState(now: number): CleanableState | undefined {
+    if (this.closed) return undefined
+    return cleanableState(this, now)
+  }
+
+  beginClean(now: number, map: KeyOffsetMap): CleanPassPort | undefined {
+    this.ensureOpen()
+    if (!(map instanceof OffsetMap)) throw new TypeError("beginClean needs a map from LogCleaner.offsetMap")
+    const state = cleanableState(this, now)
+    if (state === undefined) return undefined
+    return new CleanPass(this, now, map, state)
+  }
+
+  /** The log's offsets below `offset` changed or went: what was cleaned there is no longer known. */
+  private segmentsChanged(offset: number): void {
+    this._generation++
+    if (this._firstDirtyOffset > offset) {
+      this._firstDirtyOffset = offset
+      this.writeCleanerCheckpoint()
+    }
+  }
+
   // ---------------------------------------------------------------------------------------------- append
 
   appendAsLeader(records: Buffer, leaderEpoch: number, now: number, origin: AppendOrigin = "client"): AppendInfo {
     this.ensureOpen()
     const batches = validateBatches(records)
     if (batches.length === 0) return this.emptyAppend()
+    if (this.config.compact) requireKeys(records, batches, `${this.topic}-${this.partition}`)
     const pending: Pending = new Map()
     const client = origin === "client"
     for (const { position, size } of batches) {
@@ -193,7 +283,7 @@ export class Log implements PartitionLog {
 
   appendAsFollower(records: Buffer, now: number): AppendInfo {
     this.ensureOpen()
-    const batches = validateBatches(records)
+    const batches = validateBatches(records, true)
     if (batches.length === 0) return this.emptyAppend()
     let expected = this._logEndOffset
     for (const { position } of batches) {
@@ -497,6 +587,7 @@ export class Log implements PartitionLog {
     this._logEndOffset = offset
     this._highWatermark = Math.min(this._highWatermark, offset)
     this.recoveryPoint = Math.min(this.recoveryPoint, offset)
+    this.segmentsChanged(offset)
     if (this.epochs.truncateFromEnd(offset)) this.writeEpochCheckpoint()
     if (this.hasProducerData) this.rebuildProducerState()
     this.writeStateCheckpoint()
@@ -505,6 +596,10 @@ export class Log implements PartitionLog {
   truncateFullyAndStartAt(offset: number): void {
     this.ensureOpen()
     this.segments = [this.emptySegmentAt(offset)]
+    this._generation++
+    this._firstDirtyOffset = offset
+    this._pendingHorizon = -1
+    this.volume.remove(CLEANER_CHECKPOINT)
     this._logStartOffset = offset
     this._logEndOffset = offset
     this._highWatermark = offset
@@ -544,6 +639,7 @@ export class Log implements PartitionLog {
       this.segments.shift()!.delete()
       deleted++
     }
+    if (deleted > 0) this._generation++
     return deleted
   }
 
@@ -566,6 +662,7 @@ export class Log implements PartitionLog {
       if (isActive) this.roll(this._logEndOffset)
       excess -= segment.size
       this.segments.shift()!.delete()
+      this._generation++
       deleted++
     }
     if (deleted > 0) {
@@ -597,6 +694,7 @@ export class Log implements PartitionLog {
 
   close(): void {
     if (this.closed) return
+    this._generation++
     this.flush()
     const snapshot = { hasProducerData: this.hasProducerData, producers: this.producers.snapshot() }
     this.volume.writeFileAtomic(CLEAN_SHUTDOWN, Buffer.from(JSON.stringify(snapshot)))
@@ -638,8 +736,16 @@ export class Log implements PartitionLog {
   // --------------------------------------------------------------------------------------- loading
 
   private load(): void {
+    recoverSwap(this.volume)
     const names = this.volume.list()
     for (const name of names) if (name.endsWith(".tmp")) this.volume.remove(name)
+    const cleaner = readJson(this.volume.readFile(CLEANER_CHECKPOINT))
+    if (cleaner !== undefined) {
+      const dirty = Reflect.get(cleaner, "firstDirtyOffset")
+      const horizon = Reflect.get(cleaner, "pendingHorizon")
+      if (typeof dirty === "number" && Number.isSafeInteger(dirty)) this._firstDirtyOffset = dirty
+      if (typeof horizon === "number" && Number.isFinite(horizon)) this._pendingHorizon = horizon
+    }
     const bases = names
       .filter((n) => /^\d{20}\.log$/.test(n))
       .map((n) => Number(n.slice(0, 20)))
@@ -685,6 +791,7 @@ export class Log implements PartitionLog {
     this.producers.onLogStartOffset(this._logStartOffset)
     this._highWatermark = Math.min(Math.max(this.persistedHighWatermark, this._logStartOffset), this._logEndOffset)
     this.producers.onHighWatermark(this._highWatermark)
+    if (this._firstDirtyOffset > this._logEndOffset) this._firstDirtyOffset = this._logEndOffset
     this.writeEpochCheckpoint()
     this.flush()
   }

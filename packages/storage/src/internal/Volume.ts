@@ -28,6 +28,8 @@ export interface Volume {
   appendFile(name: string, bytes: Uint8Array, sync: boolean): void
   exists(name: string): boolean
   remove(name: string): void
+  /** Renames a file atomically, replacing `to`, and makes the rename durable (fsync of the directory). */
+  rename(from: string, to: string): void
   list(): ReadonlyArray<string>
 }
 
@@ -140,6 +142,17 @@ class FsVolume implements Volume {
   remove(name: string): void {
     io(`remove ${this.p(name)}`, () => fs.rmSync(this.p(name), { force: true }))
   }
+  rename(from: string, to: string): void {
+    io(`rename ${this.p(from)} to ${to}`, () => {
+      fs.renameSync(this.p(from), this.p(to))
+      const fd = fs.openSync(this.dir, "r")
+      try {
+        fs.fsyncSync(fd)
+      } finally {
+        fs.closeSync(fd)
+      }
+    })
+  }
   list(): ReadonlyArray<string> {
     return io(`list ${this.dir}`, () => fs.readdirSync(this.dir))
   }
@@ -219,6 +232,12 @@ class MemoryVolume implements Volume {
   }
   remove(name: string): void {
     this.files.delete(name)
+  }
+  rename(from: string, to: string): void {
+    const e = this.files.get(from)
+    if (e === undefined) throw new KafkaStorageError({ message: `rename ${from}: no such file`, cause: undefined })
+    this.files.delete(from)
+    this.files.set(to, e)
   }
   list(): ReadonlyArray<string> {
     return [...this.files.keys()]
