@@ -305,4 +305,43 @@ describe("secrets of a mirror's connection", () => {
       await restarted.stop()
     }
   })
+
+  it("a SASL_PLAINTEXT --command-config (PLAIN) connects the command; a wrong password fails without showing it", async () => {
+    const password = "admin-Pa55word-5a51"
+    const wrong = "wrong-Pa55word-0bad"
+    const plain = (pw: string) =>
+      `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="${pw}";`
+    const secured = await ServerProcess.start({
+      tempPrefix: "cm-secrets-sasl-",
+      config: {
+        ...ServerProcess.TEST_DEFAULTS,
+        listeners: "SASL_PLAINTEXT://127.0.0.1:9092",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": `${plain(password).slice(0, -1)} user_admin="${password}";`
+      }
+    })
+    try {
+      const commandConfig = path.join(scratch, "sasl.properties")
+      const write = (pw: string) =>
+        fs.writeFileSync(
+          commandConfig,
+          `security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config=${plain(pw)}\n`
+        )
+      const run = (...args: ReadonlyArray<string>) =>
+        cli(["--bootstrap-server", secured.bootstrap, "--command-config", commandConfig, ...args])
+      write(password)
+      expect(await run("--list")).toEqual({ code: 0, stdout: "No mirrors found\n", stderr: "" })
+      // Without the command config the SASL listener does not answer the command.
+      const bare = await cli(["--bootstrap-server", secured.bootstrap, "--list"])
+      expect(bare.code).toBe(1)
+      write(wrong)
+      const refused = await run("--list")
+      expect(refused.code).toBe(1)
+      expect(refused.stderr).toContain("SASL_AUTHENTICATION_FAILED")
+      for (const secret of [password, wrong]) expect(refused.stdout + refused.stderr).not.toContain(secret)
+    } finally {
+      await secured.stop()
+    }
+  })
 })
