@@ -61,6 +61,8 @@ export interface ClusterOptions {
   readonly brokerConfig?: Properties.Properties
   /** The brokers' listener name (default PLAINTEXT). */
   readonly brokerListener?: string
+  /** A second listener on every broker, at `cluster.node(id).secondPort`. */
+  readonly secondBrokerListener?: string
   /** Extra `server` arguments of the controller (e.g. `--add-scram`). */
   readonly controllerArgs?: ReadonlyArray<string>
 }
@@ -95,6 +97,7 @@ export const startCluster = async (opts: ClusterOptions): Promise<Cluster> => {
       controllerConfig: Properties.merge(ServerProcess.TEST_DEFAULTS, opts.controllerConfig),
       brokerConfig: Properties.merge(ServerProcess.TEST_DEFAULTS, opts.brokerConfig),
       ...(opts.brokerListener === undefined ? {} : { brokerListener: opts.brokerListener }),
+      ...(opts.secondBrokerListener === undefined ? {} : { secondBrokerListener: opts.secondBrokerListener }),
       ...(opts.controllerArgs === undefined ? {} : { controllerArgs: opts.controllerArgs })
     })
   } catch (e) {

@@ -5,6 +5,9 @@
  * (`super.users=User:broker`). kcat, kafkajs and Kafka's console producer and consumer produce and
  * consume over SASL_SSL; a wrong password gets SASL_AUTHENTICATION_FAILED; a principal without READ
  * gets TOPIC_AUTHORIZATION_FAILED, and one without DESCRIBE does not see the topic in kcat's Metadata.
+ * Every broker also has a second listener, MTLS (SSL with `ssl.client.auth=required`): kcat, kafkajs and
+ * Kafka's console clients produce and consume there as the certificate's principal, with acks=all
+ * replicated over the SASL_SSL inter-broker listener.
  */
 import { type ClientError, Connection } from "@clustermirror/client"
 import { CreateAcls, DescribeAcls, Errors, Fetch, Metadata } from "@clustermirror/protocol"
@@ -21,12 +24,13 @@ const BOB_PASSWORD = "bob-ssl-secret-27d9"
 const CAROL_PASSWORD = "carol-ssl-secret-e5b3"
 const WRONG_PASSWORD = "not-the-password-90aa"
 const SECRETS = [BROKER_PASSWORD, ALICE_PASSWORD, BOB_PASSWORD, CAROL_PASSWORD, WRONG_PASSWORD]
+const MTLS_PRINCIPAL = "User:CN=client,OU=test"
 const STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 /** Kafka's ACL codes (resource types, pattern types, operations, permission types) this test uses. */
 const Acl = {
   ResourceType: { ANY: 1, TOPIC: 2, GROUP: 3 },
-  PatternType: { ANY: 1, LITERAL: 3 },
+  PatternType: { ANY: 1, LITERAL: 3, PREFIXED: 4 },
   AclOperation: { ANY: 1, ALL: 2, WRITE: 4, DESCRIBE: 8 },
   AclPermissionType: { ANY: 1, ALLOW: 3 }
 } as const
@@ -45,6 +49,7 @@ describe("a 3-broker cluster with SASL_SSL (SCRAM-SHA-512) on every listener and
   let certs: Certificates.Certificates
   let cluster: Cluster
   let bootstrap: string
+  let mtlsBootstrap: string
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "clustermirror-sasl-ssl-"))
 
   const kcatSaslSsl = (user: string, password: string) => [
@@ -87,7 +92,8 @@ describe("a 3-broker cluster with SASL_SSL (SCRAM-SHA-512) on every listener and
   beforeAll(async () => {
     certs = Certificates.make(path.join(dir, "certs"))
     const security = {
-      "listener.security.protocol.map": "SASL_SSL:SASL_SSL,CONTROLLER:SASL_SSL",
+      "listener.security.protocol.map": "SASL_SSL:SASL_SSL,CONTROLLER:SASL_SSL,MTLS:SSL",
+      "listener.name.mtls.ssl.client.auth": "required",
       "controller.listener.names": "CONTROLLER",
       "ssl.keystore.type": "PEM",
       "ssl.keystore.location": certs.server.pemKeystore,
@@ -104,6 +110,7 @@ describe("a 3-broker cluster with SASL_SSL (SCRAM-SHA-512) on every listener and
     cluster = await startCluster({
       brokers: 3,
       brokerListener: "SASL_SSL",
+      secondBrokerListener: "MTLS",
       controllerArgs: [
         ...scram("broker", BROKER_PASSWORD),
         ...scram("alice", ALICE_PASSWORD),
@@ -124,6 +131,7 @@ describe("a 3-broker cluster with SASL_SSL (SCRAM-SHA-512) on every listener and
       }
     })
     bootstrap = cluster.brokers.map((b) => `127.0.0.1:${b.port}`).join(",")
+    mtlsBootstrap = cluster.brokers.map((b) => `127.0.0.1:${cluster.cluster.node(b.nodeId).secondPort}`).join(",")
     // alice may do everything with topics and groups; bob may write and describe "secured" only; carol nothing.
     const admin = await open("broker", BROKER_PASSWORD)
     try {
@@ -133,7 +141,10 @@ describe("a 3-broker cluster with SASL_SSL (SCRAM-SHA-512) on every listener and
         allow("User:alice", TOPIC, "*", Op.ALL),
         allow("User:alice", GROUP, "*", Op.ALL),
         allow("User:bob", TOPIC, "secured", Op.WRITE),
-        allow("User:bob", TOPIC, "secured", Op.DESCRIBE)
+        allow("User:bob", TOPIC, "secured", Op.DESCRIBE),
+        // The client certificate's subject (RFC 2253), mapped by the default rule: topics "mtls-*", any group.
+        { ...allow(MTLS_PRINCIPAL, TOPIC, "mtls-", Op.ALL), resourcePatternType: Acl.PatternType.PREFIXED },
+        allow(MTLS_PRINCIPAL, GROUP, "*", Op.ALL)
       ]
       const created = await admin.call(CreateAcls.api, { creations })
       expect(created.results.map((r) => r.errorCode)).toEqual(creations.map(() => 0))
@@ -337,4 +348,97 @@ describe("a 3-broker cluster with SASL_SSL (SCRAM-SHA-512) on every listener and
       for (const secret of SECRETS) expect(output, node.logFile).not.toContain(secret)
     }
   })
+
+  it("kcat, kafkajs and Kafka's console clients work over mTLS on the second listener, as the certificate's principal", async () => {
+    const kcatMtls = [
+      ...["-X", "security.protocol=ssl", "-X", `ssl.ca.location=${certs.caFile}`],
+      ...["-X", `ssl.certificate.location=${certs.client.certFile}`, "-X", `ssl.key.location=${certs.client.keyFile}`]
+    ]
+    const mkcat = (args: ReadonlyArray<string>, input?: string) =>
+      Kcat.kcat(["-b", mtlsBootstrap, ...kcatMtls, ...args], {
+        timeoutMs: 60_000,
+        ...(input === undefined ? {} : { input })
+      })
+    const values = Array.from({ length: 30 }, (_, i) => `mtls-${i}`)
+    await mkcat(["-P", "-t", "mtls-kcat", "-X", "request.required.acks=-1"], `${values.join("\n")}\n`)
+    const consumed = await mkcat(["-C", "-t", "mtls-kcat", "-o", "beginning", "-e", "-q"])
+    expect(lines(consumed.stdout).sort()).toEqual([...values].sort())
+    // Metadata on the MTLS listener names the brokers' MTLS endpoints.
+    const meta = JSON.parse((await mkcat(["-L", "-J"])).stdout) as KcatMetadata
+    expect(meta.brokers.map((b) => b.name).sort()).toEqual(mtlsBootstrap.split(",").sort())
+    // Without a certificate the MTLS listener refuses the client.
+    await expect(
+      Kcat.kcat([
+        "-b",
+        mtlsBootstrap,
+        "-X",
+        "security.protocol=ssl",
+        "-X",
+        `ssl.ca.location=${certs.caFile}`,
+        "-L",
+        "-m",
+        "5"
+      ])
+    ).rejects.toThrow()
+
+    const { Kafka, logLevel } = await import("kafkajs")
+    const kafka = new Kafka({
+      clientId: "mtls-kafkajs",
+      brokers: [mtlsBootstrap.split(",")[0]!],
+      logLevel: logLevel.NOTHING,
+      ssl: {
+        ca: [fs.readFileSync(certs.caFile, "utf8")],
+        cert: fs.readFileSync(certs.client.certFile, "utf8"),
+        key: fs.readFileSync(certs.client.keyFile, "utf8")
+      }
+    })
+    const producer = kafka.producer()
+    await producer.connect()
+    await producer.send({ topic: "mtls-kafkajs", acks: -1, messages: values.map((value) => ({ value })) })
+    await producer.disconnect()
+    const consumer = kafka.consumer({ groupId: "mtls-kafkajs-group" })
+    await consumer.connect()
+    await consumer.subscribe({ topic: "mtls-kafkajs", fromBeginning: true })
+    const seen: string[] = []
+    await new Promise<void>((resolve) => {
+      void consumer.run({
+        eachMessage: async ({ message }) => {
+          seen.push(message.value!.toString())
+          if (seen.length === values.length) resolve()
+        }
+      })
+    })
+    await consumer.disconnect()
+    expect(seen).toEqual(values)
+
+    const tls = [
+      "security.protocol=SSL",
+      "ssl.truststore.type=PEM",
+      `ssl.truststore.location=${certs.caFile}`,
+      "ssl.keystore.type=PEM",
+      `ssl.keystore.location=${certs.client.pemKeystore}`
+    ]
+    JavaTools.expectSuccess(
+      "kafka-console-producer",
+      await JavaTools.consoleProducer(
+        [
+          ...["--bootstrap-server", mtlsBootstrap, "--topic", "mtls-java"],
+          ...["acks=all", ...tls].flatMap((p) => ["--producer-property", p])
+        ],
+        `${values.join("\n")}\n`,
+        { timeoutMs: 180_000 }
+      )
+    )
+    const java = JavaTools.expectSuccess(
+      "kafka-console-consumer",
+      await JavaTools.consoleConsumer(
+        [
+          ...["--bootstrap-server", mtlsBootstrap, "--topic", "mtls-java", "--from-beginning"],
+          ...["--max-messages", String(values.length), ...tls.flatMap((p) => ["--command-property", p])]
+        ],
+        { timeoutMs: 180_000 }
+      )
+    )
+    expect([...JavaTools.lines(java.stdout)].sort()).toEqual([...values].sort())
+  }, 300_000)
 })

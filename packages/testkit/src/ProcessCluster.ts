@@ -34,6 +34,11 @@ export interface ClusterOptions {
   readonly controllerArgs?: ReadonlyArray<string>
   /** The name of the brokers' listener (default PLAINTEXT), e.g. SSL; its protocol is the config's business. */
   readonly brokerListener?: string
+  /**
+   * A second listener on every broker (e.g. `MTLS`), at a port of its own (`ClusterNode.secondPort`); its
+   * protocol and settings are the config's business. The first listener stays the one the cluster reports.
+   */
+  readonly secondBrokerListener?: string
   /** Flags for `node` itself, e.g. `--max-old-space-size=256`. */
   readonly nodeArgs?: ReadonlyArray<string>
   readonly readyTimeoutMs?: number
@@ -44,6 +49,8 @@ export interface ClusterNode {
   readonly role: "controller" | "broker"
   /** The node's listener port (fixed across restarts). */
   readonly port: number
+  /** The port of the broker's second listener (`ClusterOptions.secondBrokerListener`), if it has one. */
+  readonly secondPort?: number
   /** The node's `log.dirs`. */
   readonly logDir: string
   /** The file that collects the node's output across restarts. */
@@ -127,7 +134,8 @@ export const brokerProperties = (
  */
 export const start = async (opts: ClusterOptions): Promise<Cluster> => {
   const clusterId = opts.clusterId ?? randomClusterId()
-  const ports = await Ports.freePorts(opts.brokers + 1)
+  const second = opts.secondBrokerListener
+  const ports = await Ports.freePorts(opts.brokers + 1 + (second === undefined ? 0 : opts.brokers))
   mkdirSync(opts.baseDir, { recursive: true })
   const handles = new Map<number, ServerProcess.ServerHandle>()
 
@@ -137,15 +145,21 @@ export const start = async (opts: ClusterOptions): Promise<Cluster> => {
     mkdirSync(dir, { recursive: true })
     const logDir = join(dir, "data")
     const configFile = join(dir, "server.properties")
-    const props =
+    const secondPort = role === "broker" && second !== undefined ? ports[opts.brokers + nodeId]! : undefined
+    const first =
       role === "controller"
         ? controllerProperties(clusterId, port, logDir, opts.controllerConfig)
         : brokerProperties(clusterId, nodeId, port, ports[0]!, logDir, opts.brokerConfig, opts.brokerListener)
+    const props =
+      secondPort === undefined
+        ? first
+        : { ...first, listeners: `${first.listeners},${second}://127.0.0.1:${secondPort}` }
     writeFileSync(configFile, Properties.render(props))
     return {
       nodeId,
       role,
       port,
+      ...(secondPort === undefined ? {} : { secondPort }),
       logDir,
       logFile: join(dir, "server.log"),
       configFile,
