@@ -1,0 +1,122 @@
+/**
+ * Log compaction against Apache Kafka 4.4: the same keyed input (updates to a few keys, then tombstones),
+ * produced with kcat to a compacted topic on our server and on Kafka, ends with the same records at the
+ * same offsets on both once the cleaners ran: the last value per key, at its original offset, and the
+ * tombstones gone after `delete.retention.ms`.
+ */
+import { ApacheKafka, JavaTools, Kcat, KafkaPeer, ServerProcess, Wait } from "@clustermirror/testkit"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+
+const TOPIC = "compacted"
+const TOPIC_CONFIGS = {
+  "cleanup.policy": "compact",
+  "segment.ms": "100",
+  "min.cleanable.dirty.ratio": "0.01",
+  "delete.retention.ms": "1000",
+  "min.compaction.lag.ms": "0"
+}
+const CLEANER = { "log.cleaner.backoff.ms": 100, "log.cleaner.dedupe.buffer.size": 16 * 1024 * 1024 }
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+describe("log compaction, compared with Apache Kafka", () => {
+  let kafka: ApacheKafka.KafkaNode
+  let ours: ServerProcess.ServerHandle
+
+  beforeAll(async () => {
+    await KafkaPeer.libs()
+    ;[kafka, ours] = await Promise.all([
+      ApacheKafka.startKafka({ jvmFlags: ApacheKafka.FAST_START_JVM_FLAGS, properties: CLEANER }),
+      ServerProcess.start({ tempPrefix: "cm-compaction-", config: { ...ServerProcess.TEST_DEFAULTS, ...CLEANER } })
+    ])
+  }, 300_000)
+
+  afterAll(async () => {
+    await ours?.stop()
+    await kafka?.stop()
+  })
+
+  it("keeps the same last value per key at the same offsets, and drops tombstones after delete.retention.ms", async () => {
+    const clusters = [kafka.bootstrap, ours.bootstrap]
+    for (const bootstrap of clusters)
+      JavaTools.expectSuccess(
+        "kafka-topics",
+        await JavaTools.kafkaTopics([
+          ...["--bootstrap-server", bootstrap, "--create", "--topic", TOPIC, "--partitions", "1"],
+          ...["--replication-factor", "1"],
+          ...Object.entries(TOPIC_CONFIGS).flatMap(([k, v]) => ["--config", `${k}=${v}`])
+        ])
+      )
+    // Each round goes to both at once, then waits past segment.ms so that the next round rolls a segment.
+    const round = async (records: ReadonlyArray<readonly [string, string | null]>) => {
+      const input = `${records.map(([k, v]) => `${k}:${v ?? ""}`).join("\n")}\n`
+      await Promise.all(clusters.map((b) => Kcat.kcat(["-b", b, "-P", "-t", TOPIC, "-K:", "-Z"], { input })))
+      await sleep(400)
+    }
+    const keys = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `k${from + i}`)
+    await round(keys(0, 10).map((k) => [k, `${k}-a`] as const))
+    await round(keys(0, 10).map((k) => [k, `${k}-b`] as const))
+    await round(keys(0, 3).map((k) => [k, null] as const))
+    await round(keys(3, 6).map((k) => [k, `${k}-c`] as const))
+    await round([["roll-1", "x"]])
+
+    /** Every record from the start: offset, key, value (NULL for a tombstone). */
+    const read = async (bootstrap: string) =>
+      JavaTools.lines(
+        (
+          await Kcat.kcat([
+            "-b",
+            bootstrap,
+            "-C",
+            "-t",
+            TOPIC,
+            "-o",
+            "beginning",
+            "-e",
+            "-q",
+            "-Z",
+            "-f",
+            "%o %k %s\\n"
+          ])
+        ).stdout
+      )
+    // First cleaning: one record per key left; the tombstones stay until delete.retention.ms after it.
+    for (const bootstrap of clusters)
+      await Wait.eventually(
+        `first cleaning on ${bootstrap}`,
+        async () => ((await read(bootstrap)).some((l) => l.endsWith("-a")) ? undefined : true),
+        120_000,
+        200
+      )
+    await sleep(1_500)
+    // New dirty data makes both clean again, past the tombstones' horizon.
+    await round([["k6", "k6-d"]])
+    await round([["roll-2", "y"]])
+    const expected = [
+      "23 k3 k3-c",
+      "24 k4 k4-c",
+      "25 k5 k5-c",
+      "17 k7 k7-b",
+      "18 k8 k8-b",
+      "19 k9 k9-b",
+      "26 roll-1 x",
+      "27 k6 k6-d",
+      "28 roll-2 y"
+    ].sort()
+    const settled: Array<ReadonlyArray<string>> = []
+    for (const bootstrap of clusters)
+      settled.push(
+        await Wait.eventually(
+          `tombstones gone on ${bootstrap}`,
+          async () => {
+            const records = await read(bootstrap)
+            return [...records].sort().join("\n") === expected.join("\n") ? records : undefined
+          },
+          120_000,
+          200
+        )
+      )
+    // Same records, same offsets, same order on both.
+    expect(settled[1]).toEqual(settled[0])
+  }, 400_000)
+})
