@@ -88,6 +88,11 @@ export const make = (
     segmentsCleaned: 0,
     failures: 0
   }
+  // Sleeps of the workers end early when the cleaner stops, so a shutdown never waits out a backoff.
+  let halt = new AbortController()
+  const pause = (ms: number): Promise<void> =>
+    sleep(ms, undefined, { signal: halt.signal }).catch(() => undefined)
+
   // Throttle over every worker: the io budget is shared, as Kafka's throttler is.
   const throttle = { start: now(), bytes: 0 }
   const pace = async (bytes: number): Promise<void> => {
@@ -95,7 +100,7 @@ export const make = (
     throttle.bytes += bytes
     const elapsed = now() - throttle.start
     const due = (throttle.bytes / config.ioMaxBytesPerSecond) * 1000
-    if (due > elapsed) await sleep(Math.min(due - elapsed, 10_000))
+    if (due > elapsed) await pause(Math.min(due - elapsed, 10_000))
     if (now() - throttle.start > 5_000) {
       throttle.start = now()
       throttle.bytes = 0
@@ -166,7 +171,7 @@ export const make = (
     while (running) {
       const target = pick(now())
       if (target === undefined || failed.has(target)) {
-        await sleep(config.backoffMs)
+        await pause(config.backoffMs)
         continue
       }
       if (!(await clean(slot, target, now(), () => running))) failed.add(target)
@@ -177,10 +182,12 @@ export const make = (
     start: () => {
       if (!config.enable || running) return
       running = true
+      halt = new AbortController()
       workers = Array.from({ length: threads }, (_, i) => worker(i))
     },
     stop: async () => {
       running = false
+      halt.abort()
       await Promise.all(workers)
       workers = []
     },

@@ -408,4 +408,15 @@ describe("LogCleaner crash safety", () => {
       expect(crashes).toBe(total)
     }, 240_000)
   }
+
+  it("stops at once while its workers wait out log.cleaner.backoff.ms, and starts again", async () => {
+    // Nothing to clean: every worker sleeps the backoff (an hour here); stop must not wait for it.
+    const cleaner = LogCleaner.make({ ...LogCleaner.defaultConfig, threads: 2, backoffMs: 3_600_000 }, () => [])
+    cleaner.start()
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    await cleaner.stop()
+    cleaner.start()
+    await cleaner.stop()
+    expect(cleaner.stats().passes).toBe(0)
+  }, 10_000)
 })
