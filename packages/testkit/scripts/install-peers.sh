@@ -2,7 +2,8 @@
 # Installs the peers the testkit's integration tests use, and is safe to run again:
 #   - kcat (librdkafka's CLI) from the distribution's packages, if missing;
 #   - confluent-kafka 2.16.1 from PyPI (its wheel bundles librdkafka 2.16) for $PYTHON or python3;
-#   - Apache Kafka's jars (broker + Java tools) from Maven Central via kafka-peer.sh, cached.
+#   - Apache Kafka's jars (broker + Java tools) and Kafka Streams' jars (kafka-streams, rocksdbjni) from
+#     Maven Central via kafka-peer.sh, cached.
 # A Java 17+ JDK (javac compiles the testkit's own Java peers) and Maven must be on the machine; they are
 # installed from the distribution if missing.
 set -euo pipefail
@@ -38,3 +39,5 @@ java -version 2>&1 | head -n 1
 javac -version 2>&1 | head -n 1
 libs="$(bash "${here}/kafka-peer.sh")"
 echo "Apache Kafka jars: ${libs}"
+streams_libs="$(bash "${here}/kafka-peer.sh" "${KAFKA_VERSION:-}" streams)"
+echo "Kafka Streams jars: ${streams_libs}"

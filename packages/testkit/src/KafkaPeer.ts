@@ -2,7 +2,8 @@
  * Where Apache Kafka's jars come from: `scripts/kafka-peer.sh` resolves `kafka_2.13` and `kafka-tools`
  * (plus a log4j2 binding) from Maven Central into a cached folder, and this module finds that folder and
  * our own log4j2 configuration for the JVMs it is used with. MirrorMaker 2 (`connect-mirror` with
- * `connect-runtime`) is resolved the same way into a folder of its own.
+ * `connect-runtime`) and Kafka Streams (`kafka-streams` with `kafka-clients` and `rocksdbjni`) are resolved
+ * the same way into folders of their own.
  *
  * It never builds or patches Kafka; the jars are used exactly as published.
  */
@@ -59,7 +60,20 @@ export const connectMirrorLibs = (requested?: string): Promise<string> => {
   return resolve(connectMirrorVersion(requested), "connect-mirror")
 }
 
-const resolve = (v: string, flavour: "connect-mirror" | undefined): Promise<string> => {
+/**
+ * The folder holding Kafka Streams' jars (`kafka-streams`, `kafka-clients`, `rocksdbjni` and the rest of
+ * their dependencies) of `requested` (default: `version()`), resolving it on first use.
+ * `CLUSTERMIRROR_STREAMS_LIBS` names a ready folder and skips the resolver.
+ */
+export const streamsLibs = (requested?: string): Promise<string> => {
+  const override = process.env["CLUSTERMIRROR_STREAMS_LIBS"]
+  if (override !== undefined && override !== "") return Promise.resolve(override)
+  return resolve(version(requested), "streams")
+}
+
+type Flavour = "connect-mirror" | "streams"
+
+const resolve = (v: string, flavour: Flavour | undefined): Promise<string> => {
   const key = flavour === undefined ? v : `${v}-${flavour}`
   let p = resolved.get(key)
   if (p === undefined) {

@@ -1,6 +1,8 @@
 /**
- * Our own small Java peers (`packages/testkit/java/*.java`, written against Kafka's client API) compiled
- * with `javac` against the resolved Kafka jars. The classes are cached next to the jars (or in the user's
+ * Our own small Java peers compiled with `javac` against the resolved Kafka jars: the client peers
+ * (`packages/testkit/java/*.java`, against Kafka's client API) and the Streams peers
+ * (`packages/testkit/java/streams/*.java`, against the Kafka Streams jars), each folder a source set of its
+ * own. The classes are cached next to the jars (or in the user's
  * cache when that folder is read-only), in a folder named after a hash of the sources, so a changed
  * source compiles again and an unchanged one never does.
  *
@@ -16,35 +18,46 @@ import * as KafkaPeer from "../KafkaPeer.js"
 import { PeerStartError } from "../TestkitError.js"
 import * as Process from "./Process.js"
 
-/** The folder of the Java sources. */
+/** The folder of the client peers' Java sources. */
 export const sourceDir: string = fileURLToPath(new URL("../../java/", import.meta.url))
+
+/** The folder of the Streams peers' Java sources (compiled against `KafkaPeer.streamsLibs()`). */
+export const streamsSourceDir: string = fileURLToPath(new URL("../../java/streams/", import.meta.url))
 
 const COMPILE_TIMEOUT_MS = 120_000
 
 const compiled = new Map<string, Promise<string>>()
 
-/** The classes folder for `libs` (compiling on first use) and the classpath that runs them. */
-export const classpath = async (libs: string): Promise<string> =>
-  `${await classesFor(libs)}:${KafkaPeer.classpath(libs)}`
+/** The classes folder of `sources` for `libs` (compiling on first use) and the classpath that runs them. */
+export const classpath = async (libs: string, sources: string = sourceDir): Promise<string> =>
+  `${await classesFor(libs, sources)}:${KafkaPeer.classpath(libs)}`
+
+export interface JavaOptions {
+  /** The source set holding `mainClass` (default `sourceDir`). */
+  readonly sources?: string
+  /** `-Xmx` (default `128m`). */
+  readonly heap?: string
+}
 
 /** The `java` arguments that run `mainClass` of our peers: a small client JVM, Kafka's logging quiet. */
-export const javaArgs = async (libs: string, mainClass: string): Promise<Array<string>> => [
-  "-Xmx128m",
+export const javaArgs = async (libs: string, mainClass: string, opts: JavaOptions = {}): Promise<Array<string>> => [
+  `-Xmx${opts.heap ?? "128m"}`,
   "-XX:TieredStopAtLevel=1",
   "-XX:+UseSerialGC",
   "-Xshare:auto",
   `-Dlog4j2.configurationFile=${KafkaPeer.log4jConfig}`,
   "-cp",
-  await classpath(libs),
+  await classpath(libs, opts.sources),
   mainClass
 ]
 
-const classesFor = (libs: string): Promise<string> => {
-  let p = compiled.get(libs)
+const classesFor = (libs: string, sources: string): Promise<string> => {
+  const key = `${libs}\n${sources}`
+  let p = compiled.get(key)
   if (p === undefined) {
-    p = compile(libs)
-    p.catch(() => compiled.delete(libs))
-    compiled.set(libs, p)
+    p = compile(libs, sources)
+    p.catch(() => compiled.delete(key))
+    compiled.set(key, p)
   }
   return p
 }
@@ -68,19 +81,19 @@ const placeFor = (libs: string, name: string): { target: string; work: string | 
   }
 }
 
-const compile = async (libs: string): Promise<string> => {
-  const sources = readdirSync(sourceDir)
+const compile = async (libs: string, dir: string): Promise<string> => {
+  const sources = readdirSync(dir)
     .filter((n) => n.endsWith(".java"))
     .sort()
   const hash = createHash("sha256")
-  for (const s of sources) hash.update(s).update(readFileSync(join(sourceDir, s)))
+  for (const s of sources) hash.update(s).update(readFileSync(join(dir, s)))
   const name = `testkit-classes-${hash.digest("hex").slice(0, 16)}`
   const { target, work } = placeFor(libs, name)
   if (work === undefined) return target
   try {
     const r = await Process.run(
       "javac",
-      ["-nowarn", "-d", work, "-cp", KafkaPeer.classpath(libs), ...sources.map((s) => join(sourceDir, s))],
+      ["-nowarn", "-d", work, "-cp", KafkaPeer.classpath(libs), ...sources.map((s) => join(dir, s))],
       { timeoutMs: COMPILE_TIMEOUT_MS }
     )
     if (r.code !== 0)
