@@ -130,14 +130,14 @@ const lz4Ratio = (lines: ReadonlyArray<string>, recordsPerBatch: number): number
 }
 
 /** One server process of a setup, read through `/proc`. */
-interface ServerProc {
+export interface ServerProc {
   readonly role: string
   readonly pid: () => number
   readonly cpuSeconds: () => number
   readonly peakRssMb: () => number
 }
 
-interface Setup {
+export interface Setup {
   readonly name: string
   readonly bootstrap: string
   /** A broker's client port, for metadata polling. */
@@ -202,7 +202,7 @@ const log = (line: string): void => {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
 /** Polls Metadata on one broker until `check` returns a value, or fails after the timeout. */
-const pollMetadata = async <A>(
+export const pollMetadata = async <A>(
   port: number,
   what: string,
   topics: ReadonlyArray<string> | null,
@@ -240,7 +240,7 @@ const isrSizes = (m: Metadata.Response, topic: string, partitions: number): Read
   return [...t.partitions].sort((a, b) => a.partitionIndex - b.partitionIndex).map((p) => p.isrNodes.length)
 }
 
-const createTopic = async (s: Setup, o: Options, topic: string): Promise<void> => {
+export const createTopic = async (s: Setup, o: Options, topic: string): Promise<void> => {
   JavaTools.expectSuccess(
     `kafka-topics --create ${topic}`,
     await JavaTools.kafkaTopics([
@@ -262,8 +262,9 @@ const createTopic = async (s: Setup, o: Options, topic: string): Promise<void> =
 }
 
 /**
- * Runs ProducerPerformance against `s` with `o.producerProps`, as fast as it can or at `recordsPerSec`;
- * fails unless every record was acknowledged.
+ * Runs ProducerPerformance against `s` with `o.producerProps` (and `extraProps` over them, `toolArgs` after
+ * the tool's other arguments), as fast as it can or at `recordsPerSec`; fails unless every record was
+ * acknowledged.
  */
 export const producerPerf = async (
   s: Pick<Setup, "name" | "bootstrap">,
@@ -271,11 +272,18 @@ export const producerPerf = async (
   topic: string,
   records: number,
   payloadFile: string,
-  recordsPerSec = -1
+  recordsPerSec = -1,
+  extra: {
+    readonly props?: Readonly<Record<string, string | number>>
+    readonly toolArgs?: ReadonlyArray<string>
+  } = {}
 ): Promise<PerfSummary> => {
-  const props = Object.entries({ "bootstrap.servers": s.bootstrap, "client.id": CLIENT_ID, ...o.producerProps }).map(
-    ([k, v]) => `${k}=${v}`
-  )
+  const props = Object.entries({
+    "bootstrap.servers": s.bootstrap,
+    "client.id": CLIENT_ID,
+    ...o.producerProps,
+    ...extra.props
+  }).map(([k, v]) => `${k}=${v}`)
   const result = JavaTools.expectSuccess(
     "ProducerPerformance",
     await JavaTools.producerPerf(
@@ -288,6 +296,7 @@ export const producerPerf = async (
         payloadFile,
         "--throughput",
         String(recordsPerSec),
+        ...(extra.toolArgs ?? []),
         "--producer-props",
         ...props
       ],
@@ -304,7 +313,7 @@ export const producerPerf = async (
 }
 
 /** Our controller and brokers, each its own `apps/server` process. */
-const startOurs = async (o: Options): Promise<Setup> => {
+export const startOurs = async (o: Options): Promise<Setup> => {
   const clusterId = Uuid.random()
   const controllerPort = await Ports.freePort()
   const started: ServerProcess.ServerHandle[] = []
@@ -375,7 +384,7 @@ const kafkaProc = (role: string, node: ApacheKafka.KafkaNode): ServerProc => {
 }
 
 /** Apache Kafka with Kafka's default broker settings and JVM flags: a dedicated controller plus brokers. */
-const startKafka = async (o: Options): Promise<Setup> => {
+export const startKafka = async (o: Options): Promise<Setup> => {
   const cluster = await ApacheKafka.startKafkaCluster({
     brokers: o.brokers,
     properties: { "auto.create.topics.enable": false, "num.partitions": o.partitions }

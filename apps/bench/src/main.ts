@@ -11,6 +11,7 @@
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as Baseline from "./Baseline.js"
+import * as Cleaner from "./Cleaner.js"
 import * as Mirror from "./Mirror.js"
 import * as MirrorMemory from "./MirrorMemory.js"
 import * as MirrorSetups from "./MirrorSetups.js"
@@ -18,6 +19,7 @@ import * as ProduceFetch from "./ProduceFetch.js"
 import * as Profile from "./Profile.js"
 import * as Replication from "./Replication.js"
 import * as Report from "./Report.js"
+import * as TransactionalProduce from "./TransactionalProduce.js"
 
 const resultsDir = join(dirname(fileURLToPath(import.meta.url)), "..", "bench-results")
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..")
@@ -57,6 +59,25 @@ const suites: Readonly<Record<string, Suite>> = {
         resultsDir,
         repoRoot
       )
+  },
+  transactions: {
+    description: `transactional vs idempotent produce (ProducerPerformance, acks=all, RF=3) on 3 brokers vs Apache Kafka, --mb MB per run (default ${TransactionalProduce.DEFAULT_MB})`,
+    defaultMb: TransactionalProduce.DEFAULT_MB,
+    runAndReport: (a) =>
+      a.profileDir === undefined
+        ? TransactionalProduce.run(
+            { ...TransactionalProduce.defaults, totalBytes: a.mb * 1024 * 1024, cpuProfileDir: undefined },
+            resultsDir
+          )
+        : fail("transactions has no --profile")
+  },
+  cleaner: {
+    description: `log cleaner over --mb MB (default ${Cleaner.DEFAULT_MB}) of updates to ${Cleaner.defaults.keys} keys vs a read+write copy of the same segments: MB/s, CPU-s per MB`,
+    defaultMb: Cleaner.DEFAULT_MB,
+    runAndReport: (a) =>
+      a.profileDir === undefined
+        ? Cleaner.run({ ...Cleaner.defaults, totalBytes: a.mb * 1024 * 1024 }, resultsDir)
+        : fail("cleaner has no --profile")
   },
   mirror: {
     description: `(a) Kafka -> MirrorMaker 2 -> Kafka, (b) Kafka -> ours, (b-tls) (b) over TLS, (c) ours -> ours, (d) Kafka follower replication: catch-up of --mb MB (default ${Mirror.DEFAULT_MB}), lag, stop of 1,000 partitions; --setups a,b,b-tls,c,d`,
