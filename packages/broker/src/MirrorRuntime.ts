@@ -488,8 +488,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     log
   })
 
-  // -------------------------------------------------------------------------------------------------
-  // Requests
+  // Requests -----------------------------------------------------------------------------------------
 
   const register = (handlers: Handlers) => {
     handlers.register(ReadMirrorStates.api, (_req, request) => coordinator.read(request))
