@@ -3,7 +3,8 @@
  * produced with kcat to a compacted topic on our server and on Kafka, ends with the same records at the
  * same offsets on both once the cleaners ran: the last value per key, at its original offset, and the
  * tombstones gone after `delete.retention.ms`. A compacted Kafka topic (offset gaps) is then mirrored
- * byte for byte, keeps mirroring while Kafka compacts again, and after a failover is compacted here.
+ * byte for byte (the mirror topic compacted from its creation: it has Kafka's topic configs as soon as the
+ * start answers), keeps mirroring while Kafka compacts again, and after a failover is compacted here.
  */
 import { ClusterClient, MirrorAdmin } from "@clustermirror/client"
 import { ApacheKafka, JavaTools, Kcat, KafkaPeer, MirrorCheck, ServerProcess, Wait } from "@clustermirror/testkit"
@@ -36,8 +37,8 @@ describe("log compaction, compared with Apache Kafka", () => {
           ...CLEANER,
           "mirror.state.topic.num.partitions": 1,
           "mirror.state.topic.replication.factor": 1,
-          // The source's topic configs (cleanup.policy=compact) arrive with the periodic refresh.
-          "mirror.metadata.refresh.interval.ms": 1000
+          // The source's topic configs (cleanup.policy=compact) come with the start, not with a refresh.
+          "mirror.metadata.refresh.interval.ms": 600_000
         }
       })
     ])
@@ -176,6 +177,12 @@ describe("log compaction, compared with Apache Kafka", () => {
     try {
       await admin.createClusterMirror("compacting", new Map([["bootstrap.servers", kafka.bootstrap]]))
       expect((await admin.startMirrorTopics("compacting", [topic])).map((t) => t.error)).toEqual([null])
+      // The mirror topic has Kafka's topic configs (compaction included) from its creation: described once,
+      // right after the start, with no refresh in between (the refresh interval is far longer than the test).
+      const described = await JavaTools.configs([
+        ...["--bootstrap-server", ours.bootstrap, "--describe", "--entity-type", "topics", "--entity-name", topic]
+      ])
+      for (const [k, v] of Object.entries(TOPIC_CONFIGS)) expect(described.stdout).toContain(`${k}=${v}`)
       const mirrored = async () => {
         const p = (await admin.describeClusterMirrors(["compacting"])).mirrors[0]?.partitions[0]
         return p?.state === "MIRRORING" && p.lag === 0n ? p : undefined
@@ -215,21 +222,6 @@ describe("log compaction, compared with Apache Kafka", () => {
       )
       expect(await mirrored()).toBeDefined()
 
-      // The refresh copied Kafka's topic configs (compaction included) onto the mirror topic.
-      await Wait.eventually(
-        "the source's topic configs synced",
-        async () => {
-          const described = await JavaTools.configs([
-            ...["--bootstrap-server", ours.bootstrap, "--describe", "--entity-type", "topics"],
-            ...["--entity-name", topic]
-          ])
-          return described.stdout.includes("cleanup.policy=compact") && described.stdout.includes("segment.ms=100")
-            ? true
-            : undefined
-        },
-        60_000,
-        500
-      )
       // Failover: the stopped topic is compacted here, to what Kafka keeps (same offsets).
       await admin.stopMirrorTopics("compacting", [topic])
       await Wait.eventually(

@@ -95,6 +95,10 @@ export interface BrokerConfig {
   readonly brokerHeartbeatIntervalMs: number
   readonly brokerSessionTimeoutMs: number
   readonly offsetsTopicReplicationFactor: number
+  /** `offsets.topic.segment.bytes`: the `segment.bytes` of `__consumer_offsets` when it is created. */
+  readonly offsetsTopicSegmentBytes: number
+  /** `transaction.state.log.segment.bytes`: the `segment.bytes` of `__transaction_state` when it is created. */
+  readonly transactionStateLogSegmentBytes: number
   /** `transaction.state.log.num.partitions`: the partitions of `__transaction_state` when it is created. */
   readonly transactionStateLogNumPartitions: number
   /** `transaction.state.log.replication.factor`, capped to the live brokers when `__transaction_state` is created. */
@@ -217,6 +221,8 @@ export const defaults: BrokerConfig = {
   brokerHeartbeatIntervalMs: 2000,
   brokerSessionTimeoutMs: 9000,
   offsetsTopicReplicationFactor: 3,
+  offsetsTopicSegmentBytes: 104_857_600,
+  transactionStateLogSegmentBytes: 104_857_600,
   transactionStateLogNumPartitions: 50,
   transactionStateLogReplicationFactor: 3,
   transactionStateLogMinIsr: 2,
@@ -584,6 +590,8 @@ const parsers: Record<string, Parser> = {
   "broker.heartbeat.interval.ms": int("brokerHeartbeatIntervalMs", 1),
   "broker.session.timeout.ms": int("brokerSessionTimeoutMs", 1),
   "offsets.topic.replication.factor": int("offsetsTopicReplicationFactor", 1),
+  "offsets.topic.segment.bytes": int("offsetsTopicSegmentBytes", 1),
+  "transaction.state.log.segment.bytes": int("transactionStateLogSegmentBytes", 1),
   "transaction.state.log.num.partitions": int("transactionStateLogNumPartitions", 1),
   "transaction.state.log.replication.factor": int("transactionStateLogReplicationFactor", 1),
   "transaction.state.log.min.isr": int("transactionStateLogMinIsr", 1),

@@ -73,6 +73,8 @@ const VALUE_OF: Readonly<Record<string, (c: BrokerConfig.BrokerConfig) => string
   "socket.request.max.bytes": (c) => String(c.socketRequestMaxBytes),
   "offsets.topic.num.partitions": (c) => String(c.offsetsTopicNumPartitions),
   "offsets.topic.replication.factor": (c) => String(c.offsetsTopicReplicationFactor),
+  "offsets.topic.segment.bytes": (c) => String(c.offsetsTopicSegmentBytes),
+  "transaction.state.log.segment.bytes": (c) => String(c.transactionStateLogSegmentBytes),
   "replica.lag.time.max.ms": (c) => String(c.replicaLagTimeMaxMs)
 }
 

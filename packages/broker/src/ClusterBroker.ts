@@ -266,6 +266,7 @@ export const start = async (
     nodeId,
     replicaLagTimeMaxMs: config.replicaLagTimeMaxMs,
     log,
+    isBrokerAlive: (id) => image.cluster.brokers.get(id)?.fenced === false,
     ...(config.transactionPartitionVerificationEnable && {
       verifier: TxnVerification.make({
         transactionStateLeaders: () => {

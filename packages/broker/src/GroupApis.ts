@@ -60,7 +60,7 @@ export const ensureOffsetsTopic = async (ctx: BrokerContext, replicationFactor: 
         configs: [
           { name: "cleanup.policy", value: "compact" },
           { name: "compression.type", value: "producer" },
-          { name: "segment.bytes", value: "104857600" }
+          { name: "segment.bytes", value: String(ctx.config.offsetsTopicSegmentBytes) }
         ],
         topicId: null
       }

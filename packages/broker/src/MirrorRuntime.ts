@@ -488,9 +488,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     log
   })
 
-  // -------------------------------------------------------------------------------------------------
-  // Requests
-
+  // Requests -----------------------------------------------------------------------------------------
   const register = (handlers: Handlers) => {
     handlers.register(ReadMirrorStates.api, (_req, request) => coordinator.read(request))
     handlers.register(WriteMirrorStates.api, (_req, request) => coordinator.write(request))
@@ -516,7 +514,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
       op: MirrorMetadataManager.Operation,
       topicsOf: (request: Spec.StructType<Req>) => ReadonlyArray<string> | null,
       refuse: (topics: ReadonlyArray<string>, errorCode: number, errorMessage: string) => Spec.StructInput<Res>,
-      stamp: () => Readonly<Record<string, unknown>> = () => ({})
+      stamp: (request: Spec.StructType<Req>) => Promise<Readonly<Record<string, unknown>>> = async () => ({})
     ) =>
       handlers.register(api, (_req, request) => {
         const mirrorName = (request as { readonly mirrorName: string }).mirrorName
@@ -527,7 +525,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
           submit: async (offset) =>
             (await controller.request(api, {
               ...request,
-              ...stamp(),
+              ...(await stamp(request)),
               stateValidationOffset: BigInt(offset)
             } as Spec.StructInput<Req>)) as Spec.StructInput<Res>,
           errorCodeOf: (response) => (response as unknown as { readonly errorCode: number }).errorCode,
@@ -548,9 +546,10 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
       topics: topics.map((name) => ({ name, errorCode, errorMessage }))
     })
     // The topics a start creates take this broker's default.replication.factor, unless the mirror sets
-    // replication.factor: the controller's own value is only the last resort.
-    validated(StartMirrorTopics.api, "start", topicNames, refuseTopics, () => ({
-      defaultReplicationFactor: (options.effectiveConfig?.() ?? config).defaultReplicationFactor
+    // replication.factor (the controller's own value is only the last resort), and the source's configs.
+    validated(StartMirrorTopics.api, "start", topicNames, refuseTopics, async (r) => ({
+      defaultReplicationFactor: (options.effectiveConfig?.() ?? config).defaultReplicationFactor,
+      topics: await MirrorSync.withSourceTopicConfigs(sourceClient, image(), r)
     }))
     validated(StopMirrorTopics.api, "stop", topicNames, refuseTopics)
     validated(PauseMirrorTopics.api, "pause", topicNames, refuseTopics)

@@ -231,6 +231,7 @@ export const BROKER_READ_ONLY_CONFIGS: ReadonlySet<string> = new Set([
   "num.partitions",
   "offsets.topic.num.partitions",
   "offsets.topic.replication.factor",
+  "offsets.topic.segment.bytes",
   "process.roles",
   "replica.lag.time.max.ms",
   "socket.receive.buffer.bytes",
@@ -242,6 +243,7 @@ export const BROKER_READ_ONLY_CONFIGS: ReadonlySet<string> = new Set([
   "transaction.state.log.min.isr",
   "transaction.state.log.num.partitions",
   "transaction.state.log.replication.factor",
+  "transaction.state.log.segment.bytes",
   "transactional.id.expiration.ms"
 ])
 

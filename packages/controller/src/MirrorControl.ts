@@ -392,6 +392,22 @@ interface NewTopic {
   readonly mirrorTopicId: string | null
 }
 
+/**
+ * The source's configs the forwarding broker stamped on a topic StartMirrorTopics creates. One this
+ * cluster does not accept is left to the periodic config sync, which reports it; the topic is created
+ * with the others, as it would be without any.
+ */
+const sourceConfigs = (
+  topic: string,
+  configs: ReadonlyArray<{ readonly name: string; readonly value: string | null }>
+): ReadonlyArray<ReplicationControl.TopicConfig> =>
+  configs.flatMap((c) =>
+    c.value !== null &&
+    Either.isRight(ConfigurationControl.createTopicConfigRecords(topic, [{ name: c.name, value: c.value }]))
+      ? [{ name: c.name, value: c.value }]
+      : []
+  )
+
 /** One topic through `ReplicationControl.createTopics`: its records and id, or its error. */
 const createTopic = (
   state: ReplicationControl.State,
@@ -591,7 +607,7 @@ const startOne = (
     name,
     numPartitions: t.numPartitions,
     replicationFactor: rf.replicationFactor,
-    configs: [],
+    configs: sourceConfigs(name, t.configs),
     // Passed as the mirror id even when fresh, so that every replica must be on an active broker.
     mirrorTopicId: t.topicId === Uuid.ZERO ? freshTopicId(replication, ctx.newTopicId) : t.topicId
   })

@@ -113,11 +113,21 @@ const world: ReadonlyArray<Rec> = [
 ]
 
 const start = (
-  topics: ReadonlyArray<{ name: string; id?: string; partitions?: number }>,
+  topics: ReadonlyArray<{
+    name: string
+    id?: string
+    partitions?: number
+    configs?: ReadonlyArray<{ name: string; value: string | null }>
+  }>,
   extra: Partial<StartMirrorTopics.Request> = {}
 ): StartMirrorTopics.Request => ({
   mirrorName: "m",
-  topics: topics.map((t) => ({ topicName: t.name, topicId: t.id ?? Uuid.ZERO, numPartitions: t.partitions ?? -1 })),
+  topics: topics.map((t) => ({
+    topicName: t.name,
+    topicId: t.id ?? Uuid.ZERO,
+    numPartitions: t.partitions ?? -1,
+    configs: t.configs ?? []
+  })),
   includePatterns: [],
   excludePatterns: [],
   stateValidationOffset: -1n,

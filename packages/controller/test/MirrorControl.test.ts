@@ -91,11 +91,21 @@ const world: ReadonlyArray<Rec> = [
 ]
 
 const start = (
-  topics: ReadonlyArray<{ name: string; id?: string; partitions?: number }>,
+  topics: ReadonlyArray<{
+    name: string
+    id?: string
+    partitions?: number
+    configs?: ReadonlyArray<{ name: string; value: string | null }>
+  }>,
   extra: Partial<StartMirrorTopics.Request> = {}
 ): StartMirrorTopics.Request => ({
   mirrorName: "m",
-  topics: topics.map((t) => ({ topicName: t.name, topicId: t.id ?? Uuid.ZERO, numPartitions: t.partitions ?? -1 })),
+  topics: topics.map((t) => ({
+    topicName: t.name,
+    topicId: t.id ?? Uuid.ZERO,
+    numPartitions: t.partitions ?? -1,
+    configs: t.configs ?? []
+  })),
   includePatterns: [],
   excludePatterns: [],
   stateValidationOffset: -1n,
@@ -303,6 +313,36 @@ describe("startMirrorTopics", () => {
     expect(topic.mirrorName).toBe("m")
     expect(topic.desiredMirrorState).toBe(2)
     expect(topic.lastMirrorStateChangeOffset).toBe(o.after.nextOffset - 1n)
+  })
+
+  it("creates a missing topic with the source configs the broker stamped, leaving out the ones it refuses", () => {
+    const src = uuid(100)
+    const configs = [
+      { name: "cleanup.policy", value: "compact" },
+      { name: "segment.bytes", value: "1048576" },
+      { name: "no.such.config", value: "1" },
+      { name: "retention.ms", value: null }
+    ]
+    const o = ControllerTest.given(world)
+      .when((s, { nextOffset }) =>
+        MirrorControl.startMirrorTopics(
+          s,
+          start([{ name: "orders", id: src, partitions: 1, configs }]),
+          startCtx(nextOffset)
+        )
+      )
+      .outcome()
+    expect(o.response).toEqual(topicsResponse([["orders", E.NONE]]))
+    const topicConfigs = o.records
+      .filter((r) => r.type === "ConfigRecord" && r.data.resourceType === 2)
+      .map((r) => (r.type === "ConfigRecord" ? [r.data.resourceName, r.data.name, r.data.value] : []))
+    expect(topicConfigs).toEqual([
+      ["orders", "cleanup.policy", "compact"],
+      ["orders", "segment.bytes", "1048576"]
+    ])
+    // Created before its MIRRORING record: the topic never exists without the source's configs.
+    const firstConfig = o.records.findIndex((r) => r.type === "ConfigRecord" && r.data.resourceType === 2)
+    expect(firstConfig).toBeLessThan(o.records.findIndex((r) => r.type === "MirrorTopicStateChangeRecord"))
   })
 
   it("JR48: NumPartitions is ignored when the topic exists", () => {
@@ -569,7 +609,8 @@ describe("startMirrorTopics over many topics", () => {
       fc.record({
         topicName: fc.constantFrom(...NAMES),
         topicId: fc.constantFrom(...IDS),
-        numPartitions: fc.integer({ min: -1, max: 3 })
+        numPartitions: fc.integer({ min: -1, max: 3 }),
+        configs: fc.constant([])
       }),
       { maxLength: 10 }
     ),

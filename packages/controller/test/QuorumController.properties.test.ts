@@ -132,7 +132,9 @@ const run = (c: QuorumController, o: Op): Promise<unknown> => {
     case "startMirror":
       return c.startMirrorTopics({
         mirrorName: "m",
-        topics: [{ topicName: MIRRORED[o.topic]!, topicId: uuid(100 + o.topic), numPartitions: o.partitions }],
+        topics: [
+          { topicName: MIRRORED[o.topic]!, topicId: uuid(100 + o.topic), numPartitions: o.partitions, configs: [] }
+        ],
         includePatterns: [],
         excludePatterns: [],
         stateValidationOffset: -1n,

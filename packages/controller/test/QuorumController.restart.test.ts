@@ -34,7 +34,7 @@ const populate = async (c: QuorumController, topics: number, partitions: number)
   for (const [i, topicName] of names.entries()) {
     const started = await c.startMirrorTopics({
       mirrorName: "m",
-      topics: [{ topicName, topicId: uuid(100 + i), numPartitions: partitions }],
+      topics: [{ topicName, topicId: uuid(100 + i), numPartitions: partitions, configs: [] }],
       includePatterns: [],
       excludePatterns: [],
       stateValidationOffset: -1n,

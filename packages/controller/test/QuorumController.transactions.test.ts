@@ -43,7 +43,12 @@ const names = (topics: number) => Array.from({ length: topics }, (_, i) => `t${S
 const startAll = (c: QuorumController, topics: ReadonlyArray<string>, partitions: number) =>
   c.startMirrorTopics({
     mirrorName: "m",
-    topics: topics.map((topicName, i) => ({ topicName, topicId: uuid(1000 + i), numPartitions: partitions })),
+    topics: topics.map((topicName, i) => ({
+      topicName,
+      topicId: uuid(1000 + i),
+      numPartitions: partitions,
+      configs: []
+    })),
     includePatterns: [],
     excludePatterns: [],
     stateValidationOffset: -1n,

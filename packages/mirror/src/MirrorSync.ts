@@ -19,7 +19,8 @@
  * `internal/SyncRequests`. The task contract (context, task) is the refresh loop's, which runs the tasks;
  * this module uses its types only, and never changes mirror state.
  */
-import { FanOut } from "@clustermirror/client"
+import { type ClusterClient, FanOut } from "@clustermirror/client"
+import { MetadataImage } from "@clustermirror/metadata-log"
 import { type DescribeClusterMirrors, Errors } from "@clustermirror/protocol"
 import { Effect, Either } from "effect"
 import * as Clock from "./internal/Clock.js"
@@ -163,6 +164,46 @@ export const syncTopicConfigs = async (ctx: CoordinatorContext): Promise<void> =
 }
 
 export const topicConfigsTask: CoordinatorTask = { name: "topic_configs", run: syncTopicConfigs }
+
+/**
+ * The topics of a StartMirrorTopics with the source configs a topic the controller creates starts with: the
+ * source's dynamic configs of each topic whose source id is known, minus `mirror.topic.properties.exclude`
+ * (what the periodic sync would copy), so that a mirror topic has the source's `cleanup.policy` and the rest
+ * from its creation. A source that does not answer leaves them to the periodic sync.
+ */
+export const withSourceTopicConfigs = async <T extends { readonly topicName: string; readonly numPartitions: number }>(
+  sourceClient: (mirror: string) => ClusterClient.Client,
+  image: MetadataImage.MetadataImage,
+  request: { readonly mirrorName: string; readonly topics: ReadonlyArray<T> }
+): Promise<ReadonlyArray<T & { readonly configs: ReadonlyArray<{ name: string; value: string | null }> }>> => {
+  const topics = request.topics
+  const mirrorConfigs = MetadataImage.configsOf(
+    image,
+    MetadataImage.ConfigResourceType.CLUSTER_MIRROR,
+    request.mirrorName
+  )
+  const none = topics.map((t) => ({ ...t, configs: [] }))
+  const known = topics.filter((t) => t.numPartitions > 0).map((t) => t.topicName)
+  if (mirrorConfigs.size === 0 || known.length === 0) return none
+  let exclude: ReadonlyArray<RegExp>
+  let described: ReadonlyMap<string, TopicConfigs>
+  try {
+    exclude = patterns(mirrorConfigs.get("mirror.topic.properties.exclude") ?? DEFAULT_TOPIC_PROPERTIES_EXCLUDE)
+    described = await describeTopicConfigs(sourceClient(request.mirrorName), known)
+  } catch {
+    return none
+  }
+  return topics.map((t) => {
+    const d = described.get(t.topicName)
+    return {
+      ...t,
+      configs:
+        d?._tag !== "Configs"
+          ? []
+          : topicConfigChanges(d.entries, [], exclude).map((c) => ({ name: c.name, value: c.value }))
+    }
+  })
+}
 
 // ---------------------------------------------------------------------------------------------------
 // Consumer group offsets: decisions

@@ -130,6 +130,11 @@ export interface ReplicaManagerOptions {
    * (`transaction.partition.verification.enable`); without it transactional batches are not verified.
    */
   readonly verifier?: Verifier
+  /**
+   * Whether a broker is alive (registered and not fenced): the low watermark of DeleteRecords counts the
+   * log start of every live replica, in the ISR or not. Every broker counts as alive without it.
+   */
+  readonly isBrokerAlive?: (brokerId: number) => boolean
 }
 
 const EMPTY = Buffer.alloc(0)
@@ -190,6 +195,7 @@ export class ReplicaManager {
   private readonly isrChannel: IsrChannel | undefined
   private readonly storageErrors: StorageErrorLog
   private readonly verifier: Verifier | undefined
+  private readonly isBrokerAlive: (brokerId: number) => boolean
   /**
    * Verifications under way, per partition and producer (Kafka's VerificationGuard): a marker of the
    * producer clears its guard, so a batch verified before its transaction ended is refused, not appended.
@@ -203,6 +209,7 @@ export class ReplicaManager {
     this.replicaLagTimeMaxMs = options.replicaLagTimeMaxMs ?? 30_000
     this.isrChannel = options.isrChannel
     this.verifier = options.verifier
+    this.isBrokerAlive = options.isBrokerAlive ?? (() => true)
     this.storageErrors = new StorageErrorLog(
       options.log ?? (() => {}),
       options.storageErrorLogIntervalMs ?? 10_000,
@@ -736,13 +743,14 @@ export class ReplicaManager {
   }
 
   /**
-   * The low watermark of a partition this broker leads: the smallest log start over the leader and the
-   * followers in the ISR (a follower that has not reported one counts as -1).
+   * The low watermark of a partition this broker leads: the smallest log start over the leader and every
+   * follower whose broker is alive, in the ISR or not (one that has not reported its log start counts as
+   * -1), as Kafka's: the answer never claims a deletion a live replica has not done.
    */
   private lowWatermark(p: PartitionState): number {
     let lw = p.log.logStartOffset
-    for (const r of p.isr) {
-      if (r === this.nodeId) continue
+    for (const r of p.replicas) {
+      if (r === this.nodeId || !this.isBrokerAlive(r)) continue
       lw = Math.min(lw, p.followers.get(r)?.logStartOffset ?? -1)
     }
     return lw
@@ -750,7 +758,7 @@ export class ReplicaManager {
 
   /**
    * DeleteRecords on one partition as its leader: moves the log start to `offset` (-1: the high watermark)
-   * and answers with the low watermark once every in-sync replica's log start has reached it, or
+   * and answers with the low watermark once the log start of every live replica has reached it, or
    * REQUEST_TIMED_OUT after `timeoutMs`. `refusal` is asked once the partition is known to be led here
    * (e.g. READ_ONLY_TOPIC for a mirror topic); 0 lets the deletion go on. Internal topics answer
    * INVALID_TOPIC_EXCEPTION, an offset outside [0, high watermark] OFFSET_OUT_OF_RANGE.

@@ -10,7 +10,7 @@ const batch = (n: number) =>
   RecordBatch.build({ records: Array.from({ length: n }, (_, i) => ({ value: Buffer.from(`v${i}`) })), timestamp: 1 })
 
 /** A leader on broker 1 with followers 2 and 3, its clock and its ISR requests to the controller. */
-const setup = (reg: Partial<Registration> = {}, minIsr = 1) => {
+const setup = (reg: Partial<Registration> = {}, minIsr = 1, isBrokerAlive?: (id: number) => boolean) => {
   let now = 1_000
   const proposals: Array<ReadonlyArray<number>> = []
   let partitionEpoch = reg.partitionEpoch ?? 0
@@ -19,6 +19,7 @@ const setup = (reg: Partial<Registration> = {}, minIsr = 1) => {
     nodeId: 1,
     now: () => now,
     replicaLagTimeMaxMs: 10_000,
+    ...(isBrokerAlive !== undefined && { isBrokerAlive }),
     isrChannel: {
       alterPartition: async (_p, newIsr) => {
         proposals.push(newIsr)
@@ -459,8 +460,8 @@ describe("ReplicaManager DeleteRecords", () => {
     rm.close()
   })
 
-  it("takes -1 as the high watermark, refuses offsets above it, and answers at once without followers", async () => {
-    const { rm, followerFetch, log } = setup({ isr: [1] })
+  it("takes -1 as the high watermark, refuses offsets above it, and answers at once without live followers", async () => {
+    const { rm, followerFetch, log } = setup({ isr: [1] }, 1, () => false)
     await rm.appendAsLeader("t", 0, batch(8), true, 1)
     await followerFetch(2, 5)
     expect(log.highWatermark).toBe(8)
@@ -476,6 +477,37 @@ describe("ReplicaManager DeleteRecords", () => {
     expect(log.logStartOffset).toBe(8)
     // Below the log start: nothing moves, the low watermark is answered.
     expect(await rm.deleteRecords("t", 0, 3, 1000)).toEqual({ errorCode: 0, lowWatermark: 8n })
+  })
+
+  it("counts a live follower out of the ISR in the low watermark, and not a dead one (as Kafka does)", async () => {
+    const alive = new Set([2, 3])
+    const { rm, followerFetch, log } = setup({ isr: [1, 2] }, 1, (id) => alive.has(id))
+    await rm.appendAsLeader("t", 0, batch(10), true, 1)
+    await followerFetch(2, 10)
+    void fetchReporting(rm, 2, 10, 0)
+    await fetchReporting(rm, 3, 4, 0)
+    expect(log.highWatermark).toBe(10)
+    expect(rm.get("t", 0)!.isr).toEqual([1, 2])
+    // Follower 3 is out of the ISR but alive: its log start (0) is the low watermark until it follows.
+    expect(await rm.deleteRecords("t", 0, 5, 1)).toEqual({
+      errorCode: Errors.ErrorCode.REQUEST_TIMED_OUT,
+      lowWatermark: 0n
+    })
+    let answered = false
+    const result = Promise.resolve(rm.deleteRecords("t", 0, 6, 60_000)).then((r) => {
+      answered = true
+      return r
+    })
+    void fetchReporting(rm, 2, 10, 6)
+    await flush()
+    expect(answered).toBe(false)
+    void fetchReporting(rm, 3, 4, 6)
+    expect(await result).toEqual({ errorCode: 0, lowWatermark: 6n })
+    // A dead follower does not hold the answer back, whatever log start it reported last.
+    alive.delete(3)
+    void fetchReporting(rm, 2, 10, 8)
+    expect(await rm.deleteRecords("t", 0, 8, 60_000)).toEqual({ errorCode: 0, lowWatermark: 8n })
+    rm.close()
   })
 
   it("answers REQUEST_TIMED_OUT when a follower in the ISR does not follow, and errors per partition", async () => {

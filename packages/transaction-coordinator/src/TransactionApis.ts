@@ -35,6 +35,7 @@ export interface BrokerContext {
   readonly config: {
     readonly transactionStateLogNumPartitions: number
     readonly transactionStateLogMinIsr: number
+    readonly transactionStateLogSegmentBytes: number
     readonly transactionMaxTimeoutMs: number
     readonly transactionAbortTimedOutTransactionCleanupIntervalMs: number
     readonly transactionalIdExpirationMs: number
@@ -104,7 +105,7 @@ export const ensureTransactionStateTopic = async (ctx: BrokerContext, replicatio
         configs: [
           { name: "cleanup.policy", value: "compact" },
           { name: "compression.type", value: "uncompressed" },
-          { name: "segment.bytes", value: "104857600" },
+          { name: "segment.bytes", value: String(ctx.config.transactionStateLogSegmentBytes) },
           {
             name: "min.insync.replicas",
             value: String(Math.max(1, Math.min(ctx.config.transactionStateLogMinIsr, replicationFactor)))
