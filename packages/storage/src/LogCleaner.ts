@@ -90,8 +90,7 @@ export const make = (
   }
   // Sleeps of the workers end early when the cleaner stops, so a shutdown never waits out a backoff.
   let halt = new AbortController()
-  const pause = (ms: number): Promise<void> =>
-    sleep(ms, undefined, { signal: halt.signal }).catch(() => undefined)
+  const pause = (ms: number): Promise<void> => sleep(ms, undefined, { signal: halt.signal }).catch(() => undefined)
 
   // Throttle over every worker: the io budget is shared, as Kafka's throttler is.
   const throttle = { start: now(), bytes: 0 }
