@@ -6,6 +6,7 @@
 export * as ApacheKafka from "./ApacheKafka.js"
 export * as Certificates from "./Certificates.js"
 export * as ConfluentKafka from "./ConfluentKafka.js"
+export * as ConsumeTransformProduce from "./ConsumeTransformProduce.js"
 export * as IsolatedConsumer from "./IsolatedConsumer.js"
 export * as JavaTools from "./JavaTools.js"
 export * as KafkaPeer from "./KafkaPeer.js"
