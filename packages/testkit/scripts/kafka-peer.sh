@@ -5,6 +5,8 @@
 #   kafka-peer.sh [version]                   version defaults to $KAFKA_VERSION or the pinned one below
 #   kafka-peer.sh <version> connect-mirror    MirrorMaker 2 instead: connect-mirror and connect-runtime
 #                                             of that version, in <root>/kafka-<version>-connect-mirror/libs
+#   kafka-peer.sh <version> connect           Kafka Connect's runtime alone (connect-runtime and its
+#                                             dependencies), in <root>/kafka-<version>-connect/libs
 #
 # Environment:
 #   KAFKA_VERSION               Kafka version to resolve (4.x)
@@ -20,7 +22,8 @@ flavour="${2:-}"
 case "$flavour" in
   "") suffix="" ; artifacts=(kafka_2.13 kafka-tools) ;;
   connect-mirror) suffix="-connect-mirror" ; artifacts=(connect-mirror connect-runtime) ;;
-  *) echo "kafka-peer: unknown flavour \"${flavour}\" (known: connect-mirror)" >&2; exit 1 ;;
+  connect) suffix="-connect" ; artifacts=(connect-runtime) ;;
+  *) echo "kafka-peer: unknown flavour \"${flavour}\" (known: connect-mirror, connect)" >&2; exit 1 ;;
 esac
 log4j_version="2.24.3"
 slf4j_version="2.0.17"

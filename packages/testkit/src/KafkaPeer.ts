@@ -2,7 +2,7 @@
  * Where Apache Kafka's jars come from: `scripts/kafka-peer.sh` resolves `kafka_2.13` and `kafka-tools`
  * (plus a log4j2 binding) from Maven Central into a cached folder, and this module finds that folder and
  * our own log4j2 configuration for the JVMs it is used with. MirrorMaker 2 (`connect-mirror` with
- * `connect-runtime`) is resolved the same way into a folder of its own.
+ * `connect-runtime`) and Kafka Connect's runtime alone are resolved the same way into folders of their own.
  *
  * It never builds or patches Kafka; the jars are used exactly as published.
  */
@@ -59,7 +59,18 @@ export const connectMirrorLibs = (requested?: string): Promise<string> => {
   return resolve(connectMirrorVersion(requested), "connect-mirror")
 }
 
-const resolve = (v: string, flavour: "connect-mirror" | undefined): Promise<string> => {
+/**
+ * The folder holding Kafka Connect's runtime (`connect-runtime` and its dependencies, which include
+ * `kafka-clients`, `connect-json` and `connect-transforms`) of `requested` (default: `version()`),
+ * resolving it on first use. `CLUSTERMIRROR_CONNECT_LIBS` names a ready folder and skips the resolver.
+ */
+export const connectLibs = (requested?: string): Promise<string> => {
+  const override = process.env["CLUSTERMIRROR_CONNECT_LIBS"]
+  if (override !== undefined && override !== "") return Promise.resolve(override)
+  return resolve(version(requested), "connect")
+}
+
+const resolve = (v: string, flavour: "connect-mirror" | "connect" | undefined): Promise<string> => {
   const key = flavour === undefined ? v : `${v}-${flavour}`
   let p = resolved.get(key)
   if (p === undefined) {

@@ -1,6 +1,7 @@
 /**
- * Our own small Java peers (`packages/testkit/java/*.java`, written against Kafka's client API) compiled
- * with `javac` against the resolved Kafka jars. The classes are cached next to the jars (or in the user's
+ * Our own small Java peers (`packages/testkit/java/*.java`, written against Kafka's client API, and the
+ * Kafka Connect plugins in `java/connect/`, written against Connect's API, with their `META-INF` service
+ * files) compiled with `javac` against the resolved Kafka jars. The classes are cached next to the jars (or in the user's
  * cache when that folder is read-only), in a folder named after a hash of the sources, so a changed
  * source compiles again and an unchanged one never does.
  *
@@ -8,7 +9,7 @@
  * half-written classes.
  */
 import { createHash } from "node:crypto"
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs"
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs"
 import { homedir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -16,16 +17,19 @@ import * as KafkaPeer from "../KafkaPeer.js"
 import { PeerStartError } from "../TestkitError.js"
 import * as Process from "./Process.js"
 
-/** The folder of the Java sources. */
+/** The folder of the Java sources of the client peers. */
 export const sourceDir: string = fileURLToPath(new URL("../../java/", import.meta.url))
+
+/** The folder of the Kafka Connect plugins (compiled against Connect's jars). */
+export const connectSourceDir: string = fileURLToPath(new URL("../../java/connect/", import.meta.url))
 
 const COMPILE_TIMEOUT_MS = 120_000
 
 const compiled = new Map<string, Promise<string>>()
 
 /** The classes folder for `libs` (compiling on first use) and the classpath that runs them. */
-export const classpath = async (libs: string): Promise<string> =>
-  `${await classesFor(libs)}:${KafkaPeer.classpath(libs)}`
+export const classpath = async (libs: string, sources: string = sourceDir): Promise<string> =>
+  `${await classesFor(libs, sources)}:${KafkaPeer.classpath(libs)}`
 
 /** The `java` arguments that run `mainClass` of our peers: a small client JVM, Kafka's logging quiet. */
 export const javaArgs = async (libs: string, mainClass: string): Promise<Array<string>> => [
@@ -39,15 +43,26 @@ export const javaArgs = async (libs: string, mainClass: string): Promise<Array<s
   mainClass
 ]
 
-const classesFor = (libs: string): Promise<string> => {
-  let p = compiled.get(libs)
+const classesFor = (libs: string, sources: string): Promise<string> => {
+  const key = `${sources}\0${libs}`
+  let p = compiled.get(key)
   if (p === undefined) {
-    p = compile(libs)
-    p.catch(() => compiled.delete(libs))
-    compiled.set(libs, p)
+    p = compile(libs, sources)
+    p.catch(() => compiled.delete(key))
+    compiled.set(key, p)
   }
   return p
 }
+
+/** The files under `dir` (relative paths, sorted), for hashing resources. */
+const filesUnder = (dir: string, prefix = ""): Array<string> =>
+  existsSync(dir)
+    ? readdirSync(dir, { withFileTypes: true })
+        .sort((a, b) => (a.name < b.name ? -1 : 1))
+        .flatMap((e) =>
+          e.isDirectory() ? filesUnder(join(dir, e.name), `${prefix}${e.name}/`) : [`${prefix}${e.name}`]
+        )
+    : []
 
 /**
  * Where the classes for `libs` live: next to the jars, or, when that folder is not writable (a libs folder
@@ -68,19 +83,20 @@ const placeFor = (libs: string, name: string): { target: string; work: string | 
   }
 }
 
-const compile = async (libs: string): Promise<string> => {
-  const sources = readdirSync(sourceDir)
+const compile = async (libs: string, from: string): Promise<string> => {
+  const sources = readdirSync(from)
     .filter((n) => n.endsWith(".java"))
     .sort()
+  const resources = filesUnder(join(from, "META-INF"), "META-INF/")
   const hash = createHash("sha256")
-  for (const s of sources) hash.update(s).update(readFileSync(join(sourceDir, s)))
+  for (const s of [...sources, ...resources]) hash.update(s).update(readFileSync(join(from, s)))
   const name = `testkit-classes-${hash.digest("hex").slice(0, 16)}`
   const { target, work } = placeFor(libs, name)
   if (work === undefined) return target
   try {
     const r = await Process.run(
       "javac",
-      ["-nowarn", "-d", work, "-cp", KafkaPeer.classpath(libs), ...sources.map((s) => join(sourceDir, s))],
+      ["-nowarn", "-d", work, "-cp", KafkaPeer.classpath(libs), ...sources.map((s) => join(from, s))],
       { timeoutMs: COMPILE_TIMEOUT_MS }
     )
     if (r.code !== 0)
@@ -89,6 +105,7 @@ const compile = async (libs: string): Promise<string> => {
         output: r.stdout + r.stderr,
         message: `compiling the testkit's Java peers failed (exit ${r.code ?? r.signal}):\n${r.stdout}${r.stderr}`
       })
+    if (resources.length > 0) cpSync(join(from, "META-INF"), join(work, "META-INF"), { recursive: true })
     try {
       renameSync(work, target)
     } catch (e) {
