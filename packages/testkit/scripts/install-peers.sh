@@ -3,6 +3,7 @@
 #   - kcat (librdkafka's CLI) from the distribution's packages, if missing;
 #   - confluent-kafka 2.16.1 from PyPI (its wheel bundles librdkafka 2.16) for $PYTHON or python3;
 #   - Apache Kafka's jars (broker + Java tools) from Maven Central via kafka-peer.sh, cached.
+#   - Kafka Connect's runtime jars (connect-runtime) the same way, for the Connect worker peer.
 # A Java 17+ JDK (javac compiles the testkit's own Java peers) and Maven must be on the machine; they are
 # installed from the distribution if missing.
 set -euo pipefail
@@ -38,3 +39,5 @@ java -version 2>&1 | head -n 1
 javac -version 2>&1 | head -n 1
 libs="$(bash "${here}/kafka-peer.sh")"
 echo "Apache Kafka jars: ${libs}"
+connect_libs="$(bash "${here}/kafka-peer.sh" "" connect)"
+echo "Kafka Connect jars: ${connect_libs}"
