@@ -4,6 +4,7 @@
 #   - confluent-kafka 2.16.1 from PyPI (its wheel bundles librdkafka 2.16) for $PYTHON or python3;
 #   - Apache Kafka's jars (broker + Java tools) and Kafka Streams' jars (kafka-streams, rocksdbjni) from
 #     Maven Central via kafka-peer.sh, cached.
+#   - Kafka Connect's runtime jars (connect-runtime) the same way, for the Connect worker peer.
 # A Java 17+ JDK (javac compiles the testkit's own Java peers) and Maven must be on the machine; they are
 # installed from the distribution if missing.
 set -euo pipefail
@@ -41,3 +42,5 @@ libs="$(bash "${here}/kafka-peer.sh")"
 echo "Apache Kafka jars: ${libs}"
 streams_libs="$(bash "${here}/kafka-peer.sh" "${KAFKA_VERSION:-}" streams)"
 echo "Kafka Streams jars: ${streams_libs}"
+connect_libs="$(bash "${here}/kafka-peer.sh" "" connect)"
+echo "Kafka Connect jars: ${connect_libs}"

@@ -7,6 +7,8 @@
 #                                             of that version, in <root>/kafka-<version>-connect-mirror/libs
 #   kafka-peer.sh <version> streams           Kafka Streams instead: kafka-streams (with kafka-clients and
 #                                             rocksdbjni) of that version, in <root>/kafka-<version>-streams/libs
+#   kafka-peer.sh <version> connect           Kafka Connect's runtime alone (connect-runtime and its
+#                                             dependencies), in <root>/kafka-<version>-connect/libs
 #
 # Environment:
 #   KAFKA_VERSION               Kafka version to resolve (4.x)
@@ -23,7 +25,8 @@ case "$flavour" in
   "") suffix="" ; artifacts=(kafka_2.13 kafka-tools) ;;
   connect-mirror) suffix="-connect-mirror" ; artifacts=(connect-mirror connect-runtime) ;;
   streams) suffix="-streams" ; artifacts=(kafka-streams kafka-clients) ;;
-  *) echo "kafka-peer: unknown flavour \"${flavour}\" (known: connect-mirror, streams)" >&2; exit 1 ;;
+  connect) suffix="-connect" ; artifacts=(connect-runtime) ;;
+  *) echo "kafka-peer: unknown flavour \"${flavour}\" (known: connect-mirror, streams, connect)" >&2; exit 1 ;;
 esac
 log4j_version="2.24.3"
 slf4j_version="2.0.17"

@@ -1,8 +1,9 @@
 /**
- * Our own small Java peers compiled with `javac` against the resolved Kafka jars: the client peers
- * (`packages/testkit/java/*.java`, against Kafka's client API) and the Streams peers
- * (`packages/testkit/java/streams/*.java`, against the Kafka Streams jars), each folder a source set of its
- * own. The classes are cached next to the jars (or in the user's
+ * Our own small Java peers compiled with `javac` against the resolved Kafka jars, each folder a source set
+ * of its own: the client peers (`packages/testkit/java/*.java`, against Kafka's client API), the Streams
+ * peers (`packages/testkit/java/streams/*.java`, against the Kafka Streams jars) and the Kafka Connect
+ * plugins (`packages/testkit/java/connect/`, against Connect's API, with their `META-INF` service files).
+ * The classes are cached next to the jars (or in the user's
  * cache when that folder is read-only), in a folder named after a hash of the sources, so a changed
  * source compiles again and an unchanged one never does.
  *
@@ -10,7 +11,7 @@
  * half-written classes.
  */
 import { createHash } from "node:crypto"
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs"
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs"
 import { homedir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -23,6 +24,9 @@ export const sourceDir: string = fileURLToPath(new URL("../../java/", import.met
 
 /** The folder of the Streams peers' Java sources (compiled against `KafkaPeer.streamsLibs()`). */
 export const streamsSourceDir: string = fileURLToPath(new URL("../../java/streams/", import.meta.url))
+
+/** The folder of the Kafka Connect plugins (compiled against Connect's jars). */
+export const connectSourceDir: string = fileURLToPath(new URL("../../java/connect/", import.meta.url))
 
 const COMPILE_TIMEOUT_MS = 120_000
 
@@ -52,7 +56,7 @@ export const javaArgs = async (libs: string, mainClass: string, opts: JavaOption
 ]
 
 const classesFor = (libs: string, sources: string): Promise<string> => {
-  const key = `${libs}\n${sources}`
+  const key = `${sources}\0${libs}`
   let p = compiled.get(key)
   if (p === undefined) {
     p = compile(libs, sources)
@@ -61,6 +65,16 @@ const classesFor = (libs: string, sources: string): Promise<string> => {
   }
   return p
 }
+
+/** The files under `dir` (relative paths, sorted), for hashing resources. */
+const filesUnder = (dir: string, prefix = ""): Array<string> =>
+  existsSync(dir)
+    ? readdirSync(dir, { withFileTypes: true })
+        .sort((a, b) => (a.name < b.name ? -1 : 1))
+        .flatMap((e) =>
+          e.isDirectory() ? filesUnder(join(dir, e.name), `${prefix}${e.name}/`) : [`${prefix}${e.name}`]
+        )
+    : []
 
 /**
  * Where the classes for `libs` live: next to the jars, or, when that folder is not writable (a libs folder
@@ -81,19 +95,20 @@ const placeFor = (libs: string, name: string): { target: string; work: string | 
   }
 }
 
-const compile = async (libs: string, dir: string): Promise<string> => {
-  const sources = readdirSync(dir)
+const compile = async (libs: string, from: string): Promise<string> => {
+  const sources = readdirSync(from)
     .filter((n) => n.endsWith(".java"))
     .sort()
+  const resources = filesUnder(join(from, "META-INF"), "META-INF/")
   const hash = createHash("sha256")
-  for (const s of sources) hash.update(s).update(readFileSync(join(dir, s)))
+  for (const s of [...sources, ...resources]) hash.update(s).update(readFileSync(join(from, s)))
   const name = `testkit-classes-${hash.digest("hex").slice(0, 16)}`
   const { target, work } = placeFor(libs, name)
   if (work === undefined) return target
   try {
     const r = await Process.run(
       "javac",
-      ["-nowarn", "-d", work, "-cp", KafkaPeer.classpath(libs), ...sources.map((s) => join(dir, s))],
+      ["-nowarn", "-d", work, "-cp", KafkaPeer.classpath(libs), ...sources.map((s) => join(from, s))],
       { timeoutMs: COMPILE_TIMEOUT_MS }
     )
     if (r.code !== 0)
@@ -102,6 +117,7 @@ const compile = async (libs: string, dir: string): Promise<string> => {
         output: r.stdout + r.stderr,
         message: `compiling the testkit's Java peers failed (exit ${r.code ?? r.signal}):\n${r.stdout}${r.stderr}`
       })
+    if (resources.length > 0) cpSync(join(from, "META-INF"), join(work, "META-INF"), { recursive: true })
     try {
       renameSync(work, target)
     } catch (e) {
