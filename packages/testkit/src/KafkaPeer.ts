@@ -2,12 +2,8 @@
  * Where Apache Kafka's jars come from: `scripts/kafka-peer.sh` resolves `kafka_2.13` and `kafka-tools`
  * (plus a log4j2 binding) from Maven Central into a cached folder, and this module finds that folder and
  * our own log4j2 configuration for the JVMs it is used with. MirrorMaker 2 (`connect-mirror` with
-<<<<<<< HEAD
- * `connect-runtime`) and Kafka Streams (`kafka-streams` with `kafka-clients` and `rocksdbjni`) are resolved
- * the same way into folders of their own.
-=======
- * `connect-runtime`) and Kafka Connect's runtime alone are resolved the same way into folders of their own.
->>>>>>> wt-connect
+ * `connect-runtime`), Kafka Streams (`kafka-streams` with `kafka-clients` and `rocksdbjni`) and Kafka
+ * Connect's runtime alone are resolved the same way into folders of their own.
  *
  * It never builds or patches Kafka; the jars are used exactly as published.
  */
@@ -65,7 +61,6 @@ export const connectMirrorLibs = (requested?: string): Promise<string> => {
 }
 
 /**
-<<<<<<< HEAD
  * The folder holding Kafka Streams' jars (`kafka-streams`, `kafka-clients`, `rocksdbjni` and the rest of
  * their dependencies) of `requested` (default: `version()`), resolving it on first use.
  * `CLUSTERMIRROR_STREAMS_LIBS` names a ready folder and skips the resolver.
@@ -76,10 +71,7 @@ export const streamsLibs = (requested?: string): Promise<string> => {
   return resolve(version(requested), "streams")
 }
 
-type Flavour = "connect-mirror" | "streams"
-
-const resolve = (v: string, flavour: Flavour | undefined): Promise<string> => {
-=======
+/**
  * The folder holding Kafka Connect's runtime (`connect-runtime` and its dependencies, which include
  * `kafka-clients`, `connect-json` and `connect-transforms`) of `requested` (default: `version()`),
  * resolving it on first use. `CLUSTERMIRROR_CONNECT_LIBS` names a ready folder and skips the resolver.
@@ -90,8 +82,9 @@ export const connectLibs = (requested?: string): Promise<string> => {
   return resolve(version(requested), "connect")
 }
 
-const resolve = (v: string, flavour: "connect-mirror" | "connect" | undefined): Promise<string> => {
->>>>>>> wt-connect
+type Flavour = "connect-mirror" | "streams" | "connect"
+
+const resolve = (v: string, flavour: Flavour | undefined): Promise<string> => {
   const key = flavour === undefined ? v : `${v}-${flavour}`
   let p = resolved.get(key)
   if (p === undefined) {
