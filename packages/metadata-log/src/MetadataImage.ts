@@ -151,8 +151,7 @@ export const replayProducerIds = (
       return `producer ID floor ${next} is below the next producer ID ${image.nextProducerId} or does not exceed the floor ${image.floor}`
     return { nextProducerId: next, floor: next }
   }
-  if (next <= image.nextProducerId)
-    return `next producer ID ${next} does not exceed ${image.nextProducerId}`
+  if (next <= image.nextProducerId) return `next producer ID ${next} does not exceed ${image.nextProducerId}`
   return { nextProducerId: next, floor: image.floor }
 }
 
