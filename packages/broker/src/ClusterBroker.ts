@@ -48,9 +48,14 @@ import * as DynamicBrokerConfig from "@clustermirror/broker-config/DynamicBroker
 import * as AclApis from "@clustermirror/security/AclApis"
 import * as Authorization from "@clustermirror/security/Authorization"
 import * as GroupApis from "./GroupApis.js"
-import { TransactionApis, TransactionControl, TransactionRecords } from "@clustermirror/transaction-coordinator"
+import {
+  ProducerIdManager,
+  TransactionApis,
+  TransactionControl,
+  TransactionRecords
+} from "@clustermirror/transaction-coordinator"
 import * as Listeners from "@clustermirror/security/Listeners"
-import { type BrokerContext, INTERNAL_TOPICS, ProducerIdManager, register } from "./KafkaApis.js"
+import { type BrokerContext, INTERNAL_TOPICS, register } from "./KafkaApis.js"
 import type * as MetadataView from "./MetadataView.js"
 import * as MirrorApis from "@clustermirror/mirror/MirrorApis"
 import * as MirrorRuntime from "./MirrorRuntime.js"
@@ -425,7 +430,10 @@ export const start = async (
     view: viewOf(() => image, clusterId, nodeId, config.interBrokerListenerName),
     admin,
     replicas,
-    producerIds: new ProducerIdManager(admin),
+    producerIds: new ProducerIdManager.ProducerIdManager({
+      allocateBlock: admin.allocateProducerIds,
+      floor: () => image.producerIds.floor
+    }),
     describeMirrorConfigs: (name, keys) => MirrorApis.describeMirrorConfigs(image, name, keys),
     mirrorProduceState: (topic, partition) => mirrors.produceState(topic, partition),
     markerWriterFor: (t) => (t === GroupApis.OFFSETS_TOPIC ? (p, m) => groups.completeTransaction(p, m) : undefined)

@@ -33,6 +33,7 @@ import * as TxnMarkers from "@clustermirror/replication/TxnMarkers"
 import * as ReplicaDeleteRecords from "@clustermirror/replication/DeleteRecords"
 import { type Handlers, NoResponse } from "@clustermirror/network/RequestChannel"
 import { ConfigurationControl } from "@clustermirror/controller"
+import type { ProducerIdManager } from "@clustermirror/transaction-coordinator"
 
 const UNSET_OPS = -2147483648
 /** Internal topics: listed as internal, not writable by clients. */
@@ -46,7 +47,7 @@ export interface BrokerContext {
   readonly view: MetadataView.MetadataView
   readonly admin: MetadataView.TopicAdmin
   readonly replicas: ReplicaManager.ReplicaManager
-  readonly producerIds: ProducerIdManager
+  readonly producerIds: ProducerIdManager.ProducerIdManager
   /** DescribeConfigs of a KIP-1279 cluster mirror (resource type 64), where the metadata holds mirrors. */
   readonly describeMirrorConfigs?: (
     name: string,
@@ -60,31 +61,6 @@ export interface BrokerContext {
   readonly mirrorProduceState?: (topic: string, partition: number) => "writable" | "stopping" | "readOnly"
   /** The coordinators that write the transaction markers of their own topic's partitions. */
   readonly markerWriterFor?: (topic: string) => TxnMarkers.CoordinatorMarkerWriter | undefined
-}
-
-/** Hands out producer ids from blocks the controller allocates. */
-export class ProducerIdManager {
-  private next = 0n
-  private end = 0n
-  private refill: Promise<void> | undefined
-  constructor(private readonly admin: MetadataView.TopicAdmin) {}
-  async allocate(): Promise<bigint> {
-    while (this.next >= this.end) {
-      this.refill ??= this.admin.allocateProducerIds().then(
-        (block) => {
-          this.next = block.firstProducerId
-          this.end = block.firstProducerId + block.size
-          this.refill = undefined
-        },
-        (e) => {
-          this.refill = undefined
-          throw e
-        }
-      )
-      await this.refill
-    }
-    return this.next++
-  }
 }
 
 /**

@@ -300,6 +300,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
     request: (request) => controller.request(BumpLeaderEpochs.api, request),
     catchUp: options.catchUp,
     epochOf,
+    floor: () => image().producerIds.floor,
     defer: setImmediate
   })
 
@@ -340,6 +341,11 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
 
   const partitions: MirrorMetadataManager.PartitionPort = {
     latestEpoch: (topic, partition) => replicas.get(topic, partition)?.log.latestEpoch() ?? -1,
+    highestProducerId: (topic, partition) => {
+      const log = replicas.get(topic, partition)?.log
+      const ids = (log?.activeProducers() ?? []).map((a) => a.producerId)
+      return ids.reduce((max, id) => (id > max ? id : max), log?.highestProducerId() ?? -1n)
+    },
     truncateToEpoch: async (topic, partition, lastMirrorEpoch) => {
       const p = logOf(topic, partition)
       const plog = p.log

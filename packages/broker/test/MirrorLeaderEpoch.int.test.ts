@@ -14,7 +14,8 @@ import { PartitionLog, PartitionLogStore } from "@clustermirror/storage"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
 import * as BrokerConfig from "@clustermirror/broker-config/BrokerConfig"
-import { ProducerIdManager, register } from "../src/KafkaApis.js"
+import { ProducerIdManager } from "@clustermirror/transaction-coordinator"
+import { register } from "../src/KafkaApis.js"
 import type * as MetadataView from "../src/MetadataView.js"
 import { ReplicaManager } from "@clustermirror/replication/ReplicaManager"
 import { Handlers } from "@clustermirror/network/RequestChannel"
@@ -89,7 +90,10 @@ describe("MirrorLeaderEpoch over the wire", () => {
       },
       admin,
       replicas,
-      producerIds: new ProducerIdManager(admin)
+      producerIds: new ProducerIdManager.ProducerIdManager({
+        allocateBlock: admin.allocateProducerIds,
+        floor: () => -1n
+      })
     })
     server = await SocketServer.start({
       host: "127.0.0.1",

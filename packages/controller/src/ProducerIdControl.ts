@@ -1,10 +1,13 @@
 /**
  * Producer-ID blocks (Kafka's `ProducerIdControlManager`): brokers ask for blocks of producer ids to
- * hand out to idempotent and transactional producers; the controller remembers only where the next
- * block starts. Owns the producer-id slice of the controller state and AllocateProducerIds.
+ * hand out to idempotent and transactional producers; the controller remembers where the next block
+ * starts, and the floor below which no broker hands out ids (KIP-1279 failover: a stopped mirror
+ * partition's producer ids came from another cluster's counter). Owns the producer-id slice of the
+ * controller state, AllocateProducerIds and the floor a BumpLeaderEpochs asks for.
  *
  * Decide is pure and returns a ProducerIdsRecord; `replay` is the only way the state changes.
  */
+import { MetadataImage } from "@clustermirror/metadata-log"
 import { MetadataRecords } from "@clustermirror/protocol"
 import { Either } from "effect"
 import type * as ClusterControl from "./ClusterControl.js"
@@ -19,9 +22,11 @@ const INT64_MAX = 9223372036854775807n
 export interface State {
   /** The first producer id of the next block. */
   readonly nextProducerId: bigint
+  /** No broker hands out an id below it, even from a block it holds; -1 when never set. */
+  readonly floor: bigint
 }
 
-export const empty: State = { nextProducerId: 0n }
+export const empty: State = { nextProducerId: 0n, floor: -1n }
 
 /** A block of producer ids: `[firstProducerId, firstProducerId + size)`. */
 export interface ProducerIdsBlock {
@@ -30,13 +35,32 @@ export interface ProducerIdsBlock {
   readonly size: bigint
 }
 
-/** Applies a ProducerIdsRecord. Dies when the next id does not move forward: blocks never overlap. */
+/**
+ * Applies a ProducerIdsRecord: a block moves the next id forward, a floor (broker id -1) raises the floor
+ * and the next id with it. Dies when the order breaks: blocks never overlap, floors never go down.
+ */
 export const replay = (state: State, record: MetadataRecords.MetadataRecordOf<"ProducerIdsRecord">): State => {
-  if (record.data.nextProducerId <= state.nextProducerId)
-    throw new Error(
-      `ProducerIdsRecord next producer id ${record.data.nextProducerId} is not above ${state.nextProducerId}`
-    )
-  return { nextProducerId: record.data.nextProducerId }
+  const next = MetadataImage.replayProducerIds(state, record.data)
+  if (typeof next === "string") throw new Error(`ProducerIdsRecord: ${next}`)
+  return next
+}
+
+/**
+ * The floor a stopping mirror partition asks for (BumpLeaderEpochs' MinProducerId): no id up to
+ * `minProducerId` may be handed out again. Emits nothing when the floor is already above it; else a
+ * ProducerIdsRecord of broker -1 whose next producer id is the larger of `minProducerId + 1` and the next
+ * block's start, so every block handed out before lies below it and brokers drop what they hold of them.
+ */
+export const raiseFloor = (state: State, minProducerId: bigint): Array<MetadataRecords.MetadataRecord> => {
+  if (minProducerId < 0n || minProducerId >= INT64_MAX || state.floor > minProducerId) return []
+  const next = minProducerId + 1n > state.nextProducerId ? minProducerId + 1n : state.nextProducerId
+  return [
+    MetadataRecords.make("ProducerIdsRecord", {
+      brokerId: MetadataImage.PRODUCER_ID_FLOOR_BROKER,
+      brokerEpoch: -1n,
+      nextProducerId: next
+    })
+  ]
 }
 
 /**

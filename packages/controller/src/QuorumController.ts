@@ -786,8 +786,18 @@ export class QuorumController {
     })
   }
 
-  bumpLeaderEpochs(request: BumpLeaderEpochs.Request): Promise<ReplicationControl.BumpLeaderEpochsResponse> {
-    return this.write((state) => ReplicationControl.bumpLeaderEpochs(state.replication, request), "BumpLeaderEpochs")
+  /**
+   * BumpLeaderEpochs: the epoch bumps and, for a MinProducerId, the producer id floor above it, in one
+   * atomic batch, so a broker that sees the bumped epoch also sees the floor.
+   */
+  bumpLeaderEpochs(
+    request: Pick<BumpLeaderEpochs.Request, "topics"> & { readonly minProducerId?: bigint }
+  ): Promise<ReplicationControl.BumpLeaderEpochsResponse> {
+    return this.write((state) => {
+      const bumped = ReplicationControl.bumpLeaderEpochs(state.replication, request)
+      const floor = ProducerIdControl.raiseFloor(state.producerIds, request.minProducerId ?? -1n)
+      return { records: [...bumped.records, ...floor], response: bumped.response }
+    }, "BumpLeaderEpochs")
   }
 
   // -------------------------------------------------------------------------------------------------

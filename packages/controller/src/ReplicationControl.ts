@@ -1232,7 +1232,7 @@ const MAX_INT32 = 2_147_483_647
  */
 export const bumpLeaderEpochs = (
   state: State,
-  request: BumpLeaderEpochs.Request
+  request: Pick<BumpLeaderEpochs.Request, "topics">
 ): ControllerResult<BumpLeaderEpochsResponse> => {
   const records: Array<MetadataRecords.MetadataRecord> = []
   const failures: Array<BumpLeaderEpochsResponse["topics"][number]> = []

@@ -1,10 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import { MetadataLog } from "@clustermirror/metadata-log"
 import { Errors } from "@clustermirror/protocol"
-import { Effect, TestClock } from "effect"
+import { Effect, Either, TestClock } from "effect"
 import * as ControllerError from "../src/ControllerError.js"
 import * as ReplicationControl from "../src/ReplicationControl.js"
 import { QuorumController } from "../src/QuorumController.js"
+import { replayOfLog } from "./logReplay.js"
 
 const CLUSTER = "AAAAAAAAAAAAAAAAAAAAAB"
 
@@ -178,6 +179,51 @@ describe("QuorumController", () => {
     await closing
     await expect(during).rejects.toBeInstanceOf(ControllerError.ControllerClosed)
     await expect(c.registerBroker(await registration(4))).rejects.toBeInstanceOf(ControllerError.ControllerClosed)
+  })
+
+  it("writes a BumpLeaderEpochs' producer id floor in the batch of its epoch bump; a replay and a snapshot keep it", async () => {
+    const log = MetadataLog.makeMemory()
+    const c = await QuorumController.open({ nodeId: 1000, clusterId: CLUSTER, log })
+    await populate(c)
+    const block = await c.allocateProducerIds(1, c.current.cluster.brokers.get(1)!.epoch)
+    expect(Either.getOrThrow(block).firstProducerId).toBe(0n)
+    const topicId = c.current.replication.topicIdsByName.get("orders")!
+    const res = await c.bumpLeaderEpochs({
+      topics: [{ topicId, partitions: [{ partitionIndex: 0, minLeaderEpoch: 3 }] }],
+      minProducerId: 4321n
+    })
+    expect(res.errorCode).toBe(0)
+    expect(c.current.producerIds).toEqual({ nextProducerId: 4322n, floor: 4322n })
+    const batches = (await Effect.runPromise(Effect.orDie(log.readFrom(0)))).batches.map(
+      (b) => Either.getOrThrow(MetadataLog.decodeBatch(b)).records
+    )
+    const withFloor = batches.filter((rs) => rs.some((r) => r.type === "ProducerIdsRecord" && r.data.brokerId === -1))
+    expect(withFloor.map((rs) => rs.map((r) => r.type))).toEqual([["PartitionChangeRecord", "ProducerIdsRecord"]])
+    // Asked again with a lower id: the floor already covers it, nothing is written.
+    const offset = c.committedOffset
+    await c.bumpLeaderEpochs({ topics: [], minProducerId: 4000n })
+    expect(c.committedOffset).toBe(offset)
+    expect(c.current).toEqual(await Effect.runPromise(replayOfLog(log)))
+    const next = Either.getOrThrow(await c.allocateProducerIds(2, c.current.cluster.brokers.get(2)!.epoch))
+    expect(next.firstProducerId).toBe(4322n)
+    await c.close()
+    const snapshotted = MetadataLog.makeMemory()
+    const s1 = await QuorumController.open({
+      nodeId: 1000,
+      clusterId: CLUSTER,
+      log: snapshotted,
+      snapshotEveryRecords: 3
+    })
+    await populate(s1)
+    await s1.bumpLeaderEpochs({ topics: [], minProducerId: 99n })
+    await s1.allocateProducerIds(1, s1.current.cluster.brokers.get(1)!.epoch)
+    const before = s1.current.producerIds
+    expect(before).toEqual({ nextProducerId: 1100n, floor: 100n })
+    await s1.close()
+    expect((await Effect.runPromise(snapshotted.latestSnapshot))._tag).toBe("Some")
+    const s2 = await QuorumController.open({ nodeId: 1000, clusterId: CLUSTER, log: snapshotted })
+    expect(s2.current.producerIds).toEqual(before)
+    await s2.close()
   })
 
   it("restarts from a snapshot plus the log tail into the same state", async () => {

@@ -1073,7 +1073,7 @@ describe("ReplicationControl.bumpLeaderEpochs (KIP-1279 §2.12)", () => {
     MetadataRecords.make("PartitionChangeRecord", { partitionId: 1, topicId: T, leaderEpoch: 5 }, 3),
     MetadataRecords.make("PartitionChangeRecord", { partitionId: 2, topicId: T, leaderEpoch: 9 }, 3)
   ])
-  const req = (topics: BumpLeaderEpochs.Request["topics"]): BumpLeaderEpochs.Request => ({ topics })
+  const req = (topics: BumpLeaderEpochs.Request["topics"]): Pick<BumpLeaderEpochs.Request, "topics"> => ({ topics })
   const ok = { throttleTimeMs: 0, errorCode: 0, errorMessage: null, topics: [] }
 
   it("raises epochs ≤ MinLeaderEpoch to MinLeaderEpoch + 1 with PartitionChangeRecord v3, leader unchanged", () => {

@@ -110,10 +110,23 @@ export interface PartitionPort {
   readonly lag: (mirror: string, topic: string, partition: number) => Lag | undefined
   /** The source leader epoch the fetcher knows; undefined when none. */
   readonly sourceLeaderEpoch: (mirror: string, topic: string, partition: number) => number | undefined
-  /** BumpLeaderEpochs through the controller; resolves once this broker's image shows the new epochs. */
+  /**
+   * BumpLeaderEpochs through the controller; resolves once this broker's image shows the new epochs and,
+   * for a `minProducerId`, a producer id floor above it.
+   */
   readonly bumpLeaderEpochs: (
-    partitions: ReadonlyArray<{ readonly topicId: string; readonly partition: number; readonly minLeaderEpoch: number }>
+    partitions: ReadonlyArray<{
+      readonly topicId: string
+      readonly partition: number
+      readonly minLeaderEpoch: number
+      readonly minProducerId?: bigint
+    }>
   ) => Promise<void>
+  /**
+   * The highest producer id the partition's log holds or held (its producer state and the ids of every
+   * batch appended, mirrored ones included); -1n when none.
+   */
+  readonly highestProducerId: (topic: string, partition: number) => bigint
   /** STOPPING steps 4-5: ABORT markers for open transactions, then MIRROR_PID_RESET. */
   readonly finishStop: (topic: string, partition: number, sourceClusterId: string | null) => Promise<void>
   /** The operator accepted a data loss: the partition's next fetcher restarts it at the source log start. */
@@ -1145,20 +1158,30 @@ export class MirrorMetadataManager {
   }
 
   /**
-   * STOPPING (§5.4): remove the fetcher, write the last mirror epoch, bump the leader epoch above it,
-   * abort open transactions and reset producer state, then → STOPPED (writable).
+   * STOPPING (§5.4): remove the fetcher, write the last mirror epoch, bump the leader epoch above it and
+   * the controller's producer id floor above the highest producer id mirrored here (so producer ids
+   * handed out on this cluster never collide with mirrored ones), abort open transactions and reset
+   * producer state, then → STOPPED (writable).
    */
   private async stopSequence(part: Part): Promise<void> {
     const ports = this.options.partitions
     ports.removeFetcher(part.mirror, part.topic, part.partition)
     const lme = ports.latestEpoch(part.topic, part.partition)
+    // Read after the fetcher is gone, before the reset: nothing mirrored can follow it.
+    const minProducerId = ports.highestProducerId(part.topic, part.partition)
     try {
-      if (lme >= 0) {
-        if (!(await this.persist(part, part.value!, lme))) return
+      if (lme >= 0 && !(await this.persist(part, part.value!, lme))) return
+      if (lme >= 0 || minProducerId >= 0n)
         await this.call("BumpLeaderEpochs", () =>
-          ports.bumpLeaderEpochs([{ topicId: part.topicId, partition: part.partition, minLeaderEpoch: lme }])
+          ports.bumpLeaderEpochs([
+            {
+              topicId: part.topicId,
+              partition: part.partition,
+              minLeaderEpoch: lme,
+              ...(minProducerId >= 0n ? { minProducerId } : {})
+            }
+          ])
         )
-      }
       const sourceClusterId = this.options.metadata.mirrorConfigs(part.mirror)?.get("mirror.source.cluster.id") ?? null
       if (!(await this.paced(part))) return
       await this.call("the stop sequence", () => ports.finishStop(part.topic, part.partition, sourceClusterId))

@@ -120,7 +120,9 @@ class Partitions implements MirrorMetadataManager.PartitionPort {
   readonly fetching = new Set<number>()
   epochs = new Map<number, number>()
   bumpFails = false
+  pids = new Map<number, bigint>()
   latestEpoch = (_t: string, p: number) => this.epochs.get(p) ?? -1
+  highestProducerId = (_t: string, p: number) => this.pids.get(p) ?? -1n
   truncateToEpoch = async (_t: string, p: number, lme: number) => {
     this.calls.push(`truncate ${p} lme=${lme}`)
   }
@@ -134,8 +136,13 @@ class Partitions implements MirrorMetadataManager.PartitionPort {
   lag = (_m: string, _t: string, p: number) =>
     this.fetching.has(p) ? { sourceHighWatermark: 50, highWatermark: 40, lag: 10, lagMs: 7 } : undefined
   sourceLeaderEpoch = () => 4
-  bumpLeaderEpochs = async (ps: ReadonlyArray<{ topicId: string; partition: number; minLeaderEpoch: number }>) => {
-    for (const p of ps) this.calls.push(`bump ${p.partition} min=${p.minLeaderEpoch}`)
+  bumpLeaderEpochs = async (
+    ps: ReadonlyArray<{ topicId: string; partition: number; minLeaderEpoch: number; minProducerId?: bigint }>
+  ) => {
+    for (const p of ps)
+      this.calls.push(
+        `bump ${p.partition} min=${p.minLeaderEpoch}${p.minProducerId === undefined ? "" : ` pid>${p.minProducerId}`}`
+      )
     if (this.bumpFails) throw new Error("controller unavailable")
   }
   finishStop = async (_t: string, p: number, sourceClusterId: string | null) => {
@@ -368,6 +375,7 @@ describe("MirrorMetadataManager", () => {
         yield* eventuallyOnClock("mirroring", () => stateOf(0) === "MIRRORING")
         const p = partitions.get(1)!
         p.epochs.set(0, 7)
+        p.pids.set(0, 4321n)
         expect(managers.get(1)!.produceState(TOPIC, 0)).toBe("readOnly")
         world.desired = "STOPPED"
         update()
@@ -375,12 +383,14 @@ describe("MirrorMetadataManager", () => {
         expect(managers.get(1)!.produceState(TOPIC, 0)).toBe("stopping")
         yield* eventuallyOnClock("stopped", () => stateOf(0) === "STOPPED" && stateOf(1) === "STOPPED")
         const calls = p.calls.slice(p.calls.indexOf("remove 0"))
-        expect(calls).toEqual(expect.arrayContaining(["remove 0", "bump 0 min=7", `finish 0 ${SOURCE_ID}`]))
-        expect(calls.indexOf("bump 0 min=7")).toBeLessThan(calls.indexOf(`finish 0 ${SOURCE_ID}`))
+        // The producer id floor rides on the epoch bump, before the reset.
+        const bump = "bump 0 min=7 pid>4321"
+        expect(calls).toEqual(expect.arrayContaining(["remove 0", bump, `finish 0 ${SOURCE_ID}`]))
+        expect(calls.indexOf(bump)).toBeLessThan(calls.indexOf(`finish 0 ${SOURCE_ID}`))
         expect(stored(0)).toMatchObject({ state: "STOPPED", lastMirrorEpoch: 7 })
-        // No epoch in the log: no LME, no bump.
+        // No epoch and no producer in the log: no LME, no bump.
         expect(stored(1)).toMatchObject({ state: "STOPPED", lastMirrorEpoch: -1 })
-        expect(p.calls).not.toContain("bump 1 min=-1")
+        expect(p.calls.filter((c) => c.startsWith("bump 1"))).toEqual([])
         expect(managers.get(1)!.produceState(TOPIC, 0)).toBe("writable")
       })
   )

@@ -21,10 +21,17 @@ import type {
   MetadataImage,
   PartitionIndex,
   PartitionRegistration,
+  ProducerIdsImage,
   TopicId,
   TopicImage
 } from "./MetadataImage.js"
-import { ConfigResourceType, LeaderRecoveryState, NO_LEADER_CHANGE, resourceKey } from "./MetadataImage.js"
+import {
+  ConfigResourceType,
+  LeaderRecoveryState,
+  NO_LEADER_CHANGE,
+  replayProducerIds,
+  resourceKey
+} from "./MetadataImage.js"
 import type { MetadataProvenance } from "./MetadataProvenance.js"
 import { InvalidMetadataRecord } from "./MetadataLogError.js"
 
@@ -235,7 +242,7 @@ export class MetadataDelta {
   private readonly createdNames = new Map<string, TopicId>()
   private readonly deletedIds = new Set<TopicId>()
   private readonly configDrafts = new Map<string, ConfigDraft>()
-  private nextProducerId: bigint | undefined = undefined
+  private producerIds: ProducerIdsImage | undefined = undefined
   private readonly aclChanges = new Map<Uuid.Uuid, AclEntry | null>()
   /** By user, then mechanism id; null removes. */
   private readonly scramChanges = new Map<string, Map<number, ScramCredential | null>>()
@@ -309,10 +316,9 @@ export class MetadataDelta {
         this.featureChanges.set(record.data.name, record.data.featureLevel === 0 ? null : record.data.featureLevel)
         break
       case "ProducerIdsRecord": {
-        const current = this.nextProducerId ?? this.image.producerIds.nextProducerId
-        if (record.data.nextProducerId <= current)
-          throw invalid(record, `next producer ID ${record.data.nextProducerId} does not exceed ${current}`)
-        this.nextProducerId = record.data.nextProducerId
+        const next = replayProducerIds(this.producerIds ?? this.image.producerIds, record.data)
+        if (typeof next === "string") throw invalid(record, next)
+        this.producerIds = next
         break
       }
       case "AccessControlEntryRecord":
@@ -592,7 +598,7 @@ export class MetadataDelta {
   }
 
   producerIdsChanged(): boolean {
-    return this.nextProducerId !== undefined
+    return this.producerIds !== undefined
   }
 
   // -------------------------------------------------------------------------------------- apply
@@ -609,7 +615,7 @@ export class MetadataDelta {
           : { brokers: applyChanges(image.cluster.brokers, this.brokerChanges) },
       topics: this.applyTopics(),
       configs: this.applyConfigs(),
-      producerIds: this.nextProducerId === undefined ? image.producerIds : { nextProducerId: this.nextProducerId },
+      producerIds: this.producerIds ?? image.producerIds,
       acls: applyChanges(image.acls, this.aclChanges),
       scram: this.applyScram()
     }

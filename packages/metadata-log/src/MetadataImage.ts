@@ -121,6 +121,38 @@ export type ConfigsImage = ReadonlyMap<string, ConfigResourceImage>
 export interface ProducerIdsImage {
   /** The first producer ID of the next block to hand out; -1 before any block. */
   readonly nextProducerId: bigint
+  /**
+   * No broker hands out a producer id below this one (KIP-1279 failover: the ids a stopped mirror partition
+   * saw mirrored are below it), even from a block it holds; -1 when no floor was set.
+   */
+  readonly floor: bigint
+}
+
+/**
+ * The broker id of a ProducerIdsRecord that sets a floor: no block for a broker, but every id below its
+ * next producer id is out of use. Kafka writes -1 in snapshots, so a snapshot of an older version reads as a
+ * floor at its next producer id: below it only blocks handed out before, so nothing usable is lost.
+ */
+export const PRODUCER_ID_FLOOR_BROKER = -1
+/** The broker id of a snapshot's ProducerIdsRecord that only restores where the next block starts. */
+export const PRODUCER_ID_SNAPSHOT_BROKER = -2
+
+/**
+ * Replays a ProducerIdsRecord: a block moves the next producer id strictly forward; a floor may leave it
+ * where it is but must raise the floor. Left with the reason when the record breaks that order.
+ */
+export const replayProducerIds = (
+  image: ProducerIdsImage,
+  record: { readonly brokerId: number; readonly nextProducerId: bigint }
+): ProducerIdsImage | string => {
+  const next = record.nextProducerId
+  if (record.brokerId === PRODUCER_ID_FLOOR_BROKER) {
+    if (next < image.nextProducerId || next <= image.floor || next < 0n)
+      return `producer ID floor ${next} is below the next producer ID ${image.nextProducerId} or does not exceed the floor ${image.floor}`
+    return { nextProducerId: next, floor: next }
+  }
+  if (next <= image.nextProducerId) return `next producer ID ${next} does not exceed ${image.nextProducerId}`
+  return { nextProducerId: next, floor: image.floor }
 }
 
 export interface AclEntry {
@@ -168,7 +200,7 @@ export const empty: MetadataImage = {
   cluster: { brokers: new Map() },
   topics: emptyTopics,
   configs: new Map(),
-  producerIds: { nextProducerId: -1n },
+  producerIds: { nextProducerId: -1n, floor: -1n },
   acls: new Map(),
   scram: new Map()
 }

@@ -62,12 +62,21 @@ export const imageToRecords = (image: MetadataImage.MetadataImage): Array<Metada
   for (const c of image.configs.values())
     for (const [name, value] of c.values)
       out.push(MetadataRecords.make("ConfigRecord", { resourceType: c.type, resourceName: c.name, name, value }))
-  if (image.producerIds.nextProducerId >= 0n)
+  const { floor, nextProducerId } = image.producerIds
+  if (floor >= 0n)
     out.push(
       MetadataRecords.make("ProducerIdsRecord", {
-        brokerId: -1,
+        brokerId: MetadataImage.PRODUCER_ID_FLOOR_BROKER,
         brokerEpoch: -1n,
-        nextProducerId: image.producerIds.nextProducerId
+        nextProducerId: floor
+      })
+    )
+  if (nextProducerId >= 0n && nextProducerId > floor)
+    out.push(
+      MetadataRecords.make("ProducerIdsRecord", {
+        brokerId: MetadataImage.PRODUCER_ID_SNAPSHOT_BROKER,
+        brokerEpoch: -1n,
+        nextProducerId
       })
     )
   for (const a of image.acls.values()) out.push(MetadataRecords.make("AccessControlEntryRecord", a))

@@ -264,6 +264,21 @@ describe("other records", () => {
     expect(MetadataDelta.make(image, []).featuresChanged()).toBe(false)
   })
 
+  it("a producer ID floor (broker id -1) may stay at the next block but must rise; blocks move past it", () => {
+    const block = (n: bigint) =>
+      MetadataRecords.make("ProducerIdsRecord", { brokerId: 1, brokerEpoch: 1n, nextProducerId: n })
+    const floor = (n: bigint) =>
+      MetadataRecords.make("ProducerIdsRecord", { brokerId: -1, brokerEpoch: -1n, nextProducerId: n })
+    const image = given([block(1000n), floor(1000n)])
+    expect(image.producerIds).toEqual({ nextProducerId: 1000n, floor: 1000n })
+    expect(given([block(1000n), floor(1500n)]).producerIds).toEqual({ nextProducerId: 1500n, floor: 1500n })
+    expect(applyAll(image, [block(2000n)]).producerIds).toEqual({ nextProducerId: 2000n, floor: 1000n })
+    // A floor below the next block or not above the last floor breaks the order.
+    throwsInvalid(() => applyAll(image, [floor(1000n)]))
+    throwsInvalid(() => given([block(1000n), floor(999n)]))
+    expect(MetadataDelta.make(image, [floor(1001n)]).producerIdsChanged()).toBe(true)
+  })
+
   it("producer ID blocks only move forward; ACLs come and go by ID", () => {
     const pid = (n: bigint) =>
       MetadataRecords.make("ProducerIdsRecord", { brokerId: 1, brokerEpoch: 1n, nextProducerId: n })

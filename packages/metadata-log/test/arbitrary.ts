@@ -41,7 +41,7 @@ type Command =
       readonly value: string | null
     }
   | { readonly op: "feature"; readonly name: string; readonly level: number }
-  | { readonly op: "producerIds"; readonly step: number }
+  | { readonly op: "producerIds"; readonly step: number; readonly floor: boolean }
   | { readonly op: "acl"; readonly n: number }
   | { readonly op: "removeAcl"; readonly n: number }
   | {
@@ -121,7 +121,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
     name: fc.constantFrom("metadata.version", "mirror.version"),
     level: fc.nat(3)
   }),
-  fc.record({ op: fc.constant("producerIds" as const), step: fc.integer({ min: 1, max: 2000 }) }),
+  fc.record({ op: fc.constant("producerIds" as const), step: fc.integer({ min: 1, max: 2000 }), floor: fc.boolean() }),
   fc.record({ op: fc.constantFrom("acl" as const, "removeAcl" as const), n: fc.nat(4) }),
   fc.record({
     op: fc.constantFrom("scram" as const, "removeScram" as const),
@@ -264,7 +264,14 @@ const toRecords = (m: Model, c: Command): MetadataRecord[] => {
       return [MetadataRecords.make("FeatureLevelRecord", { name: c.name, featureLevel: c.level })]
     case "producerIds":
       m.nextPid = (m.nextPid < 0n ? 0n : m.nextPid) + BigInt(c.step)
-      return [MetadataRecords.make("ProducerIdsRecord", { brokerId: 1, brokerEpoch: 5n, nextProducerId: m.nextPid })]
+      // A floor (broker id -1) moves the next producer id with it, like a block.
+      return [
+        MetadataRecords.make("ProducerIdsRecord", {
+          brokerId: c.floor ? -1 : 1,
+          brokerEpoch: c.floor ? -1n : 5n,
+          nextProducerId: m.nextPid
+        })
+      ]
     case "acl":
       m.acls.add(c.n)
       return [

@@ -2,8 +2,10 @@
  * Leader epoch bumps of mirror partitions (KIP-1279 EPOCH_FENCING and the periodic bump of §6.5), batched:
  * the bumps asked in one turn go to the controller as one BumpLeaderEpochs (the highest minimum per
  * partition), and each resolves once this broker's metadata image shows a leader epoch above its minimum.
- * A bump whose partition is already past its minimum resolves at once. Any failure fails every bump of the
- * batch; the caller retries.
+ * A bump whose partition is already past its minimum resolves at once. A bump may also carry a minimum
+ * producer id (a stopping partition's highest mirrored one): the batch asks for the highest, and the bump
+ * resolves once the image's producer id floor is above it too, the controller having written both in one
+ * record batch. Any failure fails every bump of the batch; the caller retries.
  */
 import { type BumpLeaderEpochs, Errors } from "@clustermirror/protocol"
 import { Data, Duration, Effect, Schedule } from "effect"
@@ -13,6 +15,8 @@ export interface Bump {
   readonly topicId: string
   readonly partition: number
   readonly minLeaderEpoch: number
+  /** The producer id the controller's floor must end above; absent (or -1n) for none. */
+  readonly minProducerId?: bigint
 }
 
 /** A bump failed (controller refusal, timeout, the new epoch not seen in time); retriable. */
@@ -37,6 +41,8 @@ export interface Options {
   readonly catchUp: () => Promise<void>
   /** The partition's leader epoch in this broker's image; -1 when unknown. */
   readonly epochOf: (topicId: string, partition: number) => number
+  /** The producer id floor in this broker's image; -1n when none. */
+  readonly floor: () => bigint
   /** Runs `f` once the current turn's bumps are in (the broker's `setImmediate`). */
   readonly defer: (f: () => void) => void
 }
@@ -44,7 +50,9 @@ export interface Options {
 /** The BumpLeaderEpochs request of a batch: per partition the highest minimum asked. */
 export const requestOf = (bumps: ReadonlyArray<Bump>): BumpLeaderEpochs.Request => {
   const byTopic = new Map<string, Map<number, number>>()
+  let minProducerId = -1n
   for (const bump of bumps) {
+    if (bump.minProducerId !== undefined && bump.minProducerId > minProducerId) minProducerId = bump.minProducerId
     let m = byTopic.get(bump.topicId)
     if (m === undefined) byTopic.set(bump.topicId, (m = new Map()))
     m.set(bump.partition, Math.max(m.get(bump.partition) ?? -1, bump.minLeaderEpoch))
@@ -53,7 +61,8 @@ export const requestOf = (bumps: ReadonlyArray<Bump>): BumpLeaderEpochs.Request 
     topics: [...byTopic].map(([topicId, m]) => ({
       topicId,
       partitions: [...m].map(([partitionIndex, minLeaderEpoch]) => ({ partitionIndex, minLeaderEpoch }))
-    }))
+    })),
+    minProducerId
   }
 }
 
@@ -66,6 +75,11 @@ export const errorOf = (res: BumpLeaderEpochs.Response): string | undefined => {
 }
 
 const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e))
+
+/** Whether this broker's image shows the bump done: the epoch above its minimum, the floor above its id. */
+export const isVisible = (options: Pick<Options, "epochOf" | "floor">, bump: Bump): boolean =>
+  options.epochOf(bump.topicId, bump.partition) > bump.minLeaderEpoch &&
+  (bump.minProducerId === undefined || options.floor() > bump.minProducerId)
 
 /** One batch: the request, catching up, then waiting (on Effect's clock) until every bump is visible. */
 export const run = (options: Omit<Options, "defer">, bumps: ReadonlyArray<Bump>): Effect.Effect<void, BumpFailed> =>
@@ -85,14 +99,14 @@ export const run = (options: Omit<Options, "defer">, bumps: ReadonlyArray<Bump>)
       try: () => options.catchUp(),
       catch: (e) => new BumpFailed({ message: messageOf(e), cause: e })
     })
-    const visible = Effect.sync(() => bumps.every((b) => options.epochOf(b.topicId, b.partition) > b.minLeaderEpoch))
+    const visible = Effect.sync(() => bumps.every((b) => isVisible(options, b)))
     yield* visible.pipe(
       Effect.repeat({ schedule: Schedule.spaced(Duration.millis(POLL_MS)), until: (done) => done }),
       Effect.timeoutFail({
         duration: Duration.millis(PROPAGATION_TIMEOUT_MS),
         onTimeout: () =>
           new BumpFailed({
-            message: `the bumped leader epoch did not reach this broker in ${PROPAGATION_TIMEOUT_MS / 1000} s`
+            message: `the bumped leader epoch or producer id floor did not reach this broker in ${PROPAGATION_TIMEOUT_MS / 1000} s`
           })
       })
     )
@@ -119,7 +133,7 @@ export const make = (options: Options): ((bumps: ReadonlyArray<Bump>) => Promise
   }
   const one = (bump: Bump) =>
     new Promise<void>((resolve, reject) => {
-      if (options.epochOf(bump.topicId, bump.partition) > bump.minLeaderEpoch) return resolve()
+      if (isVisible(options, bump)) return resolve()
       pending.push({ bump, resolve, reject })
       if (!scheduled) {
         scheduled = true

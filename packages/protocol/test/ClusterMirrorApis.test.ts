@@ -3,6 +3,7 @@ import { Either } from "effect"
 import * as Api from "../src/Api.js"
 import * as Apis from "../src/Apis.js"
 import {
+  BumpLeaderEpochs,
   DescribeClusterMirrors,
   ReadMirrorStates,
   RecoverMirrorTopics,
@@ -168,6 +169,19 @@ describe("KIP-1279 APIs", () => {
     )
     const back = Either.getOrThrow(WriteMirrorStates.Request.decode(0, failed))
     expect(back.topics[0]!.partitions[0]).toMatchObject({ previousState: 2, retryAttempt: 3, errorMessage: "e" })
+  })
+
+  it("BumpLeaderEpochsRequest carries MinProducerId as tag 0, absent at -1", () => {
+    const topics = [{ topicId: TOPIC_ID, partitions: [{ partitionIndex: 2, minLeaderEpoch: 5 }] }]
+    const plain = Either.getOrThrow(BumpLeaderEpochs.Request.encode(0, { topics }))
+    // [TopicId, [2, 5, no tags], no tags], no tags
+    const body = "02" + "000102030405060708090a0b0c0d0e0f" + "02" + "00000002" + "00000005" + "00" + "00"
+    expect(hex(plain)).toBe(body + "00")
+    const floored = Either.getOrThrow(BumpLeaderEpochs.Request.encode(0, { topics, minProducerId: 4242n }))
+    // one tag: 0, 8 bytes, int64 4242
+    expect(hex(floored)).toBe(body + "01" + "00" + "08" + "0000000000001092")
+    expect(Either.getOrThrow(BumpLeaderEpochs.Request.decode(0, floored)).minProducerId).toBe(4242n)
+    expect(Either.getOrThrow(BumpLeaderEpochs.Request.decode(0, plain)).minProducerId).toBe(-1n)
   })
 
   it("ReadMirrorStatesResponse carries StateEpoch as tag 0 of a partition result", () => {

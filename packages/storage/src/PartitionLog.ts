@@ -220,6 +220,11 @@ export interface PartitionLog {
   openTransactions(): ReadonlyArray<OpenTransaction>
   /** Every producer with state in this log (idempotent or transactional), by producer id. */
   activeProducers(): ReadonlyArray<ActiveProducer>
+  /**
+   * The highest producer id of any batch appended or loaded (header field only), -1n when none: kept through
+   * MIRROR_PID_RESET, producer-state rebuilds and retention, so that ids allocated later can be placed above it.
+   */
+  highestProducerId(): bigint
   /** Aborted transactions overlapping `[fetchOffset, upperOffset)`, for READ_COMMITTED fetches. */
   abortedTransactions(fetchOffset: number, upperOffset: number): ReadonlyArray<AbortedTransaction>
   /** Advances the log start (DeleteRecords); `offset` must not exceed the high watermark. */

@@ -427,6 +427,25 @@ export const contract = (name: string, makeStore: () => PartitionLogStoreService
       expect(log.appendAsLeader(batch({ ...mirrored, baseSequence: 3, count: 1 }), 1, 0).firstOffset).toBe(7)
     })
 
+    it("keeps the highest producer id it appended through MIRROR_PID_RESET, truncation and reopen", () => {
+      const log = store.open("pids", 0)
+      expect(log.highestProducerId()).toBe(-1n)
+      log.appendAsFollower(batch({ baseOffset: 0, producerId: 7n, producerEpoch: 0, baseSequence: 0 }), 0)
+      log.appendAsFollower(batch({ baseOffset: 1, producerId: 41n, producerEpoch: 0, baseSequence: 0 }), 0)
+      log.appendAsFollower(batch({ baseOffset: 2 }), 0)
+      log.appendAsFollower(control(7, { baseOffset: 3 }), 0)
+      expect(log.activeProducers()).toEqual([])
+      expect(log.highestProducerId()).toBe(41n)
+      log.appendAsLeader(batch({ producerId: 3n, producerEpoch: 0, baseSequence: 0 }), 1, 0)
+      expect(log.highestProducerId()).toBe(41n)
+      log.updateHighWatermark(1)
+      // The batch of producer 41 is cut away, but its id was in the log once: it stays the highest.
+      log.truncateTo(1)
+      expect(log.highestProducerId()).toBe(41n)
+      store.closeAll()
+      expect(store.open("pids", 0).highestProducerId()).toBe(41n)
+    })
+
     it("finds offsets by timestamp (ListOffsets)", () => {
       const log = open({ indexIntervalBytes: 50 })
       log.appendAsLeader(batch({ timestamp: 100, count: 2 }), 1, 0) // 0..1

@@ -296,6 +296,27 @@ describe("PartitionLog transactions across a crash", () => {
   })
 })
 
+describe("PartitionLog highest producer id across a crash", () => {
+  it("keeps the id of a segment retention removed, from the state checkpoint, when the log is recovered", () => {
+    const dataDir = tempDir()
+    let files = PartitionLogStore.makeFileStore(dataDir)
+    let f = files.open("pids", 0, { segmentBytes: 100 })
+    f.appendAsFollower(batch({ baseOffset: 0, producerId: 90n, producerEpoch: 0, baseSequence: 0 }), 0)
+    f.appendAsFollower(batch({ baseOffset: 1, producerId: 5n, producerEpoch: 0, baseSequence: 0 }), 0)
+    f.appendAsFollower(batch({ baseOffset: 2, producerId: 6n, producerEpoch: 0, baseSequence: 0 }), 0)
+    f.updateHighWatermark(3)
+    f.deleteRecordsBefore(2)
+    f.flush()
+    expect(f.highestProducerId()).toBe(90n)
+    // No close: the next open recovers by scanning what is left, producers 5 and 6.
+    files = PartitionLogStore.makeFileStore(dataDir)
+    f = files.open("pids", 0, { segmentBytes: 100 })
+    expect(f.logStartOffset).toBe(2)
+    expect(f.highestProducerId()).toBe(90n)
+    files.closeAll()
+  })
+})
+
 type TxnOp =
   | { readonly op: "data"; readonly pid: number; readonly transactional: boolean; readonly count: number }
   | { readonly op: "marker"; readonly pid: number; readonly commit: boolean }

@@ -4,11 +4,16 @@
  * The controller answers with PartitionChangeRecord v3 writes. Codec only.
  *
  * BumpLeaderEpochsRequest => [Topics: TopicId [Partitions: PartitionIndex MinLeaderEpoch]]
+ *   tagged: 0 MinProducerId
  * BumpLeaderEpochsResponse => ThrottleTimeMs ErrorCode ErrorMessage
  *   [Topics: TopicName [Partitions: PartitionIndex ErrorCode ErrorMessage]]
  *
  * The prototype declares the partition ErrorCode for version "0" only; that is identical on the wire
  * while v0 is the only version, and we declare it "0+" so that a later version cannot lose it.
+ *
+ * MinProducerId is our addition (tagged, so the prototype's layout is unchanged): the highest producer id
+ * a stopping partition has seen mirrored; the controller moves its next producer id above it in the same
+ * record batch as the epoch bump. -1 asks nothing of the producer ids.
  */
 import * as Api from "../Api.js"
 import * as S from "../Spec.js"
@@ -23,7 +28,8 @@ export const Request = S.message({
     S.array("Topics", [
       S.uuid("TopicId"),
       S.array("Partitions", [S.int32("PartitionIndex"), S.int32("MinLeaderEpoch", { default: -1 })])
-    ])
+    ]),
+    S.int64("MinProducerId", { default: -1n, taggedVersions: "0+", tag: 0, ignorable: true })
   ]
 })
 

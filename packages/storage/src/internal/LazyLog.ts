@@ -122,6 +122,9 @@ export class LazyLog implements PartitionLog {
   activeProducers(): ReadonlyArray<ActiveProducer> {
     return this.real?.activeProducers() ?? NONE
   }
+  highestProducerId(): bigint {
+    return this.real?.highestProducerId() ?? -1n
+  }
   abortedTransactions(fetchOffset: number, upperOffset: number): ReadonlyArray<AbortedTransaction> {
     return this.real?.abortedTransactions(fetchOffset, upperOffset) ?? NONE
   }

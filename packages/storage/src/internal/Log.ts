@@ -107,6 +107,11 @@ export class Log implements PartitionLog, CleanerHost {
   private producers = new ProducerState()
   /** Whether any batch in the log carries a producer id or is a control batch (producer state to rebuild). */
   private hasProducerData = false
+  /**
+   * The highest producer id of any batch this log appended or loaded, from batch headers only; never
+   * lowered by a producer-state reset, a rebuild or retention (persisted in the state checkpoint).
+   */
+  private _highestProducerId = -1n
   private _logStartOffset = 0
   private _logEndOffset = 0
   private _highWatermark = 0
@@ -376,7 +381,9 @@ export class Log implements PartitionLog, CleanerHost {
 
   /** Returns whether the batch carries producer state. */
   private applyProducer(b: Buffer, at: number, available: number): boolean {
-    if (RecordBatch.producerId(b, at) < 0n && !RecordBatch.isControl(b, at)) return false
+    const producerId = RecordBatch.producerId(b, at)
+    if (producerId < 0n && !RecordBatch.isControl(b, at)) return false
+    if (producerId > this._highestProducerId) this._highestProducerId = producerId
     this.hasProducerData = true
     this.producers.apply(batchInfo(b, at, available))
     return true
@@ -557,6 +564,10 @@ export class Log implements PartitionLog, CleanerHost {
     return this.producers.activeProducers()
   }
 
+  highestProducerId(): bigint {
+    return this._highestProducerId
+  }
+
   abortedTransactions(fetchOffset: number, upperOffset: number): ReadonlyArray<AbortedTransaction> {
     return this.producers
       .abortedTransactions(fetchOffset, upperOffset)
@@ -715,7 +726,8 @@ export class Log implements PartitionLog, CleanerHost {
     const state = {
       logStartOffset: this._logStartOffset,
       recoveryPoint: this.recoveryPoint,
-      highWatermark: this._highWatermark
+      highWatermark: this._highWatermark,
+      highestProducerId: this._highestProducerId.toString()
     }
     this.volume.writeFileAtomic(STATE_CHECKPOINT, Buffer.from(JSON.stringify(state)))
     this.checkpointedHighWatermark = state.highWatermark
@@ -765,6 +777,8 @@ export class Log implements PartitionLog, CleanerHost {
     const producers = clean === undefined ? undefined : ProducerState.restore(Reflect.get(clean, "producers"))
     this.recoveryPoint = num("recoveryPoint", this.segments[0]!.baseOffset)
     this.persistedHighWatermark = num("highWatermark", 0)
+    const highest = state === undefined ? undefined : Reflect.get(state, "highestProducerId")
+    if (typeof highest === "string" && /^-?\d+$/.test(highest)) this._highestProducerId = BigInt(highest)
     if (clean !== undefined && producers !== undefined && epochs !== undefined) {
       this.producers = producers
       this.hasProducerData = Reflect.get(clean, "hasProducerData") === true
