@@ -48,21 +48,12 @@ const TXN_B: Plan = [
 ]
 const send = (records: number): Plan => [{ kind: "send", records }]
 
-/** Values per partition that `plan` wrote in the steps `committed` picks. */
-const valuesOf = (prefix: string, plan: Plan, pick: (s: TransactionalProducer.Step) => boolean): string[][] => {
-  const out: string[][] = Array.from({ length: PARTITIONS }, () => [])
-  plan.forEach((s, i) => {
-    if (!pick(s)) return
-    TransactionalProducer.values(prefix, PARTITIONS, plan, i).forEach((vs, p) => {
-      out[p]!.push(...vs)
-    })
-  })
-  return out
-}
+const valuesOf = (prefix: string, plan: Plan, pick: (s: TransactionalProducer.Step) => boolean): string[][] =>
+  TransactionalProducer.valuesOf(prefix, PARTITIONS, plan, pick)
 const merge = (...parts: ReadonlyArray<string[][]>): string[][] =>
-  Array.from({ length: PARTITIONS }, (_, p) => parts.flatMap((x) => x[p]!).sort())
+  TransactionalProducer.mergeSorted(PARTITIONS, ...parts)
 
-const committed = (s: TransactionalProducer.Step) => s.kind === "commit" || s.kind === "send"
+const committed = TransactionalProducer.isCommitted
 const any = () => true
 
 /** `partition offset value` lines from kcat, sorted values per partition. */
@@ -75,11 +66,8 @@ const kcatByPartition = (stdout: string): string[][] => {
   return out.map((vs) => vs.sort())
 }
 
-const consumedByPartition = (c: IsolatedConsumer.Consumed): string[][] => {
-  const out: string[][] = Array.from({ length: PARTITIONS }, () => [])
-  for (const r of c.records) out[r.partition]!.push(r.value)
-  return out.map((vs) => vs.sort())
-}
+const consumedByPartition = (c: IsolatedConsumer.Consumed): string[][] =>
+  IsolatedConsumer.sortedValuesByPartition(c, PARTITIONS)
 
 const coordinatorEpochOf = (c: ControlRecord.ControlRecord | undefined): number | undefined =>
   c !== undefined && (c.type === "ABORT" || c.type === "COMMIT") ? c.coordinatorEpoch : undefined

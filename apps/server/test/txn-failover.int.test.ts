@@ -62,27 +62,15 @@ const DST_T: Plan = [
 ]
 const DST_IDEM: Plan = [{ kind: "send", records: 60 }]
 
-/** Values per partition of the steps of `plan` that `pick` takes. */
-const valuesOf = (prefix: string, plan: Plan, pick: (s: TransactionalProducer.Step) => boolean): string[][] => {
-  const out: string[][] = Array.from({ length: PARTITIONS }, () => [])
-  plan.forEach((s, i) => {
-    if (!pick(s)) return
-    TransactionalProducer.values(prefix, PARTITIONS, plan, i).forEach((vs, p) => {
-      out[p]!.push(...vs)
-    })
-  })
-  return out
-}
+const valuesOf = (prefix: string, plan: Plan, pick: (s: TransactionalProducer.Step) => boolean): string[][] =>
+  TransactionalProducer.valuesOf(prefix, PARTITIONS, plan, pick)
 const merge = (...parts: ReadonlyArray<string[][]>): string[][] =>
-  Array.from({ length: PARTITIONS }, (_, p) => parts.flatMap((x) => x[p]!).sort())
-const committed = (s: TransactionalProducer.Step) => s.kind === "commit" || s.kind === "send"
+  TransactionalProducer.mergeSorted(PARTITIONS, ...parts)
+const committed = TransactionalProducer.isCommitted
 const any = () => true
 
-const byPartition = (c: IsolatedConsumer.Consumed): string[][] => {
-  const out: string[][] = Array.from({ length: PARTITIONS }, () => [])
-  for (const r of c.records) out[r.partition]!.push(r.value)
-  return out.map((vs) => vs.sort())
-}
+const byPartition = (c: IsolatedConsumer.Consumed): string[][] =>
+  IsolatedConsumer.sortedValuesByPartition(c, PARTITIONS)
 
 /** The producer ids `kafka-transactions describe-producers` lists for a partition. */
 const producerIds = async (bootstrap: string, topic: string, partition: number): Promise<bigint[]> => {

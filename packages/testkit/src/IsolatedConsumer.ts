@@ -40,6 +40,13 @@ export interface Consumed {
   readonly endOffsets: ReadonlyArray<number>
 }
 
+/** The values consumed, per partition (index = partition), each partition's sorted. */
+export const sortedValuesByPartition = (c: Consumed, partitions: number): string[][] => {
+  const out: string[][] = Array.from({ length: partitions }, () => [])
+  for (const r of c.records) out[r.partition]!.push(r.value)
+  return out.map((vs) => vs.sort())
+}
+
 const DEFAULT_TIMEOUT_MS = 60_000
 
 /** Parses the consumer's output (`record <p> <offset> <value>` and `end <p> <offset>` lines). */

@@ -64,8 +64,17 @@ const holdBlock = async (base: number): Promise<ReadonlyArray<Server> | undefine
   return held
 }
 
-/** `count` distinct ports that were free a moment ago on 127.0.0.1, each with its block free behind it. */
-export const freePorts = async (count: number): Promise<ReadonlyArray<number>> => {
+/** A random aligned block base in [LOWEST, HIGHEST). */
+const randomBase = (): number => LOWEST + Math.floor(Math.random() * BLOCKS) * BLOCK
+
+/**
+ * `count` distinct ports that were free a moment ago on 127.0.0.1, each with its block free behind it.
+ * `candidate` proposes block bases (random aligned ones by default; tests propose their own).
+ */
+export const freePorts = async (
+  count: number,
+  candidate: () => number = randomBase
+): Promise<ReadonlyArray<number>> => {
   const held: Array<Server> = []
   const ports: Array<number> = []
   try {
@@ -74,7 +83,7 @@ export const freePorts = async (count: number): Promise<ReadonlyArray<number>> =
         throw new Error(`no block of ${BLOCK} free ports found between ${LOWEST} and ${HIGHEST}`)
       }
       if (handedOut.size >= BLOCKS) handedOut.clear()
-      const base = LOWEST + Math.floor(Math.random() * BLOCKS) * BLOCK
+      const base = candidate()
       if (handedOut.has(base)) continue
       const servers = await holdBlock(base)
       if (servers === undefined) continue

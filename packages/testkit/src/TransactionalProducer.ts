@@ -73,6 +73,32 @@ export const values = (
   return out
 }
 
+/** Whether a step's records become visible to read_committed readers (committed or not transactional). */
+export const isCommitted = (s: Step): boolean => s.kind === "commit" || s.kind === "send"
+
+/** The values of the steps of `plan` that `pick` takes, per partition, in the order they were sent. */
+export const valuesOf = (
+  prefix: string,
+  partitions: number,
+  plan: ReadonlyArray<Step>,
+  pick: (s: Step) => boolean = () => true
+): string[][] => {
+  const out: string[][] = Array.from({ length: partitions }, () => [])
+  plan.forEach((s, i) => {
+    if (!pick(s)) return
+    values(prefix, partitions, plan, i).forEach((vs, p) => {
+      out[p]!.push(...vs)
+    })
+  })
+  return out
+}
+
+/** Per-partition value lists joined, each partition's sorted (for comparing with what readers saw). */
+export const mergeSorted = (
+  partitions: number,
+  ...parts: ReadonlyArray<ReadonlyArray<ReadonlyArray<string>>>
+): string[][] => Array.from({ length: partitions }, (_, p) => parts.flatMap((x) => x[p] ?? []).sort())
+
 /** The plan as the Java program's argument: `commit:10,abort:5,open:3`. */
 export const planArgument = (plan: ReadonlyArray<Step>, transactional: boolean): string => {
   plan.forEach((s, i) => {
