@@ -271,6 +271,12 @@ describe("failover of an exactly-once Streams application from Apache Kafka", ()
       upTo: "sourceHighWatermark"
     })
     expect(compared.partitions.filter((p) => p.firstMismatch !== null).map((p) => JSON.stringify(p))).toEqual([])
+    // Every topic of the application has 3 replicas on the destination (1 on the single Kafka node).
+    const metadata = await client.metadata(TOPICS)
+    for (const topic of TOPICS)
+      expect([...metadata.topics.get(topic)!.partitions.values()].map((p) => [topic, p.replicas.length])).toEqual(
+        Array.from({ length: PARTITIONS }, () => [topic, 3])
+      )
     // The destination's logs start where the source's do: the repartition topic's where Streams purged it.
     for (const p of compared.partitions)
       expect([p.topic, p.partition, p.destinationStart]).toEqual([p.topic, p.partition, p.sourceStart])
