@@ -31,36 +31,11 @@ const OUTPUT = "word-counts"
 const REPARTITION = `${APP}-words-repartition`
 const CHANGELOG = `${APP}-counts-changelog`
 
-/** Words separated by one or more blanks, as people type them. */
-const SEPARATORS = ["  ", " \t", " "]
+const PHASE_1 = KafkaStreams.sampleLines(0, 400)
+const PHASE_2 = KafkaStreams.sampleLines(1, 150)
 
-/**
- * Line `i` of a phase: 1 to 6 of 20 words, mixed case, picked so that the words get different counts; the
- * second phase's words are shifted by 4, so it shares 16 words with the first and brings 4 new ones.
- */
-const lines = (phase: number, count: number): ReadonlyArray<string> =>
-  Array.from({ length: count }, (_, i) =>
-    Array.from({ length: 1 + ((i * 5 + phase) % 6) }, (_, j) => {
-      const w = `word${phase * 4 + ((i * 7 + j * j * 3) % 20)}`
-      return j % 2 === 1 ? w.toUpperCase() : w
-    }).join(SEPARATORS[i % SEPARATORS.length])
-  )
-
-const PHASE_1 = lines(0, 400)
-const PHASE_2 = lines(1, 150)
-
-/** Earliest (-2) or latest (-1) offset of every partition of `topic`, by partition. */
-const offsets = async (bootstrap: string, topic: string, time: -1 | -2): Promise<ReadonlyArray<number>> => {
-  const { stdout } = await Kcat.kcat([
-    "-b",
-    bootstrap,
-    "-Q",
-    ...Array.from({ length: PARTITIONS }, (_, p) => ["-t", `${topic}:${p}:${time}`]).flat()
-  ])
-  const out = Array.from({ length: PARTITIONS }, () => -1)
-  for (const m of stdout.matchAll(/^\S+ \[(\d+)\] offset (-?\d+)$/gm)) out[Number(m[1])] = Number(m[2])
-  return out
-}
+const offsets = (bootstrap: string, topic: string, time: -1 | -2) =>
+  Kcat.partitionOffsets(bootstrap, topic, PARTITIONS, time)
 
 /** What the scenario saw on one cluster. */
 interface Observed {
@@ -92,22 +67,8 @@ const scenario = async (bootstrap: string, replicationFactor: number): Promise<O
     apps.push(app)
     return app
   }
-  /** Polls the read_committed output until it shows `expected`, then returns what it shows. */
-  const countsReach = async (app: KafkaStreams.WordCountHandle, expected: Map<string, number>) => {
-    const want = JSON.stringify(KafkaStreams.toRecord(expected))
-    let last: Record<string, number> = {}
-    await Wait.eventually(
-      "the word counts",
-      async () => {
-        if (!app.isAlive()) throw new Error(`the Streams application exited:\n${app.output()}`)
-        last = KafkaStreams.toRecord(await KafkaStreams.readCounts(bootstrap, OUTPUT))
-        return JSON.stringify(last) === want ? true : undefined
-      },
-      90_000,
-      500
-    ).catch(() => undefined)
-    return last
-  }
+  const countsReach = (app: KafkaStreams.WordCountHandle, expected: Map<string, number>) =>
+    KafkaStreams.awaitCounts(app, bootstrap, OUTPUT, expected)
   try {
     for (const topic of [INPUT, OUTPUT])
       JavaTools.expectSuccess(

@@ -67,8 +67,10 @@ export interface MirrorFetcherManagerOptions {
 
 /** A partition's lag: in offsets (source HW - local HW) and in time (since it was last caught up). */
 export interface Lag {
+  /** -1 until the source answered a fetch of the partition. */
   readonly sourceHighWatermark: number
   readonly logEndOffset: number
+  /** -1 (unknown) while the source high watermark is. */
   readonly lag: number
   readonly lagMs: number
 }
@@ -161,8 +163,10 @@ export class MirrorFetcherManager {
   }
 
   /**
-   * Lag of a partition: `lag` = max(0, source HW - local high watermark); `lagMs` = 0 when the local log end
-   * reached the source HW at the last answer, otherwise the time since it last did (or since it was added).
+   * Lag of a partition: `lag` = max(0, source HW - local high watermark), -1 before the source answered a
+   * fetch (a partition just added is not caught up with a source it knows nothing of); `lagMs` = 0 when the
+   * local log end reached the source HW at the last answer, otherwise the time since it last did (or since
+   * it was added).
    */
   lag(tp: TopicPartition): Lag | undefined {
     const s = this.partitions.get(tp.topic, tp.partition)
@@ -170,7 +174,7 @@ export class MirrorFetcherManager {
     return {
       sourceHighWatermark: s.sourceHighWatermark,
       logEndOffset: s.log.logEndOffset,
-      lag: Math.max(0, s.sourceHighWatermark - s.log.highWatermark),
+      lag: s.sourceHighWatermark < 0 ? -1 : Math.max(0, s.sourceHighWatermark - s.log.highWatermark),
       lagMs: s.caughtUp ? 0 : Math.max(0, this.now() - s.caughtUpAt)
     }
   }

@@ -26,7 +26,7 @@ export const SOURCE_TIMEOUT_MS = 2000
 
 /** What the lag sampling reads from the broker. */
 export interface LagPort {
-  /** The fetcher's lag of a partition it fetches; undefined when it does not fetch it. */
+  /** The fetcher's lag of a partition it fetches (`lag` -1 while unknown); undefined when it does not fetch it. */
   readonly fetcherLag: (
     mirror: string,
     topic: string,
@@ -72,7 +72,8 @@ export class MirrorLag {
       const l = this.port.fetcherLag(p.mirror, p.topic, p.partition)
       if (l !== undefined) {
         if (l.lagMs === 0) this.caughtUpAt.set(p.topic, p.partition, now)
-        out.push({ ...p, lag: { records: l.lag, seconds: l.lagMs / 1000 } })
+        // Before the source's first answer the lag is unknown: no sample rather than a made-up one.
+        out.push(l.lag < 0 ? p : { ...p, lag: { records: l.lag, seconds: l.lagMs / 1000 } })
         continue
       }
       // Only partitions that stay without a fetcher; the others are between two steps.

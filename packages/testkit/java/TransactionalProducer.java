@@ -10,8 +10,10 @@
  *   done                       the plan is finished (nothing left open)
  *
  * Arguments: <bootstrap> <topic> <partitions> <transactional.id or "-" for idempotent only> <compression>
- * <value prefix> <plan>, where the plan is a comma-separated list of commit:N, abort:N and open:N (open only
- * last), or of send:N for an idempotent producer without transactions. Record i of step s goes to partition i % partitions with the value "<prefix>-<s>-<kind>-<i>".
+ * <value prefix> <plan> [<values file>], where the plan is a comma-separated list of commit:N, abort:N and open:N
+ * (open only last), or of send:N for an idempotent producer without transactions. Record i of step s goes to
+ * partition i % partitions with the value "<prefix>-<s>-<kind>-<i>", or, with a values file (UTF-8, one value
+ * a line), the next line of the file: the plan's records take its lines in order.
  *
  * While a transaction is open it reads commands from stdin: "commit" or "abort" end it (and print the
  * matching line, then "done"), "exit" or the end of stdin halts the JVM without ending it, so the
@@ -20,6 +22,8 @@
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
@@ -38,19 +42,26 @@ public final class TransactionalProducer {
     System.out.flush();
   }
 
+  /** The values file's lines, or null: the generated values. */
+  private static List<String> values;
+  /** How many of the values file's lines earlier steps took. */
+  private static int taken;
+
   private static List<Future<RecordMetadata>> send(
       KafkaProducer<String, String> producer, String topic, int partitions, String prefix, int step, String kind, int n) {
     List<Future<RecordMetadata>> acks = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
-      String value = prefix + "-" + step + "-" + kind + "-" + i;
+      String value = values == null ? prefix + "-" + step + "-" + kind + "-" + i : values.get(taken++);
       acks.add(producer.send(new ProducerRecord<>(topic, i % partitions, null, value)));
     }
     return acks;
   }
 
   public static void main(String[] args) throws Exception {
-    if (args.length != 7) {
-      System.err.println("usage: TransactionalProducer <bootstrap> <topic> <partitions> <transactional.id|-> <compression> <prefix> <plan>");
+    if (args.length != 7 && args.length != 8) {
+      System.err.println(
+          "usage: TransactionalProducer <bootstrap> <topic> <partitions> <transactional.id|-> <compression> <prefix> <plan>"
+              + " [<values file>]");
       System.exit(2);
     }
     String bootstrap = args[0];
@@ -61,6 +72,15 @@ public final class TransactionalProducer {
     String compression = args[4];
     String prefix = args[5];
     String[] plan = args[6].split(",");
+    if (args.length == 8) {
+      values = Files.readAllLines(Paths.get(args[7]), StandardCharsets.UTF_8);
+      int records = 0;
+      for (String step : plan) records += Integer.parseInt(step.split(":")[1]);
+      if (values.size() < records) {
+        System.err.println("the values file has " + values.size() + " lines, the plan " + records + " records");
+        System.exit(2);
+      }
+    }
 
     Properties props = new Properties();
     props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);

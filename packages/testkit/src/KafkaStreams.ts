@@ -7,8 +7,9 @@
  *
  * `startWordCount` resolves once the application reports RUNNING; `close()` closes it (it leaves its group,
  * so a restart gets the tasks at once), `kill()` SIGKILLs it. `readCounts` reads the output topic with
- * read_committed (kcat) and keeps the last count per word; `expectedCounts` counts lines the way the
- * application does. It owns only the JVM it started; the state dir is the caller's.
+ * read_committed (kcat) and keeps the last count per word; `awaitCounts` polls it until it shows the
+ * counts a test expects; `expectedCounts` counts lines the way the application does, `sampleLines` makes
+ * lines whose words get different counts. It owns only the JVM it started; the state dir is the caller's.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import * as KafkaPeer from "./KafkaPeer.js"
@@ -17,6 +18,7 @@ import * as Process from "./internal/Process.js"
 import * as Kcat from "./Kcat.js"
 import type * as Properties from "./Properties.js"
 import { PeerStartError, PeerStopError } from "./TestkitError.js"
+import * as Wait from "./Wait.js"
 
 export type ExitInfo = Process.ExitInfo
 
@@ -90,6 +92,22 @@ export const expectedCounts = (lines: Iterable<string>): Map<string, number> => 
   return counts
 }
 
+/** Words separated by one or more blanks, as people type them. */
+const SEPARATORS = ["  ", " \t", " "]
+
+/**
+ * Line `i` of a phase: 1 to 6 of 20 words, mixed case, picked so that the words get different counts; the
+ * words of phase `n + 1` are those of phase `n` shifted by 4, so two phases share 16 words and the later one
+ * brings 4 new ones.
+ */
+export const sampleLines = (phase: number, count: number): ReadonlyArray<string> =>
+  Array.from({ length: count }, (_, i) =>
+    Array.from({ length: 1 + ((i * 5 + phase) % 6) }, (_, j) => {
+      const w = `word${phase * 4 + ((i * 7 + j * j * 3) % 20)}`
+      return j % 2 === 1 ? w.toUpperCase() : w
+    }).join(SEPARATORS[i % SEPARATORS.length])
+  )
+
 /** The last count per word of `<word> <count>` lines in partition order (a word stays in one partition). */
 export const parseCounts = (stdout: string): Map<string, number> => {
   const counts = new Map<string, number>()
@@ -123,6 +141,37 @@ export const readCounts = async (bootstrap: string, topic: string): Promise<Map<
 /** `counts` as a plain object with sorted keys, for readable assertions. */
 export const toRecord = (counts: ReadonlyMap<string, number>): Record<string, number> =>
   Object.fromEntries([...counts.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+
+/**
+ * Polls the read_committed output at `bootstrap` until it shows `expected` (or `timeoutMs` passes), then
+ * returns what it last showed, for the test to assert on; rejects at once if the application exited.
+ */
+export const awaitCounts = async (
+  app: WordCountHandle,
+  bootstrap: string,
+  outputTopic: string,
+  expected: ReadonlyMap<string, number>,
+  timeoutMs = 90_000
+): Promise<Record<string, number>> => {
+  const want = JSON.stringify(toRecord(expected))
+  let last: Record<string, number> = {}
+  let exited: Error | undefined
+  await Wait.eventually(
+    "the word counts",
+    async () => {
+      if (!app.isAlive()) {
+        exited = new Error(`the Streams application exited:\n${app.output()}`)
+        return true
+      }
+      last = toRecord(await readCounts(bootstrap, outputTopic))
+      return JSON.stringify(last) === want ? true : undefined
+    },
+    timeoutMs,
+    500
+  ).catch(() => undefined)
+  if (exited !== undefined) throw exited
+  return last
+}
 
 /** The application's arguments after the main class. */
 export const programArgs = (o: WordCountOptions): Array<string> => [

@@ -51,3 +51,26 @@ export const forBootstrap =
   (bootstrap: string) =>
   (args: ReadonlyArray<string>, opts?: KcatOptions): Promise<KcatResult> =>
     kcat(["-b", bootstrap, ...args], opts)
+
+/** The earliest (`-2`) or latest (`-1`) offset of every partition of `topic` (`kcat -Q`), by partition; -1 unknown. */
+export const partitionOffsets = async (
+  bootstrap: string,
+  topic: string,
+  partitions: number,
+  time: -1 | -2
+): Promise<ReadonlyArray<number>> => {
+  const { stdout } = await kcat([
+    "-b",
+    bootstrap,
+    "-Q",
+    ...Array.from({ length: partitions }, (_, p) => ["-t", `${topic}:${p}:${time}`]).flat()
+  ])
+  return parseQueriedOffsets(stdout, partitions)
+}
+
+/** The offsets of `kcat -Q` output lines (`<topic> [<partition>] offset <offset>`), by partition; -1 unknown. */
+export const parseQueriedOffsets = (stdout: string, partitions: number): ReadonlyArray<number> => {
+  const out = Array.from({ length: partitions }, () => -1)
+  for (const m of stdout.matchAll(/^\S+ \[(\d+)\] offset (-?\d+)$/gm)) out[Number(m[1])] = Number(m[2])
+  return out
+}

@@ -2,7 +2,9 @@
  * The mirror verifier: reads the same topics from a source and a destination cluster and checks that
  * the destination holds the source's log byte for byte (KIP-1279): equal topic ids, and batch by batch
  * the same base offset, CRC, partition leader epoch and bytes, up to a bound (by default the smaller of
- * the two high watermarks).
+ * the two high watermarks), from the source's log start offset (Streams, retention or DeleteRecords may
+ * have moved it): a destination log starting later misses records, one starting earlier holds records the
+ * source removed since, which is not a mismatch.
  *
  * Partitions are read with consumer Fetch requests (READ_UNCOMMITTED) from their leaders, both sides in
  * step, so memory stays at about one fetch response per side and partition. Only the batch headers are
@@ -14,7 +16,17 @@
  */
 import { Buffer } from "node:buffer"
 import { connect, type Socket } from "node:net"
-import { Api, Errors, Fetch, Header, Metadata, RecordBatch, type Spec, ZERO_UUID } from "@clustermirror/protocol"
+import {
+  Api,
+  Errors,
+  Fetch,
+  Header,
+  ListOffsets,
+  Metadata,
+  RecordBatch,
+  type Spec,
+  ZERO_UUID
+} from "@clustermirror/protocol"
 import { Either } from "effect"
 
 // ---------------------------------------------------------------------------------------------------
@@ -50,6 +62,10 @@ export interface PartitionComparison {
   readonly sourceEnd: number
   /** The destination's high watermark when the comparison started. */
   readonly destinationEnd: number
+  /** The source's log start offset, where the comparison starts. */
+  readonly sourceStart: number
+  /** The destination's log start offset; -1 when it has no such partition. */
+  readonly destinationStart: number
   readonly firstMismatch: Mismatch | null
 }
 
@@ -247,6 +263,8 @@ export const boundOf = (upTo: Bound | undefined, sourceEnd: number, destinationE
 const CLIENT_ID = "clustermirror-mirror-check"
 const METADATA_VERSION = 12
 const FETCH_VERSION = 12
+const LIST_OFFSETS_VERSION = 7
+const EARLIEST_TIMESTAMP = -2n
 const MAX_FRAME_BYTES = 1024 * 1024 * 1024
 const FETCH_MAX_BYTES = 64 * 1024 * 1024
 const PARTITION_MAX_BYTES = 16 * 1024 * 1024
@@ -487,6 +505,36 @@ class Cluster {
     return { highWatermark: Number(p.highWatermark), records }
   }
 
+  /** The log start offset of a partition (ListOffsets EARLIEST) from its leader, following leader changes. */
+  async logStart(topic: string, partition: number): Promise<number> {
+    const what = `${this.name}: ListOffsets ${topic}-${partition} earliest`
+    let lastError = ""
+    for (let attempt = 1; attempt <= LEADER_ATTEMPTS; attempt++) {
+      const address = this.brokers.get(this.topics.get(topic)?.leaders.get(partition) ?? -1)
+      if (address === undefined) lastError = `no leader for ${topic}-${partition}`
+      else {
+        try {
+          const res = await (await this.link(address)).request(ListOffsets.api, LIST_OFFSETS_VERSION, {
+            replicaId: -1,
+            isolationLevel: READ_UNCOMMITTED,
+            topics: [{ name: topic, partitions: [{ partitionIndex: partition, timestamp: EARLIEST_TIMESTAMP }] }]
+          })
+          const p = res.topics[0]?.partitions[0]
+          const code = p?.errorCode ?? E.UNKNOWN_TOPIC_OR_PARTITION
+          if (code === E.NONE && p !== undefined) return Number(p.offset)
+          if (!LEADER_ERRORS.has(code)) throw new Error(`${what} failed: ${errorName(code)}`)
+          lastError = errorName(code)
+        } catch (e) {
+          if (e instanceof Error && e.message.startsWith(what)) throw e
+          lastError = e instanceof Error ? e.message : String(e)
+        }
+      }
+      await sleep(LEADER_BACKOFF_MS)
+      await this.refresh([topic]).catch(() => undefined)
+    }
+    throw new Error(`${what}: ${lastError}`)
+  }
+
   /** One consumer Fetch of a partition from its leader, following leader changes. */
   async fetch(topic: string, partition: number, offset: number): Promise<FetchedChunk> {
     const what = `${this.name}: Fetch ${topic}-${partition} at ${offset}`
@@ -521,7 +569,6 @@ class PartitionReader implements BatchStream {
   private chunk: Buffer = Buffer.alloc(0)
   private refs: ReadonlyArray<RecordBatch.BatchRef> = []
   private index = 0
-  private offset = 0
   private exhausted = false
   highWatermark = -1
   bound = Number.POSITIVE_INFINITY
@@ -529,7 +576,9 @@ class PartitionReader implements BatchStream {
   constructor(
     private readonly cluster: Cluster,
     private readonly topic: string,
-    private readonly partition: number
+    private readonly partition: number,
+    /** Where reading starts. */
+    private offset: number
   ) {}
 
   /** The first fetch, which also tells the high watermark. */
@@ -591,25 +640,31 @@ const comparePartition = async (
     sourceTopicId: task.sourceTopicId,
     destinationTopicId: task.destinationTopicId
   }
-  const s = new PartitionReader(source, pair.source, partition)
+  const sourceStart = await source.logStart(pair.source, partition)
+  const s = new PartitionReader(source, pair.source, partition, sourceStart)
   await s.open()
   const destinationKnown = destination.topic(pair.destination)?.leaders.has(partition) === true
-  if (!destinationKnown)
-    return {
-      ...base,
-      batches: 0,
-      records: 0,
-      bytes: 0,
-      sourceEnd: s.highWatermark,
-      destinationEnd: -1,
-      firstMismatch: {
-        offset: 0,
-        what: "missing",
-        source: `partition ${partition}`,
-        destination: `no partition ${partition} of ${pair.destination}`
-      }
+  const missing = (destinationEnd: number, destinationStart: number, what: string) => ({
+    ...base,
+    batches: 0,
+    records: 0,
+    bytes: 0,
+    sourceEnd: s.highWatermark,
+    destinationEnd,
+    sourceStart,
+    destinationStart,
+    firstMismatch: {
+      offset: sourceStart,
+      what: "missing" as const,
+      source: `partition ${partition} from ${sourceStart}`,
+      destination: what
     }
-  const d = new PartitionReader(destination, pair.destination, partition)
+  })
+  if (!destinationKnown) return missing(-1, -1, `no partition ${partition} of ${pair.destination}`)
+  const destinationStart = await destination.logStart(pair.destination, partition)
+  if (destinationStart > sourceStart && s.highWatermark > sourceStart)
+    return missing(-1, destinationStart, `log starts at ${destinationStart}`)
+  const d = new PartitionReader(destination, pair.destination, partition, sourceStart)
   await d.open()
   const bound = boundOf(options.upTo, s.highWatermark, d.highWatermark)
   s.bound = bound
@@ -626,6 +681,8 @@ const comparePartition = async (
     bytes: compared.bytes,
     sourceEnd: s.highWatermark,
     destinationEnd: d.highWatermark,
+    sourceStart,
+    destinationStart,
     firstMismatch: topicIdMismatch ?? compared.firstMismatch
   }
 }

@@ -5,9 +5,14 @@
  * transaction is then committed, aborted or left open (the process killed) by the test.
  *
  * Record `i` of step `s` goes to partition `i % partitions` with the value `<prefix>-<s>-<kind>-<i>`, so a
- * test knows which values each step wrote where (`values`). It owns only the JVM it started.
+ * test knows which values each step wrote where (`values`); or, given `lines`, the plan's records take those
+ * values in order (`linesOf` names the ones a step wrote). It owns only the JVM it started and the temp file
+ * holding its lines.
  */
 import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import * as KafkaPeer from "./KafkaPeer.js"
 import * as JavaClasses from "./internal/JavaClasses.js"
 import * as Process from "./internal/Process.js"
@@ -36,6 +41,11 @@ export interface ProducerOptions {
   /** The first part of every value. */
   readonly prefix: string
   readonly plan: ReadonlyArray<Step>
+  /**
+   * The records' values instead of generated ones: the plan's records take them in order (at least one per
+   * record, none holding a line break); `prefix` is then unused.
+   */
+  readonly lines?: ReadonlyArray<string>
   /** A libs folder instead of resolving `version`. */
   readonly libs?: string
   readonly version?: string
@@ -99,6 +109,32 @@ export const mergeSorted = (
   ...parts: ReadonlyArray<ReadonlyArray<ReadonlyArray<string>>>
 ): string[][] => Array.from({ length: partitions }, (_, p) => parts.flatMap((x) => x[p] ?? []).sort())
 
+/**
+ * The lines of `lines` that the steps of `plan` which `pick` takes wrote, in the order they were sent, when
+ * the plan's records took `lines` in order (the `lines` option).
+ */
+export const linesOf = (
+  plan: ReadonlyArray<Step>,
+  lines: ReadonlyArray<string>,
+  pick: (s: Step) => boolean = () => true
+): string[] => {
+  const out: string[] = []
+  let taken = 0
+  for (const s of plan) {
+    if (pick(s)) out.push(...lines.slice(taken, taken + s.records))
+    taken += s.records
+  }
+  return out
+}
+
+/** Checks that `lines` can be the values of `plan`'s records: one per record, each on one line. */
+export const checkLines = (plan: ReadonlyArray<Step>, lines: ReadonlyArray<string>): void => {
+  const records = plan.reduce((n, s) => n + s.records, 0)
+  if (lines.length < records) throw new RangeError(`${lines.length} lines for a plan of ${records} records`)
+  const broken = lines.findIndex((l) => /[\r\n]/.test(l))
+  if (broken >= 0) throw new RangeError(`line ${broken} holds a line break`)
+}
+
 /** The plan as the Java program's argument: `commit:10,abort:5,open:3`. */
 export const planArgument = (plan: ReadonlyArray<Step>, transactional: boolean): string => {
   plan.forEach((s, i) => {
@@ -116,8 +152,12 @@ export const planArgument = (plan: ReadonlyArray<Step>, transactional: boolean):
 /** Starts the producer and resolves once it printed `done` or `open <n>`; rejects if it exits or times out first. */
 export const start = async (opts: ProducerOptions): Promise<ProducerHandle> => {
   const plan = planArgument(opts.plan, opts.transactionalId !== null)
+  if (opts.lines !== undefined) checkLines(opts.plan, opts.lines)
   const libs = opts.libs ?? (await KafkaPeer.libs(opts.version))
   const args = await JavaClasses.javaArgs(libs, MAIN_CLASS)
+  const linesDir = opts.lines === undefined ? undefined : mkdtempSync(join(tmpdir(), "cm-txn-producer-"))
+  const linesFile = linesDir === undefined ? [] : [join(linesDir, "values.txt")]
+  if (opts.lines !== undefined) writeFileSync(linesFile[0]!, `${opts.lines.join("\n")}\n`, "utf8")
   const lineWaiters: Array<(line: string) => void> = []
   const output = new Process.OutputTail(OUTPUT_TAIL_CHARS, (line) => {
     for (const w of [...lineWaiters]) w(line)
@@ -132,11 +172,13 @@ export const start = async (opts: ProducerOptions): Promise<ProducerHandle> => {
       opts.transactionalId ?? "-",
       opts.compression,
       opts.prefix,
-      plan
+      plan,
+      ...linesFile
     ],
     { stdio: ["pipe", "pipe", "pipe"] }
   )
   Process.track(child)
+  if (linesDir !== undefined) child.once("exit", () => rmSync(linesDir, { recursive: true, force: true }))
   output.attach(child)
   child.stdin?.on("error", () => {})
 

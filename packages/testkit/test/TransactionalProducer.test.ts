@@ -29,6 +29,21 @@ describe("TransactionalProducer", () => {
     expect(TransactionalProducer.values("p", 3, plan, 1)).toEqual([["p-1-abort-0"], ["p-1-abort-1"], []])
     expect(TransactionalProducer.values("p", 2, plan, 7)).toEqual([[], []])
   })
+
+  it("names the lines each step took when the records take given lines in order", () => {
+    const lines = ["a b", "c", "d", "e", "f", "g h", "i", "j"]
+    expect(TransactionalProducer.linesOf(plan, lines, TransactionalProducer.isCommitted)).toEqual([
+      "a b",
+      "c",
+      "d",
+      "e",
+      "f"
+    ])
+    expect(TransactionalProducer.linesOf(plan, lines, (s) => s.kind !== "commit")).toEqual(["g h", "i", "j"])
+    expect(() => TransactionalProducer.checkLines(plan, lines)).not.toThrow()
+    expect(() => TransactionalProducer.checkLines(plan, lines.slice(1))).toThrow(/7 lines for a plan of 8/)
+    expect(() => TransactionalProducer.checkLines(plan, ["a", "b\nc", ...lines])).toThrow(/line 1/)
+  })
 })
 
 describe("IsolatedConsumer", () => {
