@@ -26,6 +26,8 @@ const ROUNDS = 6
 const RECORDS_PER_ROUND = 2_000
 /** Keys written once, in one round only. */
 const ONCE_PER_ROUND = 30
+/** Of the keys written once in a round, how many the next round deletes. */
+const DELETED_PER_ROUND = 5
 /** Keys whose last record of a round is a tombstone (the next round writes them again). */
 const TOMBSTONED = ["k37", "k38", "k39"]
 const LAG_MS = 1_500
@@ -128,8 +130,34 @@ describe("SIGKILL during log cleaning", () => {
     let landed = 0
     const kills: string[] = []
 
+    /** The last record written of every key. */
+    const lastWritten = (): Map<string, Read> => {
+      const last = new Map<string, Read>()
+      for (const [offset, w] of written) last.set(w.key, { offset, ...w })
+      return last
+    }
+    /** The invariants of what is read back, with every offset below `end` written. */
+    const check = (read: ReadonlyArray<Read>, end: number): void => {
+      for (let i = 1; i < read.length; i++) expect(read[i]!.offset).toBeGreaterThan(read[i - 1]!.offset)
+      // Every record served is the one written at its offset.
+      for (const r of read) expect({ key: r.key, value: r.value }, `offset ${r.offset}`).toEqual(written.get(r.offset))
+      const lastRead = new Map<string, Read>()
+      for (const r of read) lastRead.set(r.key, r)
+      for (const [key, w] of lastWritten()) {
+        const r = lastRead.get(key)
+        // The last record of a key is there, or it was a tombstone and it went with all of its key.
+        if (w.value === null && r === undefined) continue
+        expect(r, key).toEqual(w)
+      }
+      // The active segment is never cleaned: all of it is there.
+      const active = segmentBases().at(-1)!
+      const tail = read.filter((r) => r.offset >= active).map((r) => r.offset)
+      expect(tail).toEqual([...written.keys()].filter((o) => o >= active && o < end))
+    }
+
     for (let round = 0; round < ROUNDS; round++) {
-      // Write a round: every key many times, a few tombstones among the updates, and tombstones last.
+      // Write a round: its own keys once, tombstones for some of the previous round's, every shared key
+      // many times with a few tombstones among the updates, and tombstones last.
       const from = await highWatermark()
       // Keys of this round only come first: their one record lies deep in the log, in what later passes
       // rewrite and swap, and they are big enough that what is left after cleaning still spans segments
@@ -138,6 +166,9 @@ describe("SIGKILL during log cleaning", () => {
         key: `once-${round}-${j}`,
         value: `r${round}-once-${"x".repeat(100)}`
       }))
+      // The previous round's first own keys are deleted for good: nothing writes them again.
+      if (round > 0)
+        for (let j = 0; j < DELETED_PER_ROUND; j++) records.push({ key: `once-${round - 1}-${j}`, value: null })
       for (let i = records.length; i < RECORDS_PER_ROUND - TOMBSTONED.length; i++)
         records.push({ key: `k${i % KEYS}`, value: i % 173 === 5 ? null : `r${round}-${i}` })
       for (const key of TOMBSTONED) records.push({ key, value: null })
@@ -199,38 +230,19 @@ describe("SIGKILL during log cleaning", () => {
       await Wait.eventually("the partition is served again up to its log end", async () =>
         (await highWatermark()) === end ? true : undefined
       )
-      const check = (read: ReadonlyArray<Read>): void => {
-        for (let i = 1; i < read.length; i++) expect(read[i]!.offset).toBeGreaterThan(read[i - 1]!.offset)
-        // Every record served is the one written at its offset.
-        for (const r of read)
-          expect({ key: r.key, value: r.value }, `offset ${r.offset}`).toEqual(written.get(r.offset))
-        const lastRead = new Map<string, Read>()
-        for (const r of read) lastRead.set(r.key, r)
-        const lastWritten = new Map<string, Read>()
-        for (const [offset, w] of written) lastWritten.set(w.key, { offset, ...w })
-        for (const [key, w] of lastWritten) {
-          const r = lastRead.get(key)
-          // The last record of a key is there, or it was a tombstone and it went with all of its key.
-          if (w.value === null && r === undefined) continue
-          expect(r, key).toEqual(w)
-        }
-        // The active segment is never cleaned: all of it is there.
-        const active = segmentBases().at(-1)!
-        const tail = read.filter((r) => r.offset >= active).map((r) => r.offset)
-        expect(tail).toEqual([...written.keys()].filter((o) => o >= active && o < end))
-      }
       const read = await readAll()
-      check(read)
-      for (const r of read) {
-        const before = latestOffsetOf.get(r.key) ?? -1
-        if (r.offset > before) latestOffsetOf.set(r.key, r.offset)
-      }
-      // No key's latest record went back: what was seen before this restart is still the floor.
+      check(read, end)
+      // No key's latest record went back: what was seen before this restart is the floor (a key may only
+      // be gone when its last record is a tombstone).
+      const lastRead = new Map<string, number>()
+      for (const r of read) lastRead.set(r.key, r.offset)
+      const last = lastWritten()
       for (const [key, offset] of latestOffsetOf) {
-        const now = read.filter((r) => r.key === key).at(-1)
-        if (now !== undefined) expect(now.offset, key).toBeGreaterThanOrEqual(offset)
-        else expect(written.get(offset)?.value ?? null, key).toBeNull()
+        const now = lastRead.get(key)
+        if (now === undefined) expect(last.get(key)?.value, key).toBeNull()
+        else expect(now, key).toBeGreaterThanOrEqual(offset)
       }
+      for (const [key, offset] of lastRead) latestOffsetOf.set(key, offset)
 
       // Cleaning completes after the restart: below the active segment one record per key is left, the last
       // one written there.
@@ -238,7 +250,7 @@ describe("SIGKILL during log cleaning", () => {
         `round ${round}: cleaning completes after the restart`,
         async () => {
           const now = await readAll()
-          check(now)
+          check(now, end)
           const active = segmentBases().at(-1)!
           const below = now.filter((r) => r.offset < active)
           const lastBelow = new Map<string, number>()
@@ -253,6 +265,22 @@ describe("SIGKILL during log cleaning", () => {
 
     console.log(`compaction crash: ${landed} of ${ROUNDS} kills landed mid-clean\n${kills.join("\n")}`)
     expect(landed).toBeGreaterThan(0)
+
+    // The tombstones below the active segment go once delete.retention.ms passed after the pass that first
+    // cleaned them, kills during those passes or not.
+    const deleted = [...written.values()].filter((w) => w.value === null && w.key.startsWith("once-")).length
+    expect(deleted).toBe((ROUNDS - 1) * DELETED_PER_ROUND)
+    await Wait.eventually(
+      "the tombstones below the active segment are gone",
+      async () => {
+        const now = await readAll()
+        check(now, ROUNDS * RECORDS_PER_ROUND)
+        const active = segmentBases().at(-1)!
+        return now.some((r) => r.offset < active && r.value === null) ? undefined : true
+      },
+      60_000,
+      200
+    )
 
     // After the last restart new writes land at the log end and are read back as written.
     const end = await highWatermark()
