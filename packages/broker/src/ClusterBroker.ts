@@ -31,9 +31,11 @@ import {
   Errors,
   Fetch,
   IncrementalAlterConfigs,
+  ListConfigResources,
   Scram,
   type Api,
   type Spec,
+  UnregisterBroker,
   Uuid,
   WriteTxnMarkers
 } from "@clustermirror/protocol"
@@ -60,6 +62,8 @@ import type * as MetadataView from "./MetadataView.js"
 import * as MirrorApis from "@clustermirror/mirror/MirrorApis"
 import * as MirrorRuntime from "./MirrorRuntime.js"
 import * as ScramApis from "@clustermirror/security/ScramApis"
+import { ClientQuotaApis, DelegationTokenApis } from "@clustermirror/security"
+import * as ConfigResources from "@clustermirror/broker-config/ConfigResources"
 import { CLOSE_BUDGET_MS, ReplicaManager } from "@clustermirror/replication/ReplicaManager"
 import { Handlers } from "@clustermirror/network/RequestChannel"
 import type * as SocketServer from "@clustermirror/network/SocketServer"
@@ -648,6 +652,9 @@ export const start = async (
   forward(BumpLeaderEpochs.api)
   forward(AlterUserScramCredentials.api)
   ScramApis.register(handlers, () => image)
+  DelegationTokenApis.register(ClientQuotaApis.register(handlers))
+  handlers.register(ListConfigResources.api, (req, request) => ConfigResources.list(image, req.apiVersion, request))
+  forward(UnregisterBroker.api)
   // KIP-1279: mirrors are created by the controller; the topic operations are validated here first (§5.8).
   forward(CreateClusterMirror.api)
   MirrorApis.register(handlers, () => image)

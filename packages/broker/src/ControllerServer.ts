@@ -32,7 +32,8 @@ import {
   SaslHandshake,
   Scram,
   StartMirrorTopics,
-  StopMirrorTopics
+  StopMirrorTopics,
+  UnregisterBroker
 } from "@clustermirror/protocol"
 import { Effect, Either } from "effect"
 import * as fs from "node:fs"
@@ -155,6 +156,7 @@ const registerHandlers = (
     .register(PauseMirrorTopics.api, async (_req, request) => controller.pauseMirrorTopics(request))
     .register(ResumeMirrorTopics.api, async (_req, request) => controller.resumeMirrorTopics(request))
     .register(DeleteClusterMirror.api, async (_req, request) => controller.deleteClusterMirror(request))
+    .register(UnregisterBroker.api, async (_req, request) => controller.unregisterBroker(request.brokerId))
     .register(ElectLeaders.api, async (_req, request) => {
       const r = await controller.electLeaders(request)
       return Either.isLeft(r) ? { throttleTimeMs: 0, errorCode: r.left.errorCode, replicaElectionResults: [] } : r.right

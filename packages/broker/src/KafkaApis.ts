@@ -5,7 +5,6 @@
  */
 import {
   ApiVersions,
-  DescribeClientQuotas,
   SaslAuthenticate,
   SaslHandshake,
   DescribeCluster,
@@ -102,9 +101,6 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
       apiKeys: handlers.versions(),
       throttleTimeMs: 0
     }))
-    // There are no client quotas (AlterClientQuotas is not served), so none match: kafka-configs
-    // --describe --entity-type users asks for them next to the SCRAM credentials.
-    .register(DescribeClientQuotas.api, () => ({ throttleTimeMs: 0, errorCode: 0, errorMessage: null, entries: [] }))
     // On SASL listeners the authenticator answers these; here the listener has no SASL, as Kafka says.
     .register(SaslHandshake.api, () => ({ errorCode: Errors.ErrorCode.ILLEGAL_SASL_STATE, mechanisms: [] }))
     .register(SaslAuthenticate.api, () => ({

@@ -21,6 +21,8 @@ import { PersistentMap, type TransientMap } from "./internal/PersistentMap.js"
 
 /** Config resource types as ConfigRecord and the config APIs carry them. */
 export const ResourceType = { TOPIC: 2, BROKER: 4, CLUSTER_MIRROR: 64 } as const
+/** Kafka's CLIENT_METRICS config resource type, which this controller refuses. */
+const CLIENT_METRICS = 16
 
 /** IncrementalAlterConfigs operations. */
 export const OpType = { SET: 0, DELETE: 1, APPEND: 2, SUBTRACT: 3 } as const
@@ -251,6 +253,7 @@ const CLEANER_IO =
   "the log cleaner reads segments through a shared 64 KiB window, writes in 1 MiB chunks and fills its offset map to 90 %: not configurable"
 const THROTTLING = "replication throttling is not implemented yet"
 const QUOTAS = "connection quotas are not implemented yet"
+const CLIENT_QUOTAS = "client quotas are not enforced: AlterClientQuotas refuses them"
 const SECURITY = "listener security settings are read from the server properties at start and cannot change dynamically"
 
 /**
@@ -279,7 +282,16 @@ export const BROKER_UNSUPPORTED_CONFIGS: ReadonlyMap<string, string> = new Map([
   ["sasl.", SECURITY],
   ["listener.name.", SECURITY],
   ["security.inter.broker.protocol", SECURITY],
-  ["remote.log.storage.system.enable", "tiered storage is not implemented"]
+  ["remote.log.storage.system.enable", "tiered storage is not implemented"],
+  [
+    "delegation.token.",
+    "delegation tokens are not implemented: token requests are refused as by Kafka without a secret key"
+  ],
+  ["client.quota.callback.class", CLIENT_QUOTAS],
+  ["quota.window.num", CLIENT_QUOTAS],
+  ["quota.window.size.seconds", CLIENT_QUOTAS],
+  ["controller.quota.window.num", CLIENT_QUOTAS],
+  ["controller.quota.window.size.seconds", CLIENT_QUOTAS]
 ])
 
 /** Why clustermirror refuses a Kafka broker key, or null when it does not (`BROKER_UNSUPPORTED_CONFIGS`). */
@@ -627,6 +639,11 @@ const checkResource = (state: State, resourceType: number, resourceName: string,
       if (!mirrorExists(state, resourceName))
         return failure(Errors.ErrorCode.UNKNOWN_CLUSTER_MIRROR, `The cluster mirror '${resourceName}' does not exist.`)
       return null
+    case CLIENT_METRICS:
+      return failure(
+        Errors.ErrorCode.INVALID_REQUEST,
+        "Client metrics subscriptions (resource type CLIENT_METRICS) are not implemented: brokers push no telemetry"
+      )
     default:
       return failure(Errors.ErrorCode.INVALID_REQUEST, `Unsupported config resource type ${resourceType}`)
   }

@@ -30,7 +30,8 @@ import type {
   PauseMirrorTopics,
   ResumeMirrorTopics,
   StartMirrorTopics,
-  StopMirrorTopics
+  StopMirrorTopics,
+  UnregisterBroker
 } from "@clustermirror/protocol"
 import { MetadataDelta, MetadataImage, MetadataLog, MetadataTransaction } from "@clustermirror/metadata-log"
 import { Cause, type Clock, Duration, Effect, Either, Exit, Queue, Scope } from "effect"
@@ -774,6 +775,19 @@ export class QuorumController {
       if (Either.isLeft(r)) return { records: [], response: Either.left(toRequestError(r.left)) }
       return { records: r.right.records, response: Either.right(r.right.response) }
     })
+  }
+
+  /**
+   * UnregisterBroker (64): removes a broker's registration (see `ClusterControl.unregisterBroker`);
+   * BROKER_ID_NOT_REGISTERED with Kafka's message for an id without one.
+   */
+  unregisterBroker(brokerId: number): Promise<UnregisterBroker.Response> {
+    return this.write<UnregisterBroker.Response>((state) => {
+      const r = ClusterControl.unregisterBroker(state.cluster, brokerId)
+      return Either.isLeft(r)
+        ? { records: [], response: { throttleTimeMs: 0, errorCode: r.left.errorCode, errorMessage: r.left.message } }
+        : { records: r.right.records, response: { throttleTimeMs: 0, errorCode: 0, errorMessage: null } }
+    }, "UnregisterBroker")
   }
 
   electLeaders(

@@ -409,7 +409,12 @@ describe("ConfigurationControl.incrementalAlterConfigs", () => {
         [],
         [
           err(8, "x", Errors.ErrorCode.INVALID_REQUEST, "Unsupported config resource type 8"),
-          err(16, "x", Errors.ErrorCode.INVALID_REQUEST, "Unsupported config resource type 16")
+          err(
+            16,
+            "x",
+            Errors.ErrorCode.INVALID_REQUEST,
+            "Client metrics subscriptions (resource type CLIENT_METRICS) are not implemented: brokers push no telemetry"
+          )
         ]
       )
   })

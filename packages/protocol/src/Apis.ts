@@ -33,6 +33,12 @@ import * as DescribeAcls from "./apis/DescribeAcls.js"
 import * as CreateAcls from "./apis/CreateAcls.js"
 import * as DeleteAcls from "./apis/DeleteAcls.js"
 import * as DescribeClientQuotas from "./apis/DescribeClientQuotas.js"
+import * as CreateDelegationToken from "./apis/CreateDelegationToken.js"
+import * as RenewDelegationToken from "./apis/RenewDelegationToken.js"
+import * as ExpireDelegationToken from "./apis/ExpireDelegationToken.js"
+import * as DescribeDelegationToken from "./apis/DescribeDelegationToken.js"
+import * as AlterClientQuotas from "./apis/AlterClientQuotas.js"
+import * as ListConfigResources from "./apis/ListConfigResources.js"
 import * as DescribeUserScramCredentials from "./apis/DescribeUserScramCredentials.js"
 import * as AlterUserScramCredentials from "./apis/AlterUserScramCredentials.js"
 import * as EndTxn from "./apis/EndTxn.js"
@@ -102,6 +108,12 @@ export const all: ReadonlyArray<AnyApi> = [
   CreateAcls.api,
   DeleteAcls.api,
   DescribeClientQuotas.api,
+  CreateDelegationToken.api,
+  RenewDelegationToken.api,
+  ExpireDelegationToken.api,
+  DescribeDelegationToken.api,
+  AlterClientQuotas.api,
+  ListConfigResources.api,
   DescribeUserScramCredentials.api,
   AlterUserScramCredentials.api,
   EndTxn.api,

@@ -12,6 +12,7 @@ import {
   AddOffsetsToTxn,
   AddPartitionsToTxn,
   AllocateProducerIds,
+  AlterClientQuotas,
   ApiVersions,
   Apis,
   AlterConfigs,
@@ -27,6 +28,7 @@ import {
   DeleteRecords,
   DeleteTopics,
   DescribeClientQuotas,
+  UnregisterBroker,
   DescribeCluster,
   DescribeClusterMirrors,
   DescribeConfigs,
@@ -45,6 +47,7 @@ import {
   JoinGroup,
   LeaveGroup,
   ListClusterMirrors,
+  ListConfigResources,
   ListGroups,
   ListOffsets,
   ListTransactions,
@@ -210,7 +213,12 @@ const NOT_GUARDED_HERE: ReadonlySet<string> = new Set([
   "SaslAuthenticate",
   "CreateAcls",
   "DescribeAcls",
-  "DeleteAcls"
+  "DeleteAcls",
+  // Refused to everyone: delegation tokens are not implemented (see DelegationTokenApis).
+  "CreateDelegationToken",
+  "RenewDelegationToken",
+  "ExpireDelegationToken",
+  "DescribeDelegationToken"
 ])
 
 /**
@@ -908,6 +916,27 @@ const installChecks = (handlers: Handlers, ctx: AuthorizationContext): void => {
   })
   guard(handlers, src, DescribeClientQuotas.api, (c, req, request, next) =>
     c.cluster(Op.DESCRIBE_CONFIGS) ? next(req, request) : { ...clusterRefusal, entries: null }
+  )
+  guard(handlers, src, AlterClientQuotas.api, (c, req, request, next) =>
+    c.cluster(Op.ALTER_CONFIGS)
+      ? next(req, request)
+      : {
+          throttleTimeMs: 0,
+          entries: request.entries.map((e) => ({
+            errorCode: E.CLUSTER_AUTHORIZATION_FAILED,
+            errorMessage: Errors.message(E.CLUSTER_AUTHORIZATION_FAILED),
+            entity: e.entity
+          }))
+        }
+  )
+  // Listing config resources needs DESCRIBE_CONFIGS on the cluster, removing a registration ALTER.
+  guard(handlers, src, ListConfigResources.api, (c, req, request, next) =>
+    c.cluster(Op.DESCRIBE_CONFIGS)
+      ? next(req, request)
+      : { throttleTimeMs: 0, errorCode: E.CLUSTER_AUTHORIZATION_FAILED, configResources: [] }
+  )
+  guard(handlers, src, UnregisterBroker.api, (c, req, request, next) =>
+    c.cluster(Op.ALTER) ? next(req, request) : clusterRefusal
   )
 
   clusterAction(ReadMirrorStates.api, () => ({ ...clusterRefusal, topics: [] }))
