@@ -9,7 +9,7 @@
 import { StandardAuthorizer } from "@clustermirror/authorizer"
 import { FeatureControl } from "@clustermirror/controller"
 import { NetworkLeaderEndpoint, ReplicaFetcher } from "@clustermirror/fetcher"
-import { MetadataImage, MetadataLog, MetadataPublisher } from "@clustermirror/metadata-log"
+import { MetadataImage, MetadataLog, MetadataPublisher, MetaProperties } from "@clustermirror/metadata-log"
 import { MirrorMetrics, type MirrorRefresh, type MirrorSync } from "@clustermirror/mirror"
 import type { MetadataDelta } from "@clustermirror/metadata-log"
 import {
@@ -27,6 +27,7 @@ import {
   CreateTopics,
   DeleteAcls,
   DeleteTopics,
+  DescribeQuorum,
   ElectLeaders,
   Errors,
   Fetch,
@@ -247,7 +248,9 @@ export const start = async (
       metrics.logRecoveryTruncated(t.removedBytes, t.removedRecords)
     }
   })
-  const metadataLog = await Effect.runPromise(MetadataLog.makeFile(path.join(config.dataDir, "metadata")))
+  const metadataDir = path.join(config.dataDir, "metadata")
+  const { directoryId } = await Effect.runPromise(MetaProperties.loadOrCreate(metadataDir, clusterId, nodeId))
+  const metadataLog = await Effect.runPromise(MetadataLog.makeFile(metadataDir))
   const loader = await Effect.runPromise(MetadataPublisher.make())
   let image = await Effect.runPromise(metadataLog.loadInto(loader))
   scramImage = () => image
@@ -651,6 +654,7 @@ export const start = async (
   forward(ElectLeaders.api)
   forward(BumpLeaderEpochs.api)
   forward(AlterUserScramCredentials.api)
+  handlers.register(DescribeQuorum.api, (_req, request) => controller.request(DescribeQuorum.api, request))
   ScramApis.register(handlers, () => image)
   DelegationTokenApis.register(ClientQuotaApis.register(handlers))
   handlers.register(ListConfigResources.api, (req, request) => ConfigResources.list(image, req.apiVersion, request))
@@ -748,7 +752,8 @@ export const start = async (
                     partition: 0,
                     fetchOffset: BigInt(offset),
                     lastFetchedEpoch: epoch,
-                    partitionMaxBytes: METADATA_FETCH_MAX_BYTES
+                    partitionMaxBytes: METADATA_FETCH_MAX_BYTES,
+                    replicaDirectoryId: directoryId
                   }
                 ]
               }

@@ -2,12 +2,12 @@
  * A controller node's network face: the Kafka API server on the controller listener, translating
  * the controller-bound requests (broker registration and heartbeats, AlterPartition, topic and config
  * changes, producer-id blocks, BumpLeaderEpochs, AlterUserScramCredentials) into `QuorumController`
- * operations (after SASL authentication on a SASL_PLAINTEXT or SASL_SSL listener), and serving the
- * metadata log to brokers with Fetch on `__cluster_metadata`. Decisions live in the controller package.
+ * operations (after SASL authentication on a SASL_PLAINTEXT or SASL_SSL listener), serving the metadata
+ * log to brokers (Fetch), DescribeQuorum and DescribeCluster (controllers). Decisions live in the controller package.
  */
 import { Acl, StandardAuthorizer } from "@clustermirror/authorizer"
-import { QuorumController, ReplicationControl, ScramControl } from "@clustermirror/controller"
-import { MetadataLog } from "@clustermirror/metadata-log"
+import { MetadataQuorum, QuorumController, ReplicationControl, ScramControl } from "@clustermirror/controller"
+import { MetadataLog, MetaProperties } from "@clustermirror/metadata-log"
 import {
   AllocateProducerIds,
   AlterConfigs,
@@ -22,6 +22,8 @@ import {
   CreateTopics,
   DeleteClusterMirror,
   DeleteTopics,
+  DescribeCluster,
+  DescribeQuorum,
   ElectLeaders,
   Errors,
   Fetch,
@@ -84,7 +86,7 @@ const E = Errors.ErrorCode
 const registerHandlers = (
   handlers: Handlers,
   controller: QuorumController.QuorumController,
-  metadataLog: MetadataLog.MetadataLogService
+  endpoints: () => ReadonlyArray<MetadataQuorum.Endpoint>
 ): Handlers =>
   handlers
     .register(ApiVersions.api, () => ({ errorCode: 0, apiKeys: handlers.versions(), throttleTimeMs: 0 }))
@@ -161,59 +163,26 @@ const registerHandlers = (
       const r = await controller.electLeaders(request)
       return Either.isLeft(r) ? { throttleTimeMs: 0, errorCode: r.left.errorCode, replicaElectionResults: [] } : r.right
     })
-    .register(Fetch.api, async (req, request) => {
-      // Only the metadata log is served here: brokers follow it like a replica.
-      const topic = request.topics[0]
-      const p = topic?.partitions[0]
-      const isMetadata =
-        topic !== undefined &&
-        (req.apiVersion >= 13
-          ? topic.topicId === MetadataLog.METADATA_TOPIC_ID
-          : topic.topic === MetadataLog.METADATA_TOPIC)
-      if (!isMetadata || p === undefined)
-        return {
-          throttleTimeMs: 0,
-          errorCode: E.UNKNOWN_TOPIC_OR_PARTITION,
-          sessionId: 0,
-          responses: []
-        }
-      const offset = p.fetchOffset
-      await controller.waitForOffset(offset, request.maxWaitMs)
-      const end = await Effect.runPromise(metadataLog.logEndOffset)
-      const read =
-        Number(offset) < end
-          ? await Effect.runPromise(metadataLog.readFrom(Number(offset), p.partitionMaxBytes))
-          : undefined
-      const records = read?.records ?? Buffer.alloc(0)
-      return {
-        throttleTimeMs: 0,
-        errorCode: 0,
-        sessionId: 0,
-        responses: [
-          {
-            topic: MetadataLog.METADATA_TOPIC,
-            topicId: MetadataLog.METADATA_TOPIC_ID,
-            partitions: [
-              {
-                partitionIndex: 0,
-                errorCode: Number(offset) > end ? E.OFFSET_OUT_OF_RANGE : 0,
-                highWatermark: BigInt(end),
-                lastStableOffset: BigInt(end),
-                logStartOffset: 0n,
-                records
-              }
-            ]
-          }
-        ]
-      }
-    })
+    .register(Fetch.api, (req, request) => controller.fetchMetadata(request, req.apiVersion))
+    .register(DescribeQuorum.api, (_req, request) =>
+      MetadataQuorum.describeQuorumResponse(request, controller.describeQuorum(), endpoints())
+    )
+    .register(DescribeCluster.api, (req, request) =>
+      MetadataQuorum.describeClusterResponse(req.apiVersion, request, MetadataQuorum.EndpointType.CONTROLLER, () => {
+        const at = endpoints().find((e) => e.name === req.connection.listenerName)
+        const brokers = at === undefined ? [] : [{ brokerId: controller.nodeId, ...at, rack: null, isFenced: false }]
+        return { clusterId: controller.clusterId, controllerId: controller.nodeId, brokers }
+      })
+    )
 
 export const start = async (options: ControllerServerOptions): Promise<ControllerServer> => {
   fs.mkdirSync(options.dataDir, { recursive: true })
+  const meta = await Effect.runPromise(MetaProperties.loadOrCreate(options.dataDir, options.clusterId, options.nodeId))
   const metadataLog = await Effect.runPromise(MetadataLog.makeFile(options.dataDir))
   const controller = await QuorumController.QuorumController.open({
     nodeId: options.nodeId,
     clusterId: options.clusterId,
+    directoryId: meta.directoryId,
     log: metadataLog,
     defaultPartitions: options.defaultPartitions,
     defaultReplicationFactor: options.defaultReplicationFactor,
@@ -241,7 +210,10 @@ export const start = async (options: ControllerServerOptions): Promise<Controlle
       : {}),
     ...(options.log !== undefined ? { log_: options.log } : {})
   })
-  const handlers = registerHandlers(new Handlers(), controller, metadataLog)
+  const servers: SocketServer.SocketServer[] = []
+  const listenerNames = [options.listener, ...(options.moreListeners ?? [])].map((l) => l?.listenerName ?? "CONTROLLER")
+  const endpoints = () => servers.map((s, i) => ({ name: listenerNames[i]!, host: s.host, port: s.port }))
+  const handlers = registerHandlers(new Handlers(), controller, endpoints)
   const authorizerConfig = options.authorizer ?? null
   // The authorizer over the committed ACLs, rebuilt when the controller's ACL slice changes.
   let built: { readonly acls: unknown; readonly authorizer: StandardAuthorizer.StandardAuthorizer } | undefined
@@ -291,7 +263,6 @@ export const start = async (options: ControllerServerOptions): Promise<Controlle
     })
   }
   const log = options.log ?? (() => {})
-  const servers: SocketServer.SocketServer[] = []
   try {
     for (const l of [{ host: options.host, port: options.port, ...options.listener }, ...(options.moreListeners ?? [])])
       servers.push(

@@ -31,7 +31,7 @@ import * as ProducerStates from "@clustermirror/replication/ProducerStates"
 import * as TxnMarkers from "@clustermirror/replication/TxnMarkers"
 import * as ReplicaDeleteRecords from "@clustermirror/replication/DeleteRecords"
 import { type Handlers, NoResponse } from "@clustermirror/network/RequestChannel"
-import { ConfigurationControl } from "@clustermirror/controller"
+import { ConfigurationControl, MetadataQuorum } from "@clustermirror/controller"
 import type { ProducerIdManager } from "@clustermirror/transaction-coordinator"
 
 const UNSET_OPS = -2147483648
@@ -390,18 +390,15 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
         describeConfigs(ctx, r.resourceType, r.resourceName, r.configurationKeys, request.includeSynonyms)
       )
     }))
-    .register(DescribeCluster.api, (req) => ({
-      throttleTimeMs: 0,
-      errorCode: 0,
-      errorMessage: null,
-      endpointType: 1,
-      clusterId: ctx.view.clusterId,
-      controllerId: ctx.view.controllerId(),
-      brokers: ctx.view
-        .brokers(req.connection.listenerName)
-        .map((b) => ({ brokerId: b.nodeId, host: b.host, port: b.port, rack: b.rack, isFenced: false })),
-      clusterAuthorizedOperations: UNSET_OPS
-    }))
+    .register(DescribeCluster.api, (req, request) =>
+      MetadataQuorum.describeClusterResponse(req.apiVersion, request, MetadataQuorum.EndpointType.BROKER, () => ({
+        clusterId: ctx.view.clusterId,
+        controllerId: ctx.view.controllerId(),
+        brokers: ctx.view
+          .brokers(req.connection.listenerName)
+          .map((b) => ({ brokerId: b.nodeId, host: b.host, port: b.port, rack: b.rack, isFenced: false }))
+      }))
+    )
     .register(WriteTxnMarkers.api, (_req, request) =>
       TxnMarkers.writeTxnMarkers(
         {

@@ -16,6 +16,9 @@ import {
   type CreateTopics,
   type DeleteTopics,
   type AlterUserScramCredentials,
+  Errors,
+  type Fetch,
+  type Spec,
   type IncrementalAlterConfigs,
   type MetadataRecords,
   Scram,
@@ -44,6 +47,7 @@ import * as ControllerErrors from "./ControllerError.js"
 import type { ControllerResult } from "./ControllerResult.js"
 import * as ControllerState from "./ControllerState.js"
 import * as FeatureControl from "./FeatureControl.js"
+import * as MetadataQuorum from "./MetadataQuorum.js"
 import * as MirrorControl from "./MirrorControl.js"
 import * as ProducerIdControl from "./ProducerIdControl.js"
 import * as ReplicationControl from "./ReplicationControl.js"
@@ -81,6 +85,8 @@ export interface QuorumControllerOptions {
    * bootstrap records; an existing metadata log keeps its own.
    */
   readonly bootstrapScramCredentials?: ReadonlyArray<BootstrapScramCredential>
+  /** The `directory.id` of the metadata log's directory (DescribeQuorum's ReplicaDirectoryId); default none. */
+  readonly directoryId?: Uuid.Uuid
 }
 
 export interface BootstrapScramCredential {
@@ -188,6 +194,8 @@ const describeCause = (cause: Cause.Cause<unknown>): string => {
 export class QuorumController {
   private state: ControllerState.ControllerState
   private heartbeats: BrokerHeartbeats.BrokerHeartbeats
+  /** The last metadata fetch of each broker (soft state, for DescribeQuorum's observers). */
+  private fetches: MetadataQuorum.FetchStates = MetadataQuorum.empty
   /** Brokers heard from since this controller started (seeded sessions only delay fencing). */
   private readonly contacted = new Set<number>()
   /** The offset the next record will be written at. */
@@ -931,6 +939,77 @@ export class QuorumController {
 
   deleteClusterMirror(request: DeleteClusterMirror.Request): Promise<DeleteClusterMirror.Response> {
     return this.write((state) => MirrorControl.deleteClusterMirror(state, request), "DeleteClusterMirror")
+  }
+
+  /**
+   * Fetch of `__cluster_metadata` partition 0, as brokers follow the log (like replicas): the records from
+   * the fetch offset, long-polling up to `maxWaitMs` for new ones; the fetch counts as the broker's last
+   * (DescribeQuorum's observers). Any other topic gets UNKNOWN_TOPIC_OR_PARTITION.
+   */
+  async fetchMetadata(request: Fetch.Request, apiVersion: number): Promise<Spec.InputOf<typeof Fetch.Response>> {
+    const topic = request.topics[0]
+    const p = topic?.partitions[0]
+    const isMetadata =
+      topic !== undefined &&
+      (apiVersion >= 13 ? topic.topicId === MetadataLog.METADATA_TOPIC_ID : topic.topic === MetadataLog.METADATA_TOPIC)
+    if (!isMetadata || p === undefined)
+      return { throttleTimeMs: 0, errorCode: Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, sessionId: 0, responses: [] }
+    const offset = p.fetchOffset
+    const replicaId = apiVersion >= 15 ? request.replicaState.replicaId : request.replicaId
+    this.fetches = MetadataQuorum.recordFetch(
+      this.fetches,
+      replicaId,
+      p.replicaDirectoryId,
+      offset,
+      this.nextOffset,
+      this.now()
+    )
+    await this.waitForOffset(offset, request.maxWaitMs)
+    const log = this.options.log
+    const end = await Effect.runPromise(log.logEndOffset)
+    const read =
+      Number(offset) < end ? await Effect.runPromise(log.readFrom(Number(offset), p.partitionMaxBytes)) : undefined
+    return {
+      throttleTimeMs: 0,
+      errorCode: 0,
+      sessionId: 0,
+      responses: [
+        {
+          topic: MetadataLog.METADATA_TOPIC,
+          topicId: MetadataLog.METADATA_TOPIC_ID,
+          partitions: [
+            {
+              partitionIndex: 0,
+              errorCode: Number(offset) > end ? Errors.ErrorCode.OFFSET_OUT_OF_RANGE : 0,
+              highWatermark: BigInt(end),
+              lastStableOffset: BigInt(end),
+              logStartOffset: 0n,
+              records: read?.records ?? Buffer.alloc(0)
+            }
+          ]
+        }
+      ]
+    }
+  }
+
+  /**
+   * The metadata quorum: this controller leads it in its one epoch and is its only voter, with the
+   * committed end as high watermark; the brokers are observers, with their last fetch (until KRaft
+   * replaces this with the Raft leader's view).
+   */
+  describeQuorum(): MetadataQuorum.QuorumInfo {
+    const now = this.now()
+    const registered = new Set(this.state.cluster.brokers.keys())
+    this.fetches = MetadataQuorum.expire(this.fetches, registered, now)
+    return MetadataQuorum.describe({
+      leaderId: this.options.nodeId,
+      leaderEpoch: CONTROLLER_EPOCH,
+      leaderDirectoryId: this.options.directoryId ?? Uuid.ZERO,
+      highWatermark: this.nextOffset,
+      registeredBrokers: registered,
+      fetches: this.fetches,
+      now
+    })
   }
 
   /** Resolves once the log end passes `offset`, `timeoutMs` elapsed, or the controller closed (long-polling metadata fetches). */

@@ -33,3 +33,9 @@ export class DivergentFetch extends Data.TaggedError("DivergentFetch")<{
   readonly offset: number
   readonly logEndOffset: number
 }> {}
+
+/** A `meta.properties` that cannot be read or written, or that belongs to another cluster or node. */
+export class MetaPropertiesError extends Data.TaggedError("MetaPropertiesError")<{
+  readonly message: string
+  readonly cause?: unknown
+}> {}

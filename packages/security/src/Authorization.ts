@@ -34,6 +34,7 @@ import {
   DescribeConfigs,
   DescribeGroups,
   DescribeProducers,
+  DescribeQuorum,
   DescribeTransactions,
   EndTxn,
   DescribeUserScramCredentials,
@@ -297,6 +298,13 @@ const installChecks = (handlers: Handlers, ctx: AuthorizationContext): void => {
     if (out === NoResponse || !request.includeClusterAuthorizedOperations) return out
     return { ...out, clusterAuthorizedOperations: clusterOperations(c) }
   })
+
+  // DescribeQuorum needs DESCRIBE on the cluster, on a broker (which forwards it) as on the controller.
+  guard(handlers, src, DescribeQuorum.api, (c, req, request, next) =>
+    c.cluster(Op.DESCRIBE)
+      ? next(req, request)
+      : { errorCode: E.CLUSTER_AUTHORIZATION_FAILED, errorMessage: "Cluster authorization failed.", topics: [] }
+  )
 
   // -------------------------------------------------------------------------------------------------
   // Produce, Fetch, ListOffsets, OffsetForLeaderEpoch
@@ -1068,5 +1076,11 @@ export const installController = (handlers: Handlers, ctx: AuthorizationContext)
   clusterAction(BrokerHeartbeat.api, { ...refusal, isCaughtUp: false, isFenced: true, shouldShutDown: false })
   clusterAction(AlterPartition.api, { ...refusal, topics: [] })
   clusterAction(AllocateProducerIds.api, { ...refusal, producerIdStart: -1n, producerIdLen: 0 })
+  // Unlike a broker's, the controller's DescribeCluster (its controllers, KIP-919) needs ALTER on the cluster.
+  guard(handlers, ctx, DescribeCluster.api, (c, req, request, next) =>
+    c.cluster(Op.ALTER)
+      ? next(req, request)
+      : { ...refusal, errorMessage: "Cluster authorization failed.", clusterId: "", brokers: [] }
+  )
   failClosed(handlers, ctx)
 }

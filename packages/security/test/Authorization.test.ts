@@ -2,7 +2,17 @@ import { describe, expect, it } from "@effect/vitest"
 import { Acl, StandardAuthorizer } from "@clustermirror/authorizer"
 import { Handlers } from "@clustermirror/network/RequestChannel"
 import type { Connection } from "@clustermirror/network/SocketServer"
-import { Api, DescribeQuorum, Errors, ListGroups, TxnOffsetCommit, WriteTxnMarkers } from "@clustermirror/protocol"
+import {
+  Api,
+  DescribeCluster,
+  DescribeQuorum,
+  Envelope,
+  Errors,
+  ListGroups,
+  type Spec,
+  TxnOffsetCommit,
+  WriteTxnMarkers
+} from "@clustermirror/protocol"
 import { Either } from "effect"
 import * as Authorization from "../src/Authorization.js"
 
@@ -30,9 +40,10 @@ const install = (handlers: Handlers) =>
 
 describe("Authorization.install", () => {
   it("fails closed: a served API without a rule answers super users only and closes other connections", async () => {
-    const handlers = new Handlers().register(DescribeQuorum.api, () => ({ errorCode: 0, topics: [] }))
+    const handlers = new Handlers().register(Envelope.api, () => ({ responseData: null, errorCode: 0 }))
     install(handlers)
-    const frame = Either.getOrThrow(Api.encodeRequest(DescribeQuorum.api, 0, 1, "t", { topics: [] })).subarray(4)
+    const envelope = { requestData: Buffer.alloc(0), clientHostAddress: Buffer.from([127, 0, 0, 1]) }
+    const frame = Either.getOrThrow(Api.encodeRequest(Envelope.api, 0, 1, "t", envelope)).subarray(4)
     const run = (principal: string) => handlers.frameHandler(() => {})(frame, connection(principal))
     expect((await run("User:admin"))._tag).toBe("Respond")
     expect(await run("User:alice")).toEqual({ _tag: "Close", reason: "internal error" })
@@ -171,6 +182,69 @@ describe("Authorization.install", () => {
       ["a", 0],
       ["b", E.TOPIC_AUTHORIZATION_FAILED]
     ])
+  })
+
+  it("serves DescribeQuorum to principals with DESCRIBE on the cluster, on brokers and controllers", async () => {
+    const acls = StandardAuthorizer.StandardAuthorizer.make(
+      { superUsers: new Set(), allowEveryoneIfNoAclFound: false },
+      [
+        {
+          resourceType: Acl.ResourceType.CLUSTER,
+          resourceName: Acl.CLUSTER_NAME,
+          patternType: Acl.PatternType.LITERAL,
+          principal: "User:ops",
+          host: "*",
+          operation: Acl.AclOperation.DESCRIBE,
+          permissionType: Acl.AclPermissionType.ALLOW
+        },
+        {
+          resourceType: Acl.ResourceType.CLUSTER,
+          resourceName: Acl.CLUSTER_NAME,
+          patternType: Acl.PatternType.LITERAL,
+          principal: "User:admin",
+          host: "*",
+          operation: Acl.AclOperation.ALTER,
+          permissionType: Acl.AclPermissionType.ALLOW
+        }
+      ]
+    )
+    const ctx = {
+      authorizer: () => acls,
+      topicNameById: () => undefined,
+      topicExists: () => true,
+      autoCreateTopicsEnable: () => false
+    }
+    const quorum = { topics: [{ topicName: "__cluster_metadata", partitions: [{ partitionIndex: 0 }] }] }
+    const answer = async <Req extends Spec.Fields, Res extends Spec.Fields>(
+      handlers: Handlers,
+      api: Api.ApiDef<Req, Res>,
+      body: Spec.StructInput<Req>,
+      principal: string
+    ) => {
+      const frame = Either.getOrThrow(Api.encodeRequest(api, 1, 1, "t", body)).subarray(4)
+      const r = await handlers.frameHandler(() => {})(frame, connection(principal))
+      if (r._tag !== "Respond") throw new Error(`no response: ${r._tag}`)
+      const bytes = Buffer.concat(r.chunks.map((c) => Buffer.from(c))).subarray(4)
+      return Either.getOrThrow(Api.decodeResponse(api, 1, bytes)).body
+    }
+    const handlers = () =>
+      new Handlers()
+        .register(DescribeQuorum.api, () => ({ errorCode: 0, topics: [] }))
+        .register(DescribeCluster.api, () => ({ errorCode: 0, errorMessage: null, clusterId: "c", brokers: [] }))
+    const broker = handlers()
+    Authorization.install(broker, ctx)
+    const controller = handlers()
+    Authorization.installController(controller, { ...ctx, trustClusterAction: true })
+    const refused = Errors.ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    for (const h of [broker, controller]) {
+      expect((await answer(h, DescribeQuorum.api, quorum, "User:ops")).errorCode).toBe(0)
+      expect((await answer(h, DescribeQuorum.api, quorum, "User:alice")).errorCode).toBe(refused)
+    }
+    // Kafka's controller lists its controllers (DescribeCluster) to principals with ALTER on the cluster only.
+    const cluster = { includeClusterAuthorizedOperations: false, endpointType: 2 }
+    expect((await answer(broker, DescribeCluster.api, cluster, "User:alice")).errorCode).toBe(0)
+    expect((await answer(controller, DescribeCluster.api, cluster, "User:ops")).errorCode).toBe(refused)
+    expect((await answer(controller, DescribeCluster.api, cluster, "User:admin")).errorCode).toBe(0)
   })
 
   it("names the host of an IPv4-mapped address as Kafka does", () => {

@@ -1,7 +1,7 @@
 /**
  * Apache Kafka's own command-line tools, run as `java -cp '<libs>/*' <main class> ...` against any
  * cluster (Apache Kafka or ours): kafka-topics, kafka-acls, the console producer and consumer, consumer-groups,
- * kafka-configs, kafka-leader-election, kafka-transactions, kafka-delete-records and the producer/consumer
+ * kafka-configs, kafka-leader-election, kafka-transactions, kafka-delete-records, kafka-metadata-quorum and the producer/consumer
  * performance tools.
  *
  * Arguments are passed through unchanged (including `--bootstrap-server`), so a test says exactly what an
@@ -25,6 +25,7 @@ export const MainClass = {
   deleteRecords: "org.apache.kafka.tools.DeleteRecordsCommand",
   acls: "org.apache.kafka.tools.AclCommand",
   transactions: "org.apache.kafka.tools.TransactionsCommand",
+  metadataQuorum: "org.apache.kafka.tools.MetadataQuorumCommand",
   storage: "kafka.tools.StorageTool"
 } as const
 
@@ -127,6 +128,10 @@ export const leaderElection = (args: ReadonlyArray<string>, opts?: ToolOptions):
  */
 export const deleteRecords = (args: ReadonlyArray<string>, opts?: ToolOptions): Promise<ToolResult> =>
   run(MainClass.deleteRecords, args, opts)
+
+/** `kafka-metadata-quorum.sh`: e.g. `["--bootstrap-controller", c, "describe", "--status"]` (or `--replication`). */
+export const metadataQuorum = (args: ReadonlyArray<string>, opts?: ToolOptions): Promise<ToolResult> =>
+  run(MainClass.metadataQuorum, args, opts)
 
 /** Returns `result` if the tool exited with 0, else throws a `ToolError` quoting its stderr. */
 export const expectSuccess = (tool: string, result: ToolResult): ToolResult => {
