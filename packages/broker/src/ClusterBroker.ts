@@ -17,6 +17,7 @@ import {
   AllocateProducerIds,
   AlterConfigs,
   AlterPartition,
+  AlterPartitionReassignments,
   AlterUserScramCredentials,
   BrokerHeartbeat,
   BrokerRegistration,
@@ -31,6 +32,7 @@ import {
   Errors,
   Fetch,
   IncrementalAlterConfigs,
+  ListPartitionReassignments,
   Scram,
   type Api,
   type Spec,
@@ -645,6 +647,8 @@ export const start = async (
   forward(IncrementalAlterConfigs.api)
   forward(AlterConfigs.api)
   forward(ElectLeaders.api)
+  forward(AlterPartitionReassignments.api)
+  forward(ListPartitionReassignments.api)
   forward(BumpLeaderEpochs.api)
   forward(AlterUserScramCredentials.api)
   ScramApis.register(handlers, () => image)

@@ -12,6 +12,7 @@ import {
   AllocateProducerIds,
   AlterConfigs,
   AlterPartition,
+  AlterPartitionReassignments,
   AlterUserScramCredentials,
   ApiVersions,
   BrokerHeartbeat,
@@ -26,6 +27,7 @@ import {
   Errors,
   Fetch,
   IncrementalAlterConfigs,
+  ListPartitionReassignments,
   PauseMirrorTopics,
   ResumeMirrorTopics,
   SaslAuthenticate,
@@ -99,17 +101,11 @@ const registerHandlers = (
       const r = await controller.alterPartition(request, req.apiVersion)
       return Either.isLeft(r) ? { throttleTimeMs: 0, errorCode: r.left.errorCode, topics: [] } : r.right
     })
-    .register(CreateTopics.api, async (_req, request) => ({
+    .register(CreateTopics.api, async (_req, r) => ({ throttleTimeMs: 0, topics: await controller.createTopics(r) }))
+    .register(DeleteTopics.api, async (_req, r) => ({ throttleTimeMs: 0, responses: await controller.deleteTopics(r) }))
+    .register(CreatePartitions.api, async (_req, r) => ({
       throttleTimeMs: 0,
-      topics: await controller.createTopics(request)
-    }))
-    .register(DeleteTopics.api, async (_req, request) => ({
-      throttleTimeMs: 0,
-      responses: await controller.deleteTopics(request)
-    }))
-    .register(CreatePartitions.api, async (_req, request) => ({
-      throttleTimeMs: 0,
-      results: await controller.createPartitions(request)
+      results: await controller.createPartitions(r)
     }))
     .register(IncrementalAlterConfigs.api, async (_req, request) => ({
       throttleTimeMs: 0,
@@ -138,6 +134,8 @@ const registerHandlers = (
           }
     })
     .register(BumpLeaderEpochs.api, async (_req, request) => controller.bumpLeaderEpochs(request))
+    .register(AlterPartitionReassignments.api, (_req, request) => controller.alterPartitionReassignments(request))
+    .register(ListPartitionReassignments.api, (_req, request) => controller.listPartitionReassignments(request))
     .register(AlterUserScramCredentials.api, async (_req, request) => ({
       throttleTimeMs: 0,
       results: [...(await controller.alterUserScramCredentials(request))]

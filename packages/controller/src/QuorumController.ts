@@ -11,12 +11,14 @@
  */
 import {
   type AlterPartition,
+  type AlterPartitionReassignments,
   type BumpLeaderEpochs,
   type CreatePartitions,
   type CreateTopics,
   type DeleteTopics,
   type AlterUserScramCredentials,
   type IncrementalAlterConfigs,
+  type ListPartitionReassignments,
   type MetadataRecords,
   Scram,
   Uuid
@@ -784,6 +786,26 @@ export class QuorumController {
       if (Either.isLeft(r)) return { records: [], response: Either.left(toRequestError(r.left)) }
       return { records: r.right.records, response: Either.right(r.right.response) }
     })
+  }
+
+  /** AlterPartitionReassignments (45): see `ReplicationControl.alterPartitionReassignments`. */
+  alterPartitionReassignments(
+    request: AlterPartitionReassignments.Request
+  ): Promise<ReplicationControl.AlterPartitionReassignmentsResponse> {
+    return this.write(
+      (state) => ReplicationControl.alterPartitionReassignments(state.replication, request, this.clusterView(state)),
+      "AlterPartitionReassignments"
+    )
+  }
+
+  /** ListPartitionReassignments (46), from the committed state. */
+  listPartitionReassignments(
+    request: ListPartitionReassignments.Request
+  ): Promise<ReplicationControl.ListPartitionReassignmentsResponse> {
+    return this.write((state) => ({
+      records: [],
+      response: ReplicationControl.listPartitionReassignments(state.replication, request)
+    }))
   }
 
   /**
