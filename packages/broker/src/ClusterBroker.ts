@@ -17,6 +17,7 @@ import {
   AllocateProducerIds,
   AlterConfigs,
   AlterPartition,
+  AlterPartitionReassignments,
   AlterUserScramCredentials,
   BrokerHeartbeat,
   BrokerRegistration,
@@ -33,6 +34,7 @@ import {
   Fetch,
   IncrementalAlterConfigs,
   ListConfigResources,
+  ListPartitionReassignments,
   Scram,
   type Api,
   type Spec,
@@ -652,6 +654,8 @@ export const start = async (
   forward(IncrementalAlterConfigs.api)
   forward(AlterConfigs.api)
   forward(ElectLeaders.api)
+  forward(AlterPartitionReassignments.api)
+  forward(ListPartitionReassignments.api)
   forward(BumpLeaderEpochs.api)
   forward(AlterUserScramCredentials.api)
   handlers.register(DescribeQuorum.api, (_req, request) => controller.request(DescribeQuorum.api, request))

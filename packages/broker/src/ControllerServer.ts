@@ -1,7 +1,7 @@
 /**
  * A controller node's network face: the Kafka API server on the controller listener, translating
  * the controller-bound requests (broker registration and heartbeats, AlterPartition, topic and config
- * changes, producer-id blocks, BumpLeaderEpochs, AlterUserScramCredentials) into `QuorumController`
+ * changes, reassignments, producer-id blocks, BumpLeaderEpochs, AlterUserScramCredentials) into `QuorumController`
  * operations (after SASL authentication on a SASL_PLAINTEXT or SASL_SSL listener), serving the metadata
  * log to brokers (Fetch), DescribeQuorum and DescribeCluster (controllers). Decisions live in the controller package.
  */
@@ -12,6 +12,7 @@ import {
   AllocateProducerIds,
   AlterConfigs,
   AlterPartition,
+  AlterPartitionReassignments,
   AlterUserScramCredentials,
   ApiVersions,
   BrokerHeartbeat,
@@ -28,6 +29,7 @@ import {
   Errors,
   Fetch,
   IncrementalAlterConfigs,
+  ListPartitionReassignments,
   PauseMirrorTopics,
   ResumeMirrorTopics,
   SaslAuthenticate,
@@ -102,17 +104,11 @@ const registerHandlers = (
       const r = await controller.alterPartition(request, req.apiVersion)
       return Either.isLeft(r) ? { throttleTimeMs: 0, errorCode: r.left.errorCode, topics: [] } : r.right
     })
-    .register(CreateTopics.api, async (_req, request) => ({
+    .register(CreateTopics.api, async (_req, r) => ({ throttleTimeMs: 0, topics: await controller.createTopics(r) }))
+    .register(DeleteTopics.api, async (_req, r) => ({ throttleTimeMs: 0, responses: await controller.deleteTopics(r) }))
+    .register(CreatePartitions.api, async (_req, r) => ({
       throttleTimeMs: 0,
-      topics: await controller.createTopics(request)
-    }))
-    .register(DeleteTopics.api, async (_req, request) => ({
-      throttleTimeMs: 0,
-      responses: await controller.deleteTopics(request)
-    }))
-    .register(CreatePartitions.api, async (_req, request) => ({
-      throttleTimeMs: 0,
-      results: await controller.createPartitions(request)
+      results: await controller.createPartitions(r)
     }))
     .register(IncrementalAlterConfigs.api, async (_req, request) => ({
       throttleTimeMs: 0,
@@ -141,6 +137,8 @@ const registerHandlers = (
           }
     })
     .register(BumpLeaderEpochs.api, async (_req, request) => controller.bumpLeaderEpochs(request))
+    .register(AlterPartitionReassignments.api, (_req, request) => controller.alterPartitionReassignments(request))
+    .register(ListPartitionReassignments.api, (_req, request) => controller.listPartitionReassignments(request))
     .register(AlterUserScramCredentials.api, async (_req, request) => ({
       throttleTimeMs: 0,
       results: [...(await controller.alterUserScramCredentials(request))]

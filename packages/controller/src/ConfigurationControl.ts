@@ -82,6 +82,13 @@ const throttledReplicas = (v: string): string | null => {
     : "must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],..."
 }
 
+/**
+ * The replication throttles' replica lists: Kafka's format, but only the empty list, since brokers do not
+ * throttle replication (`kafka-reassign-partitions --throttle` fails here before it moves anything).
+ */
+const unthrottledReplicas = (v: string): string | null =>
+  throttledReplicas(v) ?? (splitList(v).length === 0 ? null : `is not supported: ${THROTTLING}`)
+
 /** A list of regular expressions: a mirror's topic and group filters (KIP-1279 §5.3). */
 const replicationFactor = (v: string): string | null =>
   Number(v) === -1 || Number(v) >= 1 ? null : "Value must be at least 1, or -1 for the default"
@@ -113,9 +120,9 @@ export const TOPIC_CONFIG_DEFS: ReadonlyMap<string, ConfigDef> = table([
   def("file.delete.delay.ms", "long", "60000", atLeast(0)),
   def("flush.messages", "long", LONG_MAX, atLeast(1)),
   def("flush.ms", "long", LONG_MAX, atLeast(0)),
-  def("follower.replication.throttled.replicas", "list", "", throttledReplicas),
+  def("follower.replication.throttled.replicas", "list", "", unthrottledReplicas),
   def("index.interval.bytes", "int", "4096", atLeast(0)),
-  def("leader.replication.throttled.replicas", "list", "", throttledReplicas),
+  def("leader.replication.throttled.replicas", "list", "", unthrottledReplicas),
   def("local.retention.bytes", "long", "-2", atLeast(-2)),
   def("local.retention.ms", "long", "-2", atLeast(-2)),
   def("max.compaction.lag.ms", "long", LONG_MAX, atLeast(1)),
@@ -293,6 +300,9 @@ export const BROKER_UNSUPPORTED_CONFIGS: ReadonlyMap<string, string> = new Map([
   ["controller.quota.window.num", CLIENT_QUOTAS],
   ["controller.quota.window.size.seconds", CLIENT_QUOTAS]
 ])
+
+const unsupportedBroker = (resourceType: number, key: string): boolean =>
+  resourceType === ResourceType.BROKER && unsupportedBrokerConfig(key) !== null
 
 /** Why clustermirror refuses a Kafka broker key, or null when it does not (`BROKER_UNSUPPORTED_CONFIGS`). */
 export const unsupportedBrokerConfig = (key: string): string | null => {
@@ -751,8 +761,15 @@ export const incrementalAlterConfigs = (
     const defs = definitions(r.resourceType)!
     const current = configsOf(state, r.resourceType, r.resourceName)
     const next = new Map(current)
+    const unchanged = new Set<string>()
     for (const c of r.configs) {
       const d = defs.get(c.name)
+      // Deleting a broker key that can never be set (the throttle rates kafka-reassign-partitions
+      // clears after a reassignment) leaves nothing to change.
+      if (d === undefined && c.configOperation === OpType.DELETE && unsupportedBroker(r.resourceType, c.name)) {
+        unchanged.add(c.name)
+        continue
+      }
       if (d === undefined) return Either.left(notAlterable(r.resourceType, c.name))
       if (c.configOperation === OpType.DELETE) {
         next.delete(c.name)
@@ -789,7 +806,7 @@ export const incrementalAlterConfigs = (
         r.resourceName,
         current,
         next,
-        r.configs.map((c) => c.name)
+        r.configs.flatMap((c) => (unchanged.has(c.name) ? [] : [c.name]))
       )
     )
   })

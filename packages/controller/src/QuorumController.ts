@@ -11,6 +11,7 @@
  */
 import {
   type AlterPartition,
+  type AlterPartitionReassignments,
   type BumpLeaderEpochs,
   type CreatePartitions,
   type CreateTopics,
@@ -20,6 +21,7 @@ import {
   type Fetch,
   type Spec,
   type IncrementalAlterConfigs,
+  type ListPartitionReassignments,
   type MetadataRecords,
   Scram,
   Uuid
@@ -806,6 +808,26 @@ export class QuorumController {
       if (Either.isLeft(r)) return { records: [], response: Either.left(toRequestError(r.left)) }
       return { records: r.right.records, response: Either.right(r.right.response) }
     })
+  }
+
+  /** AlterPartitionReassignments (45): see `ReplicationControl.alterPartitionReassignments`. */
+  alterPartitionReassignments(
+    request: AlterPartitionReassignments.Request
+  ): Promise<ReplicationControl.AlterPartitionReassignmentsResponse> {
+    return this.write(
+      (state) => ReplicationControl.alterPartitionReassignments(state.replication, request, this.clusterView(state)),
+      "AlterPartitionReassignments"
+    )
+  }
+
+  /** ListPartitionReassignments (46), from the committed state. */
+  listPartitionReassignments(
+    request: ListPartitionReassignments.Request
+  ): Promise<ReplicationControl.ListPartitionReassignmentsResponse> {
+    return this.write((state) => ({
+      records: [],
+      response: ReplicationControl.listPartitionReassignments(state.replication, request)
+    }))
   }
 
   /**

@@ -3,7 +3,9 @@
  * partition epochs, leader recovery state) and each topic's desired mirror state, with the decisions
  * that change them: CreateTopics (incl. v8 `MirrorInfo.TopicId`), CreatePartitions, DeleteTopics,
  * AlterPartition (ISR changes from leaders), leader election when brokers are fenced, unfenced or
- * shut down (unclean when the topic allows it), ElectLeaders, and KIP-1279's BumpLeaderEpochs.
+ * shut down (unclean when the topic allows it), ElectLeaders, partition reassignments
+ * (AlterPartitionReassignments, ListPartitionReassignments, completed by ISR changes) and KIP-1279's
+ * BumpLeaderEpochs.
  *
  * Decide functions are pure: cluster facts (which brokers are registered and active, their epochs,
  * whether a topic allows unclean election) come in as parameters, ids through a context. They return
@@ -13,12 +15,14 @@
  */
 import {
   type AlterPartition,
+  type AlterPartitionReassignments,
   type BumpLeaderEpochs,
   type CreatePartitions,
   type CreateTopics,
   type DeleteTopics,
   type ElectLeaders,
   Errors,
+  type ListPartitionReassignments,
   Hashing,
   MetadataRecords,
   Uuid
@@ -441,7 +445,14 @@ const changeRecord = (topicId: string, partitionId: number, p: PartitionRegistra
       leaderEpoch: c.leader === Change.NO_LEADER_CHANGE ? -1 : p.leaderEpoch + 1,
       isr: c.isr,
       leader: c.leader,
-      leaderRecoveryState: c.leaderRecoveryState
+      leaderRecoveryState: c.leaderRecoveryState,
+      ...(c.assignment === null
+        ? {}
+        : {
+            replicas: c.assignment.replicas,
+            addingReplicas: c.assignment.addingReplicas,
+            removingReplicas: c.assignment.removingReplicas
+          })
     },
     3
   )
@@ -1159,6 +1170,137 @@ export const electLeaders = (
     records,
     response: { throttleTimeMs: 0, errorCode: Errors.ErrorCode.NONE, replicaElectionResults }
   })
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Partition reassignments
+
+export type AlterPartitionReassignmentsResponse = AlterPartitionReassignments.Response
+type ReassignablePartitionResponse = AlterPartitionReassignmentsResponse["responses"][number]["partitions"][number]
+
+/**
+ * alterPartitionReassignments: per partition, a target replica list starts (or replaces) a
+ * reassignment: a PartitionChangeRecord with replicas = target + (current − target), adding = target −
+ * current, removing = current − target, which completes at once when nothing is to be added (and a
+ * removed leader gives way at once); null Replicas cancel one, reverting to the replicas before it (ISR
+ * cut to them). Completion of a reassignment that adds replicas comes later, with the ISR change that
+ * brings the last of them in sync (`alterPartition`). Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION,
+ * INVALID_REPLICA_ASSIGNMENT (empty, duplicate or unregistered brokers; a cancel that would leave no
+ * in-sync replica), INVALID_REPLICATION_FACTOR when the replica count would change and
+ * `allowReplicationFactorChange` (v1) is false, NO_REASSIGNMENT_IN_PROGRESS for a cancel of nothing.
+ * Partitions before a failed one in the same request keep their records (partial success, as Kafka).
+ */
+export const alterPartitionReassignments = (
+  state: State,
+  request: AlterPartitionReassignments.Request,
+  cluster: ClusterView
+): ControllerResult<AlterPartitionReassignmentsResponse> => {
+  const records: Array<MetadataRecords.MetadataRecord> = []
+  let scratch = state
+  const one = (
+    topicName: string,
+    partitionIndex: number,
+    target: ReadonlyArray<number> | null
+  ): ReassignablePartitionResponse => {
+    const fail = (errorCode: number, errorMessage: string): ReassignablePartitionResponse => ({
+      partitionIndex,
+      errorCode,
+      errorMessage
+    })
+    const topic = topicByName(scratch, topicName)
+    const p = topic?.partitions.get(partitionIndex)
+    if (topic === undefined || p === undefined)
+      return fail(
+        Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        `Unable to find partition ${topicName}:${partitionIndex}.`
+      )
+    const original = Change.originalReplicas(p)
+    let assignment: Change.Assignment
+    if (target === null) {
+      if (!Change.isReassigning(p))
+        return fail(
+          Errors.ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
+          `No ongoing reassignment for partition ${topicName}:${partitionIndex}.`
+        )
+      if (!p.isr.some((r) => original.includes(r)))
+        return fail(
+          Errors.ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+          `Unable to revert partition assignment for ${topicName}:${partitionIndex} because it would require an unclean leader election.`
+        )
+      assignment = { replicas: original, addingReplicas: [], removingReplicas: [] }
+    } else {
+      const invalid = manualAssignmentError(target, undefined, cluster)
+      if (invalid !== null) return fail(Errors.ErrorCode.INVALID_REPLICA_ASSIGNMENT, invalid)
+      if (!request.allowReplicationFactorChange && target.length !== original.length)
+        return fail(
+          Errors.ErrorCode.INVALID_REPLICATION_FACTOR,
+          `The replication factor of partition ${topicName}:${partitionIndex} would change from ${original.length} to ${target.length}, and the request does not allow it.`
+        )
+      assignment = Change.reassignment(p.replicas, target)
+    }
+    const change = Change.plan(p, {
+      election: "online",
+      isAcceptableLeader: cluster.isActive,
+      targetAssignment: assignment
+    })
+    if (change !== null) {
+      const record = changeRecord(topic.topicId, partitionIndex, p, change)
+      records.push(record)
+      scratch = replay(scratch, record, -1n)
+    }
+    return { partitionIndex, errorCode: Errors.ErrorCode.NONE, errorMessage: null }
+  }
+  const responses = request.topics.map((t) => ({
+    name: t.name,
+    partitions: t.partitions.map((pr) => one(t.name, pr.partitionIndex, pr.replicas))
+  }))
+  return {
+    records,
+    response: {
+      throttleTimeMs: 0,
+      allowReplicationFactorChange: request.allowReplicationFactorChange,
+      errorCode: Errors.ErrorCode.NONE,
+      errorMessage: null,
+      responses
+    }
+  }
+}
+
+export type ListPartitionReassignmentsResponse = ListPartitionReassignments.Response
+
+/**
+ * listPartitionReassignments: the partitions with a reassignment in progress (replicas, adding,
+ * removing), of the named topics and partitions or of every topic when `topics` is null. Unknown
+ * topics and partitions, and partitions not being reassigned, are left out, as Kafka does.
+ */
+export const listPartitionReassignments = (
+  state: State,
+  request: ListPartitionReassignments.Request
+): ListPartitionReassignmentsResponse => {
+  const wanted: ReadonlyArray<readonly [Topic, ReadonlyArray<number> | null]> =
+    request.topics === null
+      ? sortedTopics(state).map((t) => [t, null] as const)
+      : request.topics.flatMap((rt) => {
+          const t = topicByName(state, rt.name)
+          return t === undefined ? [] : [[t, rt.partitionIndexes] as const]
+        })
+  const topics = wanted.flatMap(([t, indexes]) => {
+    const partitions = (indexes ?? sortedPartitions(t).map(([i]) => i)).flatMap((partitionIndex) => {
+      const p = t.partitions.get(partitionIndex)
+      return p === undefined || !Change.isReassigning(p)
+        ? []
+        : [
+            {
+              partitionIndex,
+              replicas: p.replicas,
+              addingReplicas: p.addingReplicas,
+              removingReplicas: p.removingReplicas
+            }
+          ]
+    })
+    return partitions.length === 0 ? [] : [{ name: t.name, partitions }]
+  })
+  return { throttleTimeMs: 0, errorCode: Errors.ErrorCode.NONE, errorMessage: null, topics }
 }
 
 // ---------------------------------------------------------------------------------------------------

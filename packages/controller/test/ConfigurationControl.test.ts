@@ -97,6 +97,56 @@ describe("ConfigurationControl.incrementalAlterConfigs", () => {
       )
   })
 
+  it("refuses replication throttles (kafka-reassign-partitions --throttle) and lets their clearing pass", () => {
+    start
+      .when(
+        incremental([
+          resource(TOPIC, "orders", [op("leader.replication.throttled.replicas", SET, "0:1,0:2")]),
+          resource(TOPIC, "events", [op("follower.replication.throttled.replicas", SET, "*")]),
+          resource(BROKER, "1", [op("leader.replication.throttled.rate", SET, "1000")])
+        ])
+      )
+      .then(
+        [],
+        [
+          err(
+            TOPIC,
+            "orders",
+            Errors.ErrorCode.INVALID_CONFIG,
+            "Invalid value 0:1,0:2 for configuration leader.replication.throttled.replicas: is not supported: replication throttling is not implemented yet"
+          ),
+          err(
+            TOPIC,
+            "events",
+            Errors.ErrorCode.INVALID_CONFIG,
+            "Invalid value * for configuration follower.replication.throttled.replicas: is not supported: replication throttling is not implemented yet"
+          ),
+          err(
+            BROKER,
+            "1",
+            Errors.ErrorCode.INVALID_CONFIG,
+            "Broker config leader.replication.throttled.rate is not supported: replication throttling is not implemented yet"
+          )
+        ]
+      )
+    // What the tool's --verify deletes when a reassignment is done: nothing is set, nothing changes.
+    start
+      .when(
+        incremental([
+          resource(BROKER, "1", [
+            op("leader.replication.throttled.rate", DELETE),
+            op("follower.replication.throttled.rate", DELETE),
+            op("replica.alter.log.dirs.io.max.bytes.per.second", DELETE)
+          ]),
+          resource(TOPIC, "orders", [
+            op("leader.replication.throttled.replicas", DELETE),
+            op("follower.replication.throttled.replicas", DELETE)
+          ])
+        ])
+      )
+      .then([], [ok(BROKER, "1"), ok(TOPIC, "orders")])
+  })
+
   it("fails APPEND on a non-list key with INVALID_CONFIG", () => {
     start
       .when(incremental([resource(TOPIC, "orders", [op("retention.ms", APPEND, "5")])]))

@@ -297,12 +297,34 @@ export class ReplicaManager {
             lastFetchTimeMs: 0
           })
       state.followers = followers.size === 0 ? NO_FOLLOWERS : followers
-    }
+    } else if (isLeader) this.syncFollowers(state)
     if (isLeader) this.maybeIncrementHighWatermark(state)
     // A partition that changes hands must fail any producer still waiting on it; an ISR change may complete
     // a DeleteRecords.
     this.wake(k)
     return { state, becameLeader, becameFollower: !isLeader && (wasLeader || reg.leaderEpoch > oldEpoch) }
+  }
+
+  /**
+   * A reassignment changed the replicas of a partition we keep leading: a new replica starts as a
+   * follower that has not fetched yet (it joins the ISR once it catches up), a removed one is forgotten.
+   */
+  private syncFollowers(state: PartitionState): void {
+    const others = state.replicas.filter((r) => r !== this.nodeId)
+    if (others.length === state.followers.size && others.every((r) => state.followers.has(r))) return
+    const followers = new Map<number, FollowerState>()
+    for (const r of others)
+      followers.set(
+        r,
+        state.followers.get(r) ?? {
+          logEndOffset: -1,
+          logStartOffset: -1,
+          lastCaughtUpTimeMs: 0,
+          lastFetchLeaderLogEndOffset: -1,
+          lastFetchTimeMs: 0
+        }
+      )
+    state.followers = followers.size === 0 ? NO_FOLLOWERS : followers
   }
 
   /**

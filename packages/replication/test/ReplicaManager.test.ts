@@ -110,6 +110,39 @@ describe("ReplicaManager as leader", () => {
     expect(proposals[1]).toEqual([1, 2])
   })
 
+  it("takes a replica a reassignment adds as a follower that joins the ISR once caught up, and forgets a removed one", async () => {
+    const { rm, followerFetch, proposals } = setup({ replicas: [1, 2], isr: [1, 2] })
+    await rm.appendAsLeader("t", 0, batch(5), true, 1)
+    await followerFetch(2, 5)
+    // Same leader epoch: the replicas grow by 3 (the reassignment's adding replica).
+    rm.applyRegistration(
+      "t",
+      0,
+      "q83vEjRWeJCrze8SNFZ4kA",
+      { replicas: [1, 3, 2], isr: [1, 2], leader: 1, leaderEpoch: 5, partitionEpoch: 1 },
+      PartitionLog.defaultConfig,
+      false
+    )
+    expect([...rm.get("t", 0)!.followers.keys()]).toEqual([3, 2])
+    await followerFetch(3, 2)
+    await flush()
+    expect(proposals).toEqual([])
+    await followerFetch(3, 5)
+    await flush()
+    expect(proposals).toEqual([[1, 2, 3]])
+    // The reassignment completes without 2.
+    rm.applyRegistration(
+      "t",
+      0,
+      "q83vEjRWeJCrze8SNFZ4kA",
+      { replicas: [1, 3], isr: [1, 3], leader: 1, leaderEpoch: 5, partitionEpoch: 3 },
+      PartitionLog.defaultConfig,
+      false
+    )
+    expect([...rm.get("t", 0)!.followers.keys()]).toEqual([3])
+    expect(rm.get("t", 0)!.followers.get(3)!.logEndOffset).toBe(5)
+  })
+
   it("tells a follower with a divergent suffix where its epoch ends", async () => {
     const { rm, followerFetch } = setup()
     await rm.appendAsLeader("t", 0, batch(4), true, 1)

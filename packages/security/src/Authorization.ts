@@ -39,6 +39,8 @@ import {
   EndTxn,
   DescribeUserScramCredentials,
   ElectLeaders,
+  AlterPartitionReassignments,
+  ListPartitionReassignments,
   Errors,
   Fetch,
   FindCoordinator,
@@ -600,6 +602,34 @@ const installChecks = (handlers: Handlers, ctx: AuthorizationContext): void => {
       }))
     }
   })
+
+  // Partition reassignments: ALTER / DESCRIBE on the cluster, as Kafka's controller checks them.
+  guard(handlers, src, AlterPartitionReassignments.api, (c, req, request, next) => {
+    if (c.cluster(Op.ALTER)) return next(req, request)
+    const error = {
+      errorCode: E.CLUSTER_AUTHORIZATION_FAILED,
+      errorMessage: Errors.message(E.CLUSTER_AUTHORIZATION_FAILED)
+    }
+    return {
+      throttleTimeMs: 0,
+      allowReplicationFactorChange: request.allowReplicationFactorChange,
+      ...error,
+      responses: request.topics.map((t) => ({
+        name: t.name,
+        partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, ...error }))
+      }))
+    }
+  })
+  guard(handlers, src, ListPartitionReassignments.api, (c, req, request, next) =>
+    c.cluster(Op.DESCRIBE)
+      ? next(req, request)
+      : {
+          throttleTimeMs: 0,
+          errorCode: E.CLUSTER_AUTHORIZATION_FAILED,
+          errorMessage: Errors.message(E.CLUSTER_AUTHORIZATION_FAILED),
+          topics: []
+        }
+  )
 
   // -------------------------------------------------------------------------------------------------
   // Producer ids

@@ -3,12 +3,14 @@ import { Acl, StandardAuthorizer } from "@clustermirror/authorizer"
 import { Handlers } from "@clustermirror/network/RequestChannel"
 import type { Connection } from "@clustermirror/network/SocketServer"
 import {
+  AlterPartitionReassignments,
   Api,
   DescribeCluster,
   DescribeQuorum,
   Envelope,
   Errors,
   ListGroups,
+  ListPartitionReassignments,
   type Spec,
   TxnOffsetCommit,
   WriteTxnMarkers
@@ -108,6 +110,65 @@ describe("Authorization.install", () => {
     expect(await codes("User:broker")).toEqual([0, 0])
     const refused = Errors.ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     expect(await codes("User:alice")).toEqual([refused, refused])
+  })
+
+  it("serves partition reassignments to ALTER (alter) and DESCRIBE (list) on the cluster", async () => {
+    const cluster = (principal: string, operation: number) => ({
+      resourceType: Acl.ResourceType.CLUSTER,
+      resourceName: Acl.CLUSTER_NAME,
+      patternType: Acl.PatternType.LITERAL,
+      principal,
+      host: "*",
+      operation,
+      permissionType: Acl.AclPermissionType.ALLOW
+    })
+    const acls = StandardAuthorizer.StandardAuthorizer.make(
+      { superUsers: new Set(), allowEveryoneIfNoAclFound: false },
+      [cluster("User:ops", Acl.AclOperation.ALTER), cluster("User:viewer", Acl.AclOperation.DESCRIBE)]
+    )
+    const handlers = new Handlers()
+      .register(AlterPartitionReassignments.api, (_req, request) => ({
+        throttleTimeMs: 0,
+        errorCode: 0,
+        responses: request.topics.map((t) => ({
+          name: t.name,
+          partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: 0 }))
+        }))
+      }))
+      .register(ListPartitionReassignments.api, () => ({ throttleTimeMs: 0, errorCode: 0, topics: [] }))
+    Authorization.install(handlers, {
+      authorizer: () => acls,
+      topicNameById: () => undefined,
+      topicExists: () => true,
+      autoCreateTopicsEnable: () => false
+    })
+    const respond = async <Req extends Spec.Fields, Res extends Spec.Fields>(
+      api: Api.ApiDef<Req, Res>,
+      version: number,
+      body: unknown,
+      principal: string
+    ) => {
+      const frame = Either.getOrThrow(Api.encodeRequest(api, version, 1, "t", body as never)).subarray(4)
+      const r = await handlers.frameHandler(() => {})(frame, connection(principal))
+      if (r._tag !== "Respond") throw new Error(`no response: ${r._tag}`)
+      const bytes = Buffer.concat(r.chunks.map((c) => Buffer.from(c))).subarray(4)
+      return Either.getOrThrow(Api.decodeResponse(api, version, bytes)).body
+    }
+    const alter = {
+      timeoutMs: 1000,
+      allowReplicationFactorChange: true,
+      topics: [{ name: "t", partitions: [{ partitionIndex: 0, replicas: [1, 2] }] }]
+    }
+    const refused = Errors.ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    const altered = (principal: string) => respond(AlterPartitionReassignments.api, 1, alter, principal)
+    expect((await altered("User:ops")).responses[0]!.partitions[0]!.errorCode).toBe(0)
+    const denied = await altered("User:viewer")
+    expect(denied.errorCode).toBe(refused)
+    expect(denied.responses[0]!.partitions[0]!.errorCode).toBe(refused)
+    const listed = (principal: string) =>
+      respond(ListPartitionReassignments.api, 0, { timeoutMs: 1000, topics: null }, principal)
+    expect((await listed("User:viewer")).errorCode).toBe(0)
+    expect((await listed("User:nobody")).errorCode).toBe(refused)
   })
 
   it("checks TxnOffsetCommit as Kafka: WRITE on the transactional id, READ on the group, READ on each topic", async () => {

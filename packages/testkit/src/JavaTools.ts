@@ -1,8 +1,8 @@
 /**
  * Apache Kafka's own command-line tools, run as `java -cp '<libs>/*' <main class> ...` against any
  * cluster (Apache Kafka or ours): kafka-topics, kafka-acls, the console producer and consumer, consumer-groups,
- * kafka-configs, kafka-leader-election, kafka-transactions, kafka-delete-records, kafka-metadata-quorum and the producer/consumer
- * performance tools.
+ * kafka-configs, kafka-leader-election, kafka-transactions, kafka-delete-records, kafka-metadata-quorum,
+ * kafka-reassign-partitions and the producer/consumer performance tools.
  *
  * Arguments are passed through unchanged (including `--bootstrap-server`), so a test says exactly what an
  * operator would type. A failing exit is a result, not an exception; `expectSuccess` turns it into one.
@@ -23,6 +23,7 @@ export const MainClass = {
   consumerPerf: "org.apache.kafka.tools.ConsumerPerformance",
   leaderElection: "org.apache.kafka.tools.LeaderElectionCommand",
   deleteRecords: "org.apache.kafka.tools.DeleteRecordsCommand",
+  reassignPartitions: "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
   acls: "org.apache.kafka.tools.AclCommand",
   transactions: "org.apache.kafka.tools.TransactionsCommand",
   metadataQuorum: "org.apache.kafka.tools.MetadataQuorumCommand",
@@ -132,6 +133,12 @@ export const deleteRecords = (args: ReadonlyArray<string>, opts?: ToolOptions): 
 /** `kafka-metadata-quorum.sh`: e.g. `["--bootstrap-controller", c, "describe", "--status"]` (or `--replication`). */
 export const metadataQuorum = (args: ReadonlyArray<string>, opts?: ToolOptions): Promise<ToolResult> =>
   run(MainClass.metadataQuorum, args, opts)
+/**
+ * `kafka-reassign-partitions.sh`: `--generate --topics-to-move-json-file f --broker-list 1,2,3`, then
+ * `--execute` and `--verify` with `--reassignment-json-file f`.
+ */
+export const reassignPartitions = (args: ReadonlyArray<string>, opts?: ToolOptions): Promise<ToolResult> =>
+  run(MainClass.reassignPartitions, args, opts)
 
 /** Returns `result` if the tool exited with 0, else throws a `ToolError` quoting its stderr. */
 export const expectSuccess = (tool: string, result: ToolResult): ToolResult => {
