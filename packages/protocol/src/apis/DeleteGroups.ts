@@ -23,10 +23,7 @@ export const Response = S.message({
   type: "response",
   validVersions: "0-2",
   flexibleVersions: "2+",
-  fields: [
-    S.int32("ThrottleTimeMs"),
-    S.array("Results", [S.string("GroupId", { mapKey: true }), S.int16("ErrorCode")])
-  ]
+  fields: [S.int32("ThrottleTimeMs"), S.array("Results", [S.string("GroupId", { mapKey: true }), S.int16("ErrorCode")])]
 })
 
 export type Request = S.TypeOf<typeof Request>
