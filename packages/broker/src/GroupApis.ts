@@ -321,7 +321,7 @@ export const register = (
         throttleTimeMs: 0,
         groups: groups.map((g) => ({
           errorCode: req.apiVersion < 6 && g.errorCode === E.GROUP_ID_NOT_FOUND ? 0 : g.errorCode,
-          errorMessage: null,
+          errorMessage: g.errorCode === E.GROUP_ID_NOT_FOUND ? `Group ${g.groupId} not found.` : null,
           groupId: g.groupId,
           groupState: g.groupState,
           protocolType: g.protocolType,
