@@ -1,11 +1,23 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
+import { readFileSync } from "node:fs"
 import * as Api from "../src/Api.js"
 import { DeleteGroups, Errors, OffsetDelete } from "../src/index.js"
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex")
 
 describe("DeleteGroups (key 42)", () => {
+  it("v3, what Kafka 4.4's admin client sends: the request of v2, a nullable ErrorMessage per result", () => {
+    const body = { groupsNames: ["g1"] }
+    expect(hex(Either.getOrThrow(DeleteGroups.Request.encode(3, body)))).toBe(
+      hex(Either.getOrThrow(DeleteGroups.Request.encode(2, body)))
+    )
+    const result = { groupId: "g1", errorCode: Errors.ErrorCode.NON_EMPTY_GROUP, errorMessage: "busy" }
+    expect(hex(Either.getOrThrow(DeleteGroups.Response.encode(3, { throttleTimeMs: 0, results: [result] })))).toBe(
+      "00000000" + "02" + "036731" + "0044" + "05" + Buffer.from("busy").toString("hex") + "00" + "00"
+    )
+  })
+
   it("v0 request: a classic array of int16-sized group names", () => {
     const bytes = Either.getOrThrow(DeleteGroups.Request.encode(0, { groupsNames: ["g1", "g2"] }))
     expect(hex(bytes)).toBe("00000002" + "00026731" + "00026732")
@@ -75,5 +87,71 @@ describe("OffsetDelete (key 47)", () => {
       OffsetDelete.Response.decode(0, Buffer.from("0045" + "00000000" + "00000000", "hex"))
     )
     expect([whole.errorCode, whole.topics]).toEqual([Errors.ErrorCode.GROUP_ID_NOT_FOUND, []])
+  })
+})
+
+/**
+ * Frames Kafka 4.4's `kafka-consumer-groups` sent and Apache Kafka 4.4 answered, captured by
+ * `fixtures/capture-group-admin.ts` into `fixtures/group-admin/`: each decodes and encodes back to the
+ * same bytes.
+ */
+describe("golden frames of kafka-consumer-groups and Apache Kafka 4.4", () => {
+  const captured = (name: string) => {
+    const json = JSON.parse(readFileSync(new URL(`./fixtures/group-admin/${name}.json`, import.meta.url), "utf8"))
+    return { apiVersion: Number(json.apiVersion), frame: Buffer.from(String(json.hex), "hex") }
+  }
+
+  it("--delete of a group and an unknown one: DeleteGroups v3, answered NONE and GROUP_ID_NOT_FOUND", () => {
+    const request = captured("delete-groups-v3-request")
+    const decoded = Either.getOrThrow(Api.decodeRequest(DeleteGroups.api, request.frame))
+    expect([decoded.header.apiVersion, decoded.header.clientId, decoded.trailingBytes]).toEqual([3, "adminclient-1", 0])
+    expect([...decoded.body.groupsNames].sort()).toEqual(["golden-admin-group", "golden-missing"])
+    const again = Either.getOrThrow(
+      Api.encodeRequest(DeleteGroups.api, 3, decoded.header.correlationId, decoded.header.clientId, decoded.body)
+    )
+    expect(hex(again.subarray(4))).toBe(hex(request.frame))
+
+    const response = captured("delete-groups-v3-response")
+    const answer = Either.getOrThrow(Api.decodeResponse(DeleteGroups.api, response.apiVersion, response.frame))
+    expect(answer.correlationId).toBe(decoded.header.correlationId)
+    expect(answer.body.results.map((r) => [r.groupId, r.errorCode])).toEqual(
+      expect.arrayContaining([
+        ["golden-admin-group", Errors.ErrorCode.NONE],
+        ["golden-missing", Errors.ErrorCode.GROUP_ID_NOT_FOUND]
+      ])
+    )
+    const chunks = Either.getOrThrow(Api.encodeResponseChunks(DeleteGroups.api, 3, answer.correlationId, answer.body))
+    expect(hex(Buffer.concat(chunks).subarray(4))).toBe(hex(response.frame))
+  })
+
+  it("--delete-offsets of a topic: OffsetDelete v0 naming both partitions, answered NONE for each", () => {
+    const request = captured("offset-delete-v0-request")
+    const decoded = Either.getOrThrow(Api.decodeRequest(OffsetDelete.api, request.frame))
+    expect(decoded.body).toEqual({
+      groupId: "golden-admin-group",
+      topics: [{ name: "golden-admin", partitions: [{ partitionIndex: 0 }, { partitionIndex: 1 }] }]
+    })
+    const again = Either.getOrThrow(
+      Api.encodeRequest(OffsetDelete.api, 0, decoded.header.correlationId, decoded.header.clientId, decoded.body)
+    )
+    expect(hex(again.subarray(4))).toBe(hex(request.frame))
+
+    const response = captured("offset-delete-v0-response")
+    const answer = Either.getOrThrow(Api.decodeResponse(OffsetDelete.api, 0, response.frame))
+    expect(answer.body).toEqual({
+      errorCode: 0,
+      throttleTimeMs: 0,
+      topics: [
+        {
+          name: "golden-admin",
+          partitions: [
+            { partitionIndex: 0, errorCode: 0 },
+            { partitionIndex: 1, errorCode: 0 }
+          ]
+        }
+      ]
+    })
+    const chunks = Either.getOrThrow(Api.encodeResponseChunks(OffsetDelete.api, 0, answer.correlationId, answer.body))
+    expect(hex(Buffer.concat(chunks).subarray(4))).toBe(hex(response.frame))
   })
 })
