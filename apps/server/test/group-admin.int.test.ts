@@ -3,7 +3,8 @@
  * cluster and on Apache Kafka 4.4 side by side, the outputs and exit codes compared:
  *
  * - `ga-active` has offsets of two topics and a live kafkajs member subscribed to one of them:
- *   `--delete-offsets` of the other topic succeeds, of the subscribed one fails (GROUP_SUBSCRIBED_TO_TOPIC),
+ *   `--delete-offsets` of the other topic succeeds, of a partition it does not have fails
+ *   (UNKNOWN_TOPIC_OR_PARTITION), of the subscribed one fails (GROUP_SUBSCRIBED_TO_TOPIC),
  *   `--delete` is refused (NON_EMPTY_GROUP), as it is for an unknown group (GROUP_ID_NOT_FOUND).
  * - `ga-inactive`, whose consumer left, is deleted; `--describe` and `--list` no longer show it.
  * - After a restart of our cluster the deletions hold: the same `--describe` and `--list` as before.
@@ -166,6 +167,9 @@ describe("kafka-consumer-groups --delete and --delete-offsets, compared with Apa
       `${OTHER} 0 Successful`,
       `${OTHER} 1 Successful`
     ])
+    // a partition the topic does not have: UNKNOWN_TOPIC_OR_PARTITION from the broker, not the coordinator
+    const unknown = await same(["--delete-offsets", "--group", "ga-active", "--topic", `${OTHER}:5`])
+    expect(`${unknown.stdout}\n${unknown.stderr}`).toMatch(/UnknownTopicOrPartitionException/)
     const subscribed = await same(["--delete-offsets", "--group", "ga-active", "--topic", `${SUBSCRIBED}:0`])
     expect(`${subscribed.stdout}\n${subscribed.stderr}`).toMatch(
       /GroupSubscribedToTopicException: Deleting offsets of a topic is forbidden/
