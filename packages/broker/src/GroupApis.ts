@@ -1,9 +1,10 @@
 /**
  * The consumer-group side of the broker: the `__consumer_offsets` topic as the log of the group
  * coordinators (`@clustermirror/group-coordinator`), and the handlers of FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
- * OffsetCommit, TxnOffsetCommit, OffsetFetch, ListGroups and DescribeGroups, translating wire ↔ coordinator.
+ * OffsetCommit, TxnOffsetCommit, OffsetFetch, OffsetDelete, ListGroups, DescribeGroups, DeleteGroups: wire ↔ coordinator.
  */
 import {
+  DeleteGroups,
   DescribeGroups,
   Errors,
   FindCoordinator,
@@ -13,6 +14,7 @@ import {
   LeaveGroup,
   ListGroups,
   OffsetCommit,
+  OffsetDelete,
   OffsetFetch,
   SyncGroup,
   TxnOffsetCommit,
@@ -86,7 +88,6 @@ export const register = (
   let creating: Promise<void> | undefined
   const topicName = (name: string, topicId: string) => (name !== "" ? name : (ctx.view.topicById(topicId)?.name ?? ""))
   const topicIdOf = (name: string) => ctx.view.topicByName(name)?.topicId ?? Uuid.ZERO
-  const NOT_COORDINATOR = E.NOT_COORDINATOR
   /** The coordinator of a group, or one that answers NOT_COORDINATOR so the client looks it up again. */
   const coordinatorOf = async (groupId: string): Promise<GroupShards.GroupRequests> => {
     const c = shards.forGroup(groupId)
@@ -315,30 +316,12 @@ export const register = (
       }
     })
     .register(DescribeGroups.api, async (req, request) => {
-      const groups = (
-        await Promise.all(
-          request.groups.map(async (g) => {
-            const c = shards.forGroup(g)
-            if (c === undefined)
-              return [
-                {
-                  errorCode: NOT_COORDINATOR,
-                  groupId: g,
-                  groupState: "Dead" as const,
-                  protocolType: "",
-                  protocolData: "",
-                  members: []
-                }
-              ]
-            return (await c).describeGroups([g])
-          })
-        )
-      ).flat()
+      const groups = await shards.describeGroups(request.groups)
       return {
         throttleTimeMs: 0,
         groups: groups.map((g) => ({
           errorCode: req.apiVersion < 6 && g.errorCode === E.GROUP_ID_NOT_FOUND ? 0 : g.errorCode,
-          errorMessage: null,
+          errorMessage: g.errorCode === E.GROUP_ID_NOT_FOUND ? `Group ${g.groupId} not found.` : null,
           groupId: g.groupId,
           groupState: g.groupState,
           protocolType: g.protocolType,
@@ -354,6 +337,28 @@ export const register = (
           authorizedOperations: -2147483648
         }))
       }
+    })
+    .register(DeleteGroups.api, async (_req, r) => ({
+      throttleTimeMs: 0,
+      results: await shards.deleteGroups(r.groupsNames)
+    }))
+    // Partitions the metadata does not know answer UNKNOWN_TOPIC_OR_PARTITION beside the coordinator's answer.
+    .register(OffsetDelete.api, async (_req, request) => {
+      const split = (known: boolean) =>
+        request.topics
+          .map((t) => ({
+            name: t.name,
+            partitions: t.partitions.filter(
+              (p) => (ctx.view.topicByName(t.name)?.partitions[p.partitionIndex] !== undefined) === known
+            )
+          }))
+          .filter((t) => t.partitions.length > 0)
+      const r = await shards.deleteOffsets({ groupId: request.groupId, topics: split(true) })
+      const unknown = split(false).map((t) => ({
+        name: t.name,
+        partitions: t.partitions.map((p) => ({ ...p, errorCode: E.UNKNOWN_TOPIC_OR_PARTITION }))
+      }))
+      return { throttleTimeMs: 0, errorCode: r.errorCode, topics: r.errorCode !== 0 ? [] : [...unknown, ...r.topics] }
     })
   return handlers
 }

@@ -1,6 +1,6 @@
 /**
  * The classic consumer-group coordinator: group membership (JoinGroup, SyncGroup, Heartbeat,
- * LeaveGroup), committed offsets (OffsetCommit, OffsetFetch) and group listing (ListGroups,
+ * LeaveGroup), committed offsets (OffsetCommit, OffsetFetch, OffsetDelete) and group listing (ListGroups,
  * DescribeGroups, DeleteGroups) with Kafka's classic-protocol semantics, so that real consumers
  * (kafkajs, librdkafka, the Java consumer with `group.protocol=classic`) run against it.
  *
@@ -14,8 +14,8 @@
  * the wire format of requests or do I/O other than through its ports.
  */
 import { CoordinatorLog } from "@clustermirror/coordinator-runtime"
-import { Errors, GroupRecords } from "@clustermirror/protocol"
-import { HashMap, Option, Runtime } from "effect"
+import { ConsumerProtocol, Errors, GroupRecords } from "@clustermirror/protocol"
+import { Either, HashMap, Option, Runtime } from "effect"
 import type { Buffer } from "node:buffer"
 import * as Clock from "./internal/Clock.js"
 import * as GroupState from "./internal/groupState.js"
@@ -23,6 +23,9 @@ import * as GroupState from "./internal/groupState.js"
 type Timer = Clock.Timer
 
 const E = Errors.ErrorCode
+
+/** The protocol type of consumers' classic groups, whose member metadata is a `ConsumerProtocol` subscription. */
+const CONSUMER_PROTOCOL_TYPE = "consumer"
 
 // ---------------------------------------------------------------------------------------------------
 // Ports
@@ -277,6 +280,32 @@ export interface DeletedGroup {
   readonly errorCode: number
 }
 
+/** OffsetDelete: the partitions of each topic whose committed offsets the group should lose. */
+export interface OffsetDeleteRequest {
+  readonly groupId: string
+  readonly topics: ReadonlyArray<{
+    readonly name: string
+    readonly partitions: ReadonlyArray<{ readonly partitionIndex: number }>
+  }>
+}
+
+export interface OffsetDeleteResult {
+  /** A whole-request error (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, NOT_COORDINATOR, ...): then no topics. */
+  readonly errorCode: number
+  readonly topics: ReadonlyArray<{
+    readonly name: string
+    readonly partitions: ReadonlyArray<{ readonly partitionIndex: number; readonly errorCode: number }>
+  }>
+}
+
+/** What the deletion decisions need to know of a live group. */
+export interface GroupView {
+  readonly state: GroupStateName
+  readonly protocolType: string | null
+  /** The topics the members of the current generation subscribe to; null when not known (see `subscribedTopics`). */
+  readonly subscribedTopics: ReadonlySet<string> | null
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Pure decisions
 
@@ -303,6 +332,114 @@ export const decideOffsetCommit = (
     })
   }))
   return { records, response: { topics } }
+}
+
+/**
+ * The topics a classic group's members subscribe to, from their protocol metadata for the selected
+ * protocol: only for the "consumer" protocol type (empty without members); null for another protocol
+ * type, before a protocol is selected, or when some member's metadata is not a consumer subscription.
+ */
+export const subscribedTopics = (
+  protocolType: string | null,
+  protocolName: string | null,
+  metadata: ReadonlyArray<Uint8Array>
+): ReadonlySet<string> | null => {
+  if (protocolType !== CONSUMER_PROTOCOL_TYPE) return null
+  if (metadata.length === 0) return new Set()
+  if (protocolName === null) return null
+  const topics = new Set<string>()
+  for (const m of metadata) {
+    const subscription = ConsumerProtocol.decodeSubscription(m)
+    if (Either.isLeft(subscription)) return null
+    for (const t of subscription.right.topics) topics.add(t)
+  }
+  return topics
+}
+
+/**
+ * Whether OffsetDelete must keep a group's offsets of a topic: its members subscribe to it, or the
+ * group uses the consumer protocol and its subscriptions are not known.
+ */
+export const isSubscribedToTopic = (group: GroupView, topic: string): boolean =>
+  group.subscribedTopics?.has(topic) ?? group.protocolType === CONSUMER_PROTOCOL_TYPE
+
+/**
+ * DeleteGroups: for each Empty group a tombstone for every committed offset, for every offset only in
+ * an open transaction, and for its metadata; NON_EMPTY_GROUP for a group with members (or rebalancing),
+ * GROUP_ID_NOT_FOUND for an unknown or Dead one. A name asked twice is answered once.
+ */
+export const decideDeleteGroups = (
+  groupIds: ReadonlyArray<string>,
+  groupOf: (groupId: string) => GroupView | undefined,
+  committed: GroupState.State
+): {
+  readonly records: ReadonlyArray<GroupRecords.GroupRecord>
+  readonly results: ReadonlyArray<DeletedGroup>
+} => {
+  const records: Array<GroupRecords.GroupRecord> = []
+  const results: Array<DeletedGroup> = []
+  for (const groupId of new Set(groupIds)) {
+    const group = groupOf(groupId)
+    if (group === undefined || group.state === "Dead") {
+      results.push({ groupId, errorCode: E.GROUP_ID_NOT_FOUND })
+      continue
+    }
+    if (group.state !== "Empty") {
+      results.push({ groupId, errorCode: E.NON_EMPTY_GROUP })
+      continue
+    }
+    const committedKeys = new Set<string>()
+    for (const o of GroupState.offsetsOf(committed, groupId)) {
+      committedKeys.add(GroupState.partitionKey(o.topic, o.partition))
+      records.push(GroupRecords.offsetCommitTombstone({ group: groupId, topic: o.topic, partition: o.partition }))
+    }
+    // One tombstone per partition: it also drops the partition's offsets from open transactions.
+    for (const p of GroupState.pendingPartitionsOf(committed, groupId))
+      if (!committedKeys.has(GroupState.partitionKey(p.topic, p.partition)))
+        records.push(GroupRecords.offsetCommitTombstone({ group: groupId, topic: p.topic, partition: p.partition }))
+    records.push(GroupRecords.groupMetadataTombstone(groupId))
+    results.push({ groupId, errorCode: E.NONE })
+  }
+  return { records, results }
+}
+
+/**
+ * OffsetDelete: GROUP_ID_NOT_FOUND for an unknown or Dead group, NON_EMPTY_GROUP for a group with
+ * members that does not use the consumer protocol; else every asked partition answers, with
+ * GROUP_SUBSCRIBED_TO_TOPIC where the group subscribes to the topic, and a tombstone for each other
+ * partition the group has an offset for, committed or in an open transaction.
+ */
+export const decideOffsetDelete = (
+  request: OffsetDeleteRequest,
+  group: GroupView | undefined,
+  committed: GroupState.State
+): { readonly records: ReadonlyArray<GroupRecords.GroupRecord>; readonly response: OffsetDeleteResult } => {
+  if (group === undefined || group.state === "Dead")
+    return { records: [], response: { errorCode: E.GROUP_ID_NOT_FOUND, topics: [] } }
+  if (group.state !== "Empty" && group.protocolType !== CONSUMER_PROTOCOL_TYPE)
+    return { records: [], response: { errorCode: E.NON_EMPTY_GROUP, topics: [] } }
+  const pending = new Set(
+    GroupState.pendingPartitionsOf(committed, request.groupId).map((p) => GroupState.partitionKey(p.topic, p.partition))
+  )
+  const records: Array<GroupRecords.GroupRecord> = []
+  const topics = request.topics.map((t) => {
+    const subscribed = isSubscribedToTopic(group, t.name)
+    return {
+      name: t.name,
+      partitions: t.partitions.map(({ partitionIndex }) => {
+        if (subscribed) return { partitionIndex, errorCode: E.GROUP_SUBSCRIBED_TO_TOPIC }
+        if (
+          GroupState.offsetOf(committed, request.groupId, t.name, partitionIndex) !== undefined ||
+          pending.has(GroupState.partitionKey(t.name, partitionIndex))
+        )
+          records.push(
+            GroupRecords.offsetCommitTombstone({ group: request.groupId, topic: t.name, partition: partitionIndex })
+          )
+        return { partitionIndex, errorCode: E.NONE }
+      })
+    }
+  })
+  return { records, response: { errorCode: E.NONE, topics } }
 }
 
 /**
@@ -368,6 +505,8 @@ interface Group {
   joinTimer: Timer | null
   syncTimer: Timer | null
   stateTimestamp: number
+  /** Computed when a generation starts and on load (`subscribedTopics`). */
+  subscribedTopics: ReadonlySet<string> | null
 }
 
 const EMPTY_BYTES = new Uint8Array(0)
@@ -492,6 +631,11 @@ export class GroupCoordinator {
     group.generationId = metadata.generation
     group.protocolType = metadata.protocolType === "" ? null : metadata.protocolType
     if (metadata.currentStateTimestamp >= 0n) group.stateTimestamp = Number(metadata.currentStateTimestamp)
+    group.subscribedTopics = subscribedTopics(
+      group.protocolType,
+      metadata.protocol,
+      metadata.members.map((m) => m.subscription)
+    )
     if (metadata.members.length === 0) return group
     group.protocolName = metadata.protocol
     for (const m of metadata.members) {
@@ -827,11 +971,17 @@ export class GroupCoordinator {
     group.generationId += 1
     if (group.members.size === 0) {
       group.protocolName = null
+      group.subscribedTopics = subscribedTopics(group.protocolType, null, [])
       this.transition(group, "Empty")
       this.persist([this.groupMetadataRecord(group)]).catch(() => {})
       return
     }
     group.protocolName = selectProtocol([...group.members.values()], group.leaderId)
+    group.subscribedTopics = subscribedTopics(
+      group.protocolType,
+      group.protocolName,
+      [...group.members.values()].map((m) => metadataFor(m, group.protocolName))
+    )
     this.transition(group, "CompletingRebalance")
     const generation = group.generationId
     for (const m of group.members.values()) group.pendingSyncMembers.add(m.memberId)
@@ -1247,34 +1397,44 @@ export class GroupCoordinator {
     }
   }
 
-  /** Deletes Empty groups with their offsets (tombstones), answering after the tombstones are committed. */
+  /**
+   * Deletes Empty groups with their offsets (`decideDeleteGroups`), answering after the tombstones are
+   * committed; the groups are gone at once, and come back as they were when the write fails.
+   */
   async deleteGroups(groupIds: ReadonlyArray<string>): Promise<ReadonlyArray<DeletedGroup>> {
-    const results: Array<DeletedGroup> = []
-    const records: Array<GroupRecords.GroupRecord> = []
-    for (const groupId of groupIds) {
-      const group = this.closed ? undefined : this.groups.get(groupId)
-      if (group === undefined) {
-        results.push({ groupId, errorCode: this.closed ? E.NOT_COORDINATOR : E.GROUP_ID_NOT_FOUND })
-        continue
-      }
-      if (group.state !== "Empty") {
-        results.push({ groupId, errorCode: E.NON_EMPTY_GROUP })
-        continue
-      }
-      this.transition(group, "Dead")
+    if (this.closed) return [...new Set(groupIds)].map((groupId) => ({ groupId, errorCode: E.NOT_COORDINATOR }))
+    const { records, results } = decideDeleteGroups(groupIds, (id) => this.groups.get(id), this.committed)
+    const deleted = results.flatMap((r) => {
+      const group = r.errorCode === E.NONE ? this.groups.get(r.groupId) : undefined
+      return group === undefined ? [] : [group]
+    })
+    for (const group of deleted) {
       this.clearGroupTimers(group)
-      this.groups.delete(groupId)
-      for (const o of GroupState.offsetsOf(this.committed, groupId))
-        records.push(GroupRecords.offsetCommitTombstone({ group: groupId, topic: o.topic, partition: o.partition }))
-      records.push(GroupRecords.groupMetadataTombstone(groupId))
-      results.push({ groupId, errorCode: E.NONE })
+      group.pendingMembers.clear()
+      this.groups.delete(group.groupId)
     }
     if (records.length === 0) return results
     try {
       await this.persist(records)
+      for (const group of deleted) this.transition(group, "Dead")
       return results
-    } catch {
-      return results.map((r) => (r.errorCode === E.NONE ? { ...r, errorCode: E.COORDINATOR_NOT_AVAILABLE } : r))
+    } catch (e) {
+      for (const group of deleted) if (!this.groups.has(group.groupId)) this.groups.set(group.groupId, group)
+      const failed = appendErrorCode(e)
+      return results.map((r) => (r.errorCode === E.NONE ? { ...r, errorCode: failed } : r))
+    }
+  }
+
+  /** OffsetDelete (`decideOffsetDelete`), answering after the tombstones are committed. */
+  async deleteOffsets(req: OffsetDeleteRequest): Promise<OffsetDeleteResult> {
+    if (this.closed) return { errorCode: E.NOT_COORDINATOR, topics: [] }
+    const { records, response } = decideOffsetDelete(req, this.groups.get(req.groupId), this.committed)
+    if (records.length === 0) return response
+    try {
+      await this.persist(records)
+      return response
+    } catch (e) {
+      return { errorCode: appendErrorCode(e), topics: [] }
     }
   }
 
@@ -1335,7 +1495,8 @@ export class GroupCoordinator {
       initialDelayActive: false,
       joinTimer: null,
       syncTimer: null,
-      stateTimestamp: this.clock.now()
+      stateTimestamp: this.clock.now(),
+      subscribedTopics: null
     }
   }
 

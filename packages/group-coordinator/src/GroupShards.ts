@@ -97,6 +97,8 @@ export interface Options {
 
 interface Shard {
   readonly leaderEpoch: number
+  /** Whether the load of the partition is done (its coordinator serves). */
+  readonly loaded: () => boolean
   /** Set when the shard is dropped: its coordinator may no longer write or arm timers. */
   readonly retire: () => void
   readonly coordinator: Promise<GroupCoordinator.GroupCoordinator>
@@ -143,6 +145,7 @@ export class GroupShards {
       return
     }
     let retired = false
+    let loaded = false
     const host = this.host(partition, () => retired)
     const coordinator = this.runPromise(this.coordinators.onLeadership(partition, leaderEpoch)).then(() =>
       GroupCoordinator.onHost(
@@ -153,6 +156,12 @@ export class GroupShards {
         host
       )
     )
+    void coordinator.then(
+      () => {
+        loaded = true
+      },
+      () => undefined
+    )
     // A load that fails leaves the partition without a coordinator: requests get NOT_COORDINATOR.
     coordinator.catch((e: unknown) => {
       if (this.shards.get(partition)?.coordinator === coordinator) this.shards.delete(partition)
@@ -160,6 +169,7 @@ export class GroupShards {
     })
     this.shards.set(partition, {
       leaderEpoch,
+      loaded: () => loaded,
       retire: () => {
         retired = true
       },
@@ -251,6 +261,70 @@ export class GroupShards {
 
   forGroup(groupId: string): Promise<GroupCoordinator.GroupCoordinator> | undefined {
     return this.shards.get(this.partitionFor(groupId))?.coordinator
+  }
+
+  /**
+   * The loaded coordinator of each group's partition, or the error its groups get: NOT_COORDINATOR
+   * where this broker does not lead the partition, COORDINATOR_LOAD_IN_PROGRESS while it loads (unless
+   * `waitForLoad`).
+   */
+  private async byCoordinator<A>(
+    groupIds: ReadonlyArray<string>,
+    waitForLoad: boolean,
+    f: (coordinator: GroupCoordinator.GroupCoordinator | number, groupIds: ReadonlyArray<string>) => Promise<A>
+  ): Promise<Array<A>> {
+    const byPartition = new Map<number, Array<string>>()
+    for (const groupId of new Set(groupIds)) {
+      const partition = this.partitionFor(groupId)
+      byPartition.set(partition, [...(byPartition.get(partition) ?? []), groupId])
+    }
+    // not a fan-out: this broker's own shards, each answering from memory or its own log
+    return Promise.all(
+      [...byPartition].map(async ([partition, ids]) => {
+        const shard = this.shards.get(partition)
+        if (shard === undefined) return f(Errors.ErrorCode.NOT_COORDINATOR, ids)
+        if (!shard.loaded() && !waitForLoad) return f(Errors.ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ids)
+        return f(await shard.coordinator, ids)
+      })
+    )
+  }
+
+  /** DeleteGroups: each group deleted by its coordinator here, or the error of its partition. */
+  async deleteGroups(groupIds: ReadonlyArray<string>): Promise<ReadonlyArray<GroupCoordinator.DeletedGroup>> {
+    const results = await this.byCoordinator(groupIds, false, async (c, ids) =>
+      typeof c === "number" ? ids.map((groupId) => ({ groupId, errorCode: c })) : c.deleteGroups(ids)
+    )
+    return results.flat()
+  }
+
+  /** OffsetDelete on the group's coordinator here; INVALID_GROUP_ID for an empty group id. */
+  async deleteOffsets(req: GroupCoordinator.OffsetDeleteRequest): Promise<GroupCoordinator.OffsetDeleteResult> {
+    if (req.groupId === "") return { errorCode: Errors.ErrorCode.INVALID_GROUP_ID, topics: [] }
+    const [result] = await this.byCoordinator([req.groupId], false, (c) =>
+      typeof c === "number" ? Promise.resolve({ errorCode: c, topics: [] }) : c.deleteOffsets(req)
+    )
+    return result ?? { errorCode: Errors.ErrorCode.INVALID_GROUP_ID, topics: [] }
+  }
+
+  /** DescribeGroups: each group described by its coordinator here (once loaded), or NOT_COORDINATOR. */
+  async describeGroups(groupIds: ReadonlyArray<string>): Promise<ReadonlyArray<GroupCoordinator.DescribedGroup>> {
+    const described = await this.byCoordinator(groupIds, true, async (c, ids) =>
+      typeof c === "number"
+        ? ids.map((groupId) => ({
+            errorCode: c,
+            groupId,
+            groupState: "Dead" as const,
+            protocolType: "",
+            protocolData: "",
+            members: []
+          }))
+        : c.describeGroups(ids)
+    )
+    const byId = new Map(described.flat().map((g) => [g.groupId, g]))
+    return groupIds.flatMap((id) => {
+      const g = byId.get(id)
+      return g === undefined ? [] : [g]
+    })
   }
 
   async all(): Promise<GroupCoordinator.GroupCoordinator[]> {

@@ -699,6 +699,7 @@ type Op =
   | { readonly op: "sync" | "heartbeat" | "leave"; readonly client: number; readonly group: string }
   | { readonly op: "commit"; readonly client: number; readonly group: string; readonly asMember: boolean }
   | { readonly op: "delete"; readonly group: string }
+  | { readonly op: "deleteOffsets"; readonly group: string }
   | { readonly op: "advance"; readonly ms: number }
 
 const opArb: fc.Arbitrary<Op> = (() => {
@@ -709,6 +710,7 @@ const opArb: fc.Arbitrary<Op> = (() => {
     fc.record({ op: fc.constantFrom("sync" as const, "heartbeat" as const, "leave" as const), client, group }),
     fc.record({ op: fc.constant("commit" as const), client, group, asMember: fc.boolean() }),
     fc.record({ op: fc.constant("delete" as const), group }),
+    fc.record({ op: fc.constant("deleteOffsets" as const), group }),
     fc.record({ op: fc.constant("advance" as const), ms: fc.constantFrom(0, 100, 3_000, 11_000, 31_000) })
   )
 })()
@@ -748,6 +750,10 @@ const runOps = async (gc: GC.GroupCoordinator, ops: ReadonlyArray<Op>): Promise<
     }
     if (o.op === "delete") {
       await gc.deleteGroups([o.group])
+      continue
+    }
+    if (o.op === "deleteOffsets") {
+      await gc.deleteOffsets({ groupId: o.group, topics: [{ name: "t", partitions: [{ partitionIndex: 0 }] }] })
       continue
     }
     const k = key(o.client, o.group)
@@ -811,7 +817,7 @@ const expectSameAsReplayed = async (live: GC.GroupCoordinator, replayed: GC.Grou
 }
 
 describe("live state and replay", () => {
-  it("given random joins, syncs, heartbeats, commits, leaves, deletes and time, then the live state equals a replay of the log from scratch", async () => {
+  it("given random joins, syncs, heartbeats, commits, leaves, group and offset deletes and time, then the live state equals a replay of the log from scratch", async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(opArb, { maxLength: 40 }), async (ops) => {
         const live = await given({ groupMinSessionTimeoutMs: 1000 })

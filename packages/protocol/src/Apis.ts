@@ -27,6 +27,8 @@ import * as Heartbeat from "./apis/Heartbeat.js"
 import * as LeaveGroup from "./apis/LeaveGroup.js"
 import * as ListGroups from "./apis/ListGroups.js"
 import * as DescribeGroups from "./apis/DescribeGroups.js"
+import * as DeleteGroups from "./apis/DeleteGroups.js"
+import * as OffsetDelete from "./apis/OffsetDelete.js"
 import * as SaslHandshake from "./apis/SaslHandshake.js"
 import * as SaslAuthenticate from "./apis/SaslAuthenticate.js"
 import * as DescribeAcls from "./apis/DescribeAcls.js"
@@ -102,6 +104,8 @@ export const all: ReadonlyArray<AnyApi> = [
   LeaveGroup.api,
   ListGroups.api,
   DescribeGroups.api,
+  DeleteGroups.api,
+  OffsetDelete.api,
   SaslHandshake.api,
   SaslAuthenticate.api,
   DescribeAcls.api,

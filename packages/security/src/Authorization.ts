@@ -25,6 +25,7 @@ import {
   CreatePartitions,
   CreateTopics,
   DeleteClusterMirror,
+  DeleteGroups,
   DeleteRecords,
   DeleteTopics,
   DescribeClientQuotas,
@@ -56,6 +57,7 @@ import {
   ListTransactions,
   Metadata,
   OffsetCommit,
+  OffsetDelete,
   OffsetFetch,
   OffsetForLeaderEpoch,
   PauseMirrorTopics,
@@ -916,6 +918,35 @@ const installChecks = (handlers: Handlers, ctx: AuthorizationContext): void => {
         : g
     )
     return { throttleTimeMs: 0, ...out, groups: [...groups, ...refusedGroups] }
+  })
+
+  // KafkaApis: DELETE on each group; the refused ones answer GROUP_AUTHORIZATION_FAILED.
+  guard(handlers, src, DeleteGroups.api, async (c, req, request, next) => {
+    const names = [...new Set(request.groupsNames)]
+    const [allowed, refused] = partition(names, (g) => c.group(Op.DELETE, g))
+    if (refused.length === 0) return next(req, request)
+    const out = allowed.length === 0 ? { results: [] } : await resolved(next(req, { ...request, groupsNames: allowed }))
+    if (out === NoResponse) return out
+    const refusedResults = refused.map((groupId) => ({ groupId, errorCode: E.GROUP_AUTHORIZATION_FAILED }))
+    return { throttleTimeMs: 0, ...out, results: [...(out.results ?? []), ...refusedResults] }
+  })
+
+  // KafkaApis: DELETE on the group (else the whole request is refused), READ on each topic.
+  guard(handlers, src, OffsetDelete.api, async (c, req, request, next) => {
+    if (!c.group(Op.DELETE, request.groupId))
+      return { errorCode: E.GROUP_AUTHORIZATION_FAILED, throttleTimeMs: 0, topics: [] }
+    const [allowed, refused] = partition(request.topics, (t) => c.topic(Op.READ, t.name))
+    if (refused.length === 0) return next(req, request)
+    const out = await resolved(next(req, { ...request, topics: allowed }))
+    if (out === NoResponse || (out.errorCode ?? 0) !== 0) return out
+    const refusedTopics = refused.map((t) => ({
+      name: t.name,
+      partitions: t.partitions.map((p) => ({
+        partitionIndex: p.partitionIndex,
+        errorCode: E.TOPIC_AUTHORIZATION_FAILED
+      }))
+    }))
+    return { throttleTimeMs: 0, errorCode: 0, ...out, topics: [...refusedTopics, ...(out.topics ?? [])] }
   })
 
   // -------------------------------------------------------------------------------------------------

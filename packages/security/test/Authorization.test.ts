@@ -5,12 +5,14 @@ import type { Connection } from "@clustermirror/network/SocketServer"
 import {
   AlterPartitionReassignments,
   Api,
+  DeleteGroups,
   DescribeCluster,
   DescribeQuorum,
   Envelope,
   Errors,
   ListGroups,
   ListPartitionReassignments,
+  OffsetDelete,
   type Spec,
   TxnOffsetCommit,
   WriteTxnMarkers
@@ -306,6 +308,99 @@ describe("Authorization.install", () => {
     expect((await answer(broker, DescribeCluster.api, cluster, "User:alice")).errorCode).toBe(0)
     expect((await answer(controller, DescribeCluster.api, cluster, "User:ops")).errorCode).toBe(refused)
     expect((await answer(controller, DescribeCluster.api, cluster, "User:admin")).errorCode).toBe(0)
+  })
+
+  it("checks DeleteGroups and OffsetDelete as Kafka: DELETE on each group, and READ on each topic for OffsetDelete", async () => {
+    const allow = (principal: string, resourceType: number, resourceName: string, operation: number) => ({
+      resourceType,
+      resourceName,
+      patternType: Acl.PatternType.LITERAL,
+      principal,
+      host: "*",
+      operation,
+      permissionType: Acl.AclPermissionType.ALLOW
+    })
+    const { DELETE, READ } = Acl.AclOperation
+    const { GROUP, TOPIC } = Acl.ResourceType
+    const acls = StandardAuthorizer.StandardAuthorizer.make(
+      { superUsers: new Set(), allowEveryoneIfNoAclFound: false },
+      [
+        allow("User:ops", GROUP, "g", DELETE),
+        allow("User:ops", TOPIC, "a", READ),
+        // READ on the group is not DELETE.
+        allow("User:reader", GROUP, "g", READ),
+        allow("User:reader", TOPIC, "a", READ)
+      ]
+    )
+    const handlers = new Handlers()
+      .register(DeleteGroups.api, (_req, request) => ({
+        throttleTimeMs: 0,
+        results: request.groupsNames.map((groupId) => ({ groupId, errorCode: 0 }))
+      }))
+      .register(OffsetDelete.api, (_req, request) => ({
+        errorCode: 0,
+        throttleTimeMs: 0,
+        topics: request.topics.map((t) => ({
+          name: t.name,
+          partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: 0 }))
+        }))
+      }))
+    Authorization.install(handlers, {
+      authorizer: () => acls,
+      topicNameById: () => undefined,
+      topicExists: () => true,
+      autoCreateTopicsEnable: () => false
+    })
+    const respond = async <Req extends Spec.Fields, Res extends Spec.Fields>(
+      api: Api.ApiDef<Req, Res>,
+      version: number,
+      body: Spec.StructInput<Req>,
+      principal: string
+    ) => {
+      const frame = Either.getOrThrow(Api.encodeRequest(api, version, 1, "t", body)).subarray(4)
+      const r = await handlers.frameHandler(() => {})(frame, connection(principal))
+      if (r._tag !== "Respond") throw new Error(`no response: ${r._tag}`)
+      const bytes = Buffer.concat(r.chunks.map((c) => Buffer.from(c))).subarray(4)
+      return Either.getOrThrow(Api.decodeResponse(api, version, bytes)).body
+    }
+    const E = Errors.ErrorCode
+    const deleted = async (principal: string) =>
+      (await respond(DeleteGroups.api, 2, { groupsNames: ["g", "h", "g"] }, principal)).results.map((r) => [
+        r.groupId,
+        r.errorCode
+      ])
+    expect(await deleted("User:ops")).toEqual([
+      ["g", 0],
+      ["h", E.GROUP_AUTHORIZATION_FAILED]
+    ])
+    expect(await deleted("User:reader")).toEqual([
+      ["g", E.GROUP_AUTHORIZATION_FAILED],
+      ["h", E.GROUP_AUTHORIZATION_FAILED]
+    ])
+    const offsets = async (principal: string) => {
+      const r = await respond(
+        OffsetDelete.api,
+        0,
+        {
+          groupId: "g",
+          topics: [
+            { name: "a", partitions: [{ partitionIndex: 0 }] },
+            { name: "b", partitions: [{ partitionIndex: 0 }, { partitionIndex: 1 }] }
+          ]
+        },
+        principal
+      )
+      return [r.errorCode, r.topics.flatMap((t) => t.partitions.map((p) => [t.name, p.partitionIndex, p.errorCode]))]
+    }
+    expect(await offsets("User:ops")).toEqual([
+      0,
+      [
+        ["b", 0, E.TOPIC_AUTHORIZATION_FAILED],
+        ["b", 1, E.TOPIC_AUTHORIZATION_FAILED],
+        ["a", 0, 0]
+      ]
+    ])
+    expect(await offsets("User:reader")).toEqual([E.GROUP_AUTHORIZATION_FAILED, []])
   })
 
   it("names the host of an IPv4-mapped address as Kafka does", () => {

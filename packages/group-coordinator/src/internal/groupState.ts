@@ -124,6 +124,18 @@ export const hasPendingOffset = (state: State, groupId: string, topic: string, p
   return false
 }
 
+/** The topic-partitions of a group with an offset in some producer's open transaction. */
+export const pendingPartitionsOf = (
+  state: State,
+  groupId: string
+): ReadonlyArray<{ readonly topic: string; readonly partition: number }> => {
+  const seen = new Map<string, { readonly topic: string; readonly partition: number }>()
+  for (const byGroup of HashMap.values(state.pending))
+    for (const o of Option.match(HashMap.get(byGroup, groupId), { onNone: () => [], onSome: HashMap.values }))
+      seen.set(partitionKey(o.topic, o.partition), { topic: o.topic, partition: o.partition })
+  return [...seen.values()]
+}
+
 /** Topic names cannot contain a NUL, so this key is unambiguous. */
 export const partitionKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`
 
@@ -131,13 +143,15 @@ export const replay = (state: State, record: GroupRecords.GroupRecord): State =>
   switch (record.type) {
     case "OffsetCommit": {
       const { group, topic, partition } = record.key
-      const offsets = setOffset(
-        state.offsets,
-        group,
-        partitionKey(topic, partition),
-        offsetFrom(record, state.offsetRecords)
-      )
-      return { ...state, offsets, offsetRecords: state.offsetRecords + 1 }
+      const key = partitionKey(topic, partition)
+      const offsets = setOffset(state.offsets, group, key, offsetFrom(record, state.offsetRecords))
+      // A tombstone (DeleteGroups, OffsetDelete) also drops the partition from open transactions: their
+      // COMMIT does not bring the deleted offset back.
+      const pending =
+        record.value === null
+          ? HashMap.map(state.pending, (byGroup) => setOffset(byGroup, group, key, undefined))
+          : state.pending
+      return { ...state, offsets, pending, offsetRecords: state.offsetRecords + 1 }
     }
     case "GroupMetadata": {
       const group = record.key.group

@@ -55,5 +55,5 @@ export const api = Api.define({
   name: "DescribeGroups",
   request: Request,
   response: Response,
-  versions: "0-5"
+  versions: "0-6"
 })
