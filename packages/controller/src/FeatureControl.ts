@@ -213,3 +213,56 @@ const dependencyProblem = (levels: ReadonlyMap<string, number>): string | undefi
     return `${MIRROR_VERSION} ${mirror} requires ${METADATA_VERSION} ${MIRROR_MIN_METADATA_VERSION} or higher.`
   return undefined
 }
+
+// ---------------------------------------------------------------------------------------------------
+// Wire views
+
+/**
+ * The feature fields of an ApiVersions response (v3+ tagged fields): the node's supported ranges, every
+ * finalized level above 0 (min and max both the level, as Kafka sends them) and the metadata offset they
+ * were read at. A v3 request gets no range starting at 0: clients before v4 cannot read one. Driven by
+ * the maps given, so a new feature needs only an entry in `SUPPORTED`.
+ */
+export const apiVersionsFeatures = (
+  apiVersion: number,
+  finalized: ReadonlyMap<string, number>,
+  epoch: bigint,
+  supported: ReadonlyMap<string, VersionRange> = SUPPORTED
+) => ({
+  supportedFeatures: [...supported]
+    .filter(([, r]) => apiVersion >= 4 || r.min > 0)
+    .map(([name, r]) => ({ name, minVersion: r.min, maxVersion: r.max })),
+  finalizedFeaturesEpoch: epoch,
+  finalizedFeatures: [...finalized]
+    .filter(([, l]) => l > 0)
+    .map(([name, l]) => ({ name, maxVersionLevel: l, minVersionLevel: l }))
+})
+
+/**
+ * A request as it is forwarded in a newer version: v0's AllowDowngrade becomes a safe downgrade, which
+ * is what that flag meant, so the controller sees the same intent whatever the client spoke.
+ */
+export const withUpgradeTypes = (request: UpdateFeatures.Request): UpdateFeatures.Request => ({
+  ...request,
+  featureUpdates: request.featureUpdates.map((u) =>
+    u.allowDowngrade ? { ...u, allowDowngrade: false, upgradeType: UpgradeType.SAFE_DOWNGRADE } : u
+  )
+})
+
+/**
+ * The UpdateFeatures response for one outcome of the whole request: the top-level error (v2) and, for
+ * v0-1 clients, the same error per feature named.
+ */
+export const updateFeaturesResponse = (
+  request: UpdateFeatures.Request,
+  error: { readonly errorCode: number; readonly errorMessage: string | null }
+): UpdateFeatures.Response => ({
+  throttleTimeMs: 0,
+  errorCode: error.errorCode,
+  errorMessage: error.errorCode === 0 ? null : error.errorMessage,
+  results: request.featureUpdates.map((u) => ({
+    feature: u.feature,
+    errorCode: error.errorCode,
+    errorMessage: error.errorCode === 0 ? null : error.errorMessage
+  }))
+})

@@ -30,7 +30,8 @@ import type {
   PauseMirrorTopics,
   ResumeMirrorTopics,
   StartMirrorTopics,
-  StopMirrorTopics
+  StopMirrorTopics,
+  UpdateFeatures
 } from "@clustermirror/protocol"
 import { MetadataDelta, MetadataImage, MetadataLog, MetadataTransaction } from "@clustermirror/metadata-log"
 import { Cause, type Clock, Duration, Effect, Either, Exit, Queue, Scope } from "effect"
@@ -843,6 +844,22 @@ export class QuorumController {
       if (Either.isLeft(r)) return { records: [], response: Either.left(toRequestError(r.left)) }
       return { records: r.right.records, response: Either.right(r.right.response) }
     })
+  }
+
+  /**
+   * UpdateFeatures (57): `FeatureControl.updateFeatures` against the supported ranges of every registered
+   * broker, all or nothing; validateOnly writes nothing. One outcome for the whole request.
+   */
+  updateFeatures(request: UpdateFeatures.Request): Promise<UpdateFeatures.Response> {
+    return this.write((state) => {
+      const r = FeatureControl.updateFeatures(state.features, request, {
+        brokerSupported: ClusterControl.brokerSupportedFeatures(state.cluster)
+      })
+      if (Either.isLeft(r))
+        return { records: [], response: FeatureControl.updateFeaturesResponse(request, toRequestError(r.left)) }
+      const ok = FeatureControl.updateFeaturesResponse(request, { errorCode: 0, errorMessage: null })
+      return { records: r.right.records, response: ok }
+    }, "UpdateFeatures")
   }
 
   // -------------------------------------------------------------------------------------------------
