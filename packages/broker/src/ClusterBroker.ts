@@ -34,6 +34,7 @@ import {
   Scram,
   type Api,
   type Spec,
+  UpdateFeatures,
   Uuid,
   WriteTxnMarkers
 } from "@clustermirror/protocol"
@@ -436,7 +437,8 @@ export const start = async (
     }),
     describeMirrorConfigs: (name, keys) => MirrorApis.describeMirrorConfigs(image, name, keys),
     mirrorProduceState: (topic, partition) => mirrors.produceState(topic, partition),
-    markerWriterFor: (t) => (t === GroupApis.OFFSETS_TOPIC ? (p, m) => groups.completeTransaction(p, m) : undefined)
+    markerWriterFor: (t) => (t === GroupApis.OFFSETS_TOPIC ? (p, m) => groups.completeTransaction(p, m) : undefined),
+    features: (v) => FeatureControl.apiVersionsFeatures(v, image.features, BigInt(image.provenance.lastOffset))
   }
   const groups = GroupApis.shards(ctx, log)
 
@@ -647,6 +649,8 @@ export const start = async (
   forward(ElectLeaders.api)
   forward(BumpLeaderEpochs.api)
   forward(AlterUserScramCredentials.api)
+  forward(UpdateFeatures.api)
+  handlers.wrap(UpdateFeatures.api, (next) => (req, r) => next(req, FeatureControl.withUpgradeTypes(r)))
   ScramApis.register(handlers, () => image)
   // KIP-1279: mirrors are created by the controller; the topic operations are validated here first (§5.8).
   forward(CreateClusterMirror.api)

@@ -846,6 +846,12 @@ export class QuorumController {
     })
   }
 
+  /** ApiVersions' feature fields on the controller listener: its ranges and the committed finalized levels. */
+  apiVersionsFeatures(apiVersion: number): ReturnType<typeof FeatureControl.apiVersionsFeatures> {
+    const finalized = FeatureControl.finalizedFeatures(this.state.features)
+    return FeatureControl.apiVersionsFeatures(apiVersion, finalized, this.committedOffset)
+  }
+
   /**
    * UpdateFeatures (57): `FeatureControl.updateFeatures` against the supported ranges of every registered
    * broker, all or nothing; validateOnly writes nothing. One outcome for the whole request.

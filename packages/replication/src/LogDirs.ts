@@ -4,7 +4,7 @@
  * replicas: every partition is described in that directory with its size on disk and an offset lag of
  * max(HW - LEO, 0), and a move to another directory is refused with LOG_DIR_NOT_FOUND.
  *
- * Translates only: the partitions and their logs are ReplicaManager's; authorization is the request
+ * Translates only: the partitions and their logs are ReplicaManager's, the directory is `log.dirs`; authorization is the request
  * path's (`@clustermirror/security`).
  */
 import { type AlterReplicaLogDirs, type DescribeLogDirs, Errors } from "@clustermirror/protocol"
@@ -18,10 +18,13 @@ export interface VolumeSpace {
   readonly usableBytes: bigint
 }
 
-export interface LogDirsContext {
-  /** The broker's log directory (`log.dirs`); answered as an absolute path. */
-  readonly logDir: string
+/** A broker's replicas and its log directory (`log.dirs`, answered as an absolute path). */
+export interface Broker {
   readonly replicas: ReplicaManager
+  readonly config: { readonly dataDir: string }
+}
+
+export interface Options {
   /** The volume's space; throws when the directory cannot be read. Default: `fs.statfsSync`. */
   readonly volumeSpace?: (dir: string) => VolumeSpace
   /** Where a refused move is logged. */
@@ -41,11 +44,15 @@ export const statfsSpace = (dir: string): VolumeSpace => {
  * hosted here). A directory that cannot be read is reported as Kafka reports an offline one:
  * KAFKA_STORAGE_ERROR, no topics, unknown sizes.
  */
-export const describeLogDirs = (ctx: LogDirsContext, request: DescribeLogDirs.Request): DescribeLogDirs.Response => {
-  const logDir = path.resolve(ctx.logDir)
+export const describeLogDirs = (
+  broker: Broker,
+  request: DescribeLogDirs.Request,
+  options: Options = {}
+): DescribeLogDirs.Response => {
+  const logDir = path.resolve(broker.config.dataDir)
   let space: VolumeSpace
   try {
-    space = (ctx.volumeSpace ?? statfsSpace)(logDir)
+    space = (options.volumeSpace ?? statfsSpace)(logDir)
   } catch {
     return {
       throttleTimeMs: 0,
@@ -61,7 +68,7 @@ export const describeLogDirs = (ctx: LogDirsContext, request: DescribeLogDirs.Re
     string,
     Array<DescribeLogDirs.Response["results"][number]["topics"][number]["partitions"][number]>
   >()
-  for (const p of ctx.replicas.all()) {
+  for (const p of broker.replicas.all()) {
     if (wanted !== null && wanted.get(p.topic)?.has(p.partition) !== true) continue
     let list = byTopic.get(p.topic)
     if (list === undefined) byTopic.set(p.topic, (list = []))
@@ -97,15 +104,16 @@ export const describeLogDirs = (ctx: LogDirsContext, request: DescribeLogDirs.Re
  * LOG_DIR_NOT_FOUND. Nothing is ever moved.
  */
 export const alterReplicaLogDirs = (
-  ctx: LogDirsContext,
-  request: AlterReplicaLogDirs.Request
+  broker: Broker,
+  request: AlterReplicaLogDirs.Request,
+  options: Options = {}
 ): AlterReplicaLogDirs.Response => {
-  const logDir = path.resolve(ctx.logDir)
+  const logDir = path.resolve(broker.config.dataDir)
   const byTopic = new Map<string, Array<{ partitionIndex: number; errorCode: number }>>()
   for (const dir of request.dirs) {
     const known = path.isAbsolute(dir.path) && path.resolve(dir.path) === logDir
     if (!known)
-      ctx.log?.(
+      options.log?.(
         `AlterReplicaLogDirs to ${dir.path} refused: LOG_DIR_NOT_FOUND, this broker has one log directory (${logDir})`
       )
     for (const t of dir.topics) {
@@ -116,7 +124,7 @@ export const alterReplicaLogDirs = (
           partitionIndex,
           errorCode: !known
             ? E.LOG_DIR_NOT_FOUND
-            : ctx.replicas.get(t.name, partitionIndex) === undefined
+            : broker.replicas.get(t.name, partitionIndex) === undefined
               ? E.REPLICA_NOT_AVAILABLE
               : 0
         })

@@ -21,8 +21,14 @@ const setup = async (n: number) => {
   rm.applyRegistration("a", 1, "AAAAAAAAAAAAAAAAAAAAAA", reg(1), PartitionLog.defaultConfig, false, 1)
   rm.applyRegistration("b", 0, "AQAAAAAAAAAAAAAAAAAAAA", reg(2), PartitionLog.defaultConfig, false, 1)
   if (n > 0) await rm.appendAsLeader("a", 1, batch(n), true, 1)
-  return { dir, rm, close: () => (rm.close(), fs.rmSync(dir, { recursive: true, force: true })) }
+  const close = () => {
+    rm.close()
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+  return { dir, rm, close }
 }
+
+const at = (replicas: ReplicaManager, dataDir: string): LogDirs.Broker => ({ replicas, config: { dataDir } })
 
 /** Bytes of the segment files (`*.log`) of a partition directory, as Kafka counts a log's size. */
 const segmentBytes = (dir: string) =>
@@ -35,7 +41,7 @@ describe("DescribeLogDirs", () => {
   it("lists every hosted partition in the one log dir, sized as its segment files on disk, with the volume's space", async () => {
     const { dir, rm, close } = await setup(5)
     try {
-      const res = LogDirs.describeLogDirs({ logDir: dir, replicas: rm }, { topics: null })
+      const res = LogDirs.describeLogDirs(at(rm, dir), { topics: null })
       expect(res.errorCode).toBe(0)
       expect(res.results).toHaveLength(1)
       const [r] = res.results
@@ -61,15 +67,12 @@ describe("DescribeLogDirs", () => {
   it("answers only the partitions asked for, and nothing for a partition not hosted here", async () => {
     const { dir, rm, close } = await setup(1)
     try {
-      const res = LogDirs.describeLogDirs(
-        { logDir: dir, replicas: rm },
-        {
-          topics: [
-            { topic: "a", partitions: [1, 7] },
-            { topic: "nope", partitions: [0] }
-          ]
-        }
-      )
+      const res = LogDirs.describeLogDirs(at(rm, dir), {
+        topics: [
+          { topic: "a", partitions: [1, 7] },
+          { topic: "nope", partitions: [0] }
+        ]
+      })
       expect(res.results[0]!.topics.map((t) => [t.name, t.partitions.map((p) => p.partitionIndex)])).toEqual([
         ["a", [1]]
       ])
@@ -81,7 +84,7 @@ describe("DescribeLogDirs", () => {
   it("reports a directory it cannot read as Kafka reports an offline one: KAFKA_STORAGE_ERROR, no topics", async () => {
     const { dir, rm, close } = await setup(1)
     try {
-      const res = LogDirs.describeLogDirs({ logDir: path.join(dir, "missing"), replicas: rm }, { topics: null })
+      const res = LogDirs.describeLogDirs(at(rm, path.join(dir, "missing")), { topics: null })
       expect(res.results).toEqual([
         {
           errorCode: E.KAFKA_STORAGE_ERROR,
@@ -104,13 +107,14 @@ describe("AlterReplicaLogDirs", () => {
     const lines: Array<string> = []
     try {
       const res = LogDirs.alterReplicaLogDirs(
-        { logDir: dir, replicas: rm, log: (l) => lines.push(l) },
+        at(rm, dir),
         {
           dirs: [
             { path: path.join(dir, "..", "other"), topics: [{ name: "a", partitions: [0, 1] }] },
             { path: "relative", topics: [{ name: "b", partitions: [0] }] }
           ]
-        }
+        },
+        { log: (l) => lines.push(l) }
       )
       expect(res.results).toEqual([
         {
@@ -132,10 +136,9 @@ describe("AlterReplicaLogDirs", () => {
   it("into the directory a replica already is in: nothing to move; a partition not hosted here: REPLICA_NOT_AVAILABLE", async () => {
     const { dir, rm, close } = await setup(1)
     try {
-      const res = LogDirs.alterReplicaLogDirs(
-        { logDir: dir, replicas: rm },
-        { dirs: [{ path: `${dir}/`, topics: [{ name: "a", partitions: [1, 9] }] }] }
-      )
+      const res = LogDirs.alterReplicaLogDirs(at(rm, dir), {
+        dirs: [{ path: `${dir}/`, topics: [{ name: "a", partitions: [1, 9] }] }]
+      })
       expect(res.results).toEqual([
         {
           topicName: "a",
