@@ -147,10 +147,7 @@ describe("Authorization.install", () => {
     expect(await describe("User:viewer")).toMatchObject({ errorCode: 0, results: [dir] })
     expect(await describe("User:ops")).toMatchObject({ errorCode: 0, results: [dir] }) // ALTER implies DESCRIBE
     expect(await describe("User:nobody")).toMatchObject({ errorCode: refused, results: [] })
-    expect(await call(DescribeLogDirs.api, 1, { topics: null }, "User:nobody")).toEqual({
-      throttleTimeMs: 0,
-      results: []
-    })
+    expect(await call(DescribeLogDirs.api, 1, { topics: null }, "User:nobody")).toMatchObject({ results: [] })
     const move = { dirs: [{ path: "/e", topics: [{ name: "t", partitions: [0, 1] }] }] }
     expect((await call(AlterReplicaLogDirs.api, 2, move, "User:viewer")).results).toEqual([
       {
