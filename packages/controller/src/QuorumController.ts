@@ -859,10 +859,11 @@ export class QuorumController {
   updateFeatures(request: UpdateFeatures.Request): Promise<UpdateFeatures.Response> {
     return this.write((state) => {
       const r = FeatureControl.updateFeatures(state.features, request, {
-        brokerSupported: ClusterControl.brokerSupportedFeatures(state.cluster)
+        brokerSupported: ClusterControl.brokerSupportedFeatures(state.cluster),
+        controllerId: this.options.nodeId
       })
       if (Either.isLeft(r))
-        return { records: [], response: FeatureControl.updateFeaturesResponse(request, toRequestError(r.left)) }
+        return { records: [], response: FeatureControl.updateFeaturesResponse(request, FeatureControl.refusal(r.left)) }
       const ok = FeatureControl.updateFeaturesResponse(request, { errorCode: 0, errorMessage: null })
       return { records: r.right.records, response: ok }
     }, "UpdateFeatures")

@@ -109,8 +109,7 @@ describe("FeatureControl.updateFeatures", () => {
   it("fails for a level the controller or a broker does not support", () => {
     mirrorOff.when(decide(update([{ feature: "mirror.version", maxVersionLevel: 2 }]))).thenFails({
       _tag: "InvalidUpdateVersion",
-      message:
-        "Invalid update version 2 for feature mirror.version. The controller only supports versions 0-1 of mirror.version."
+      message: "Invalid update version 2 for feature mirror.version. The local controller only supports versions 0-1"
     })
     mirrorOff
       .when(decide(update([{ feature: "group.version", maxVersionLevel: 1 }])))
@@ -120,7 +119,7 @@ describe("FeatureControl.updateFeatures", () => {
       .when(decide(update([{ feature: "mirror.version", maxVersionLevel: 1 }])))
       .thenFails({
         _tag: "InvalidUpdateVersion",
-        message: "Invalid update version 1 for feature mirror.version. Broker 2 only supports versions 0-0."
+        message: "Invalid update version 1 for feature mirror.version. Broker 2 does not support this feature."
       })
   })
 
@@ -150,13 +149,14 @@ describe("FeatureControl.updateFeatures", () => {
       .thenFails({
         _tag: "InvalidUpdateVersion",
         message:
-          "Invalid metadata.version 29. Refusing to perform the requested downgrade because it might delete metadata information."
+          "Unsupported metadata.version downgrade from 30 to 29. Refusing to perform the requested downgrade because it might delete metadata information."
       })
     given(bootstrap)
       .when(decide(update([{ feature: "metadata.version", maxVersionLevel: 29, upgradeType: 3 }])))
       .thenFails({
         _tag: "InvalidUpdateVersion",
-        message: "Invalid metadata.version 29. Unsafe metadata downgrade is not supported in this version."
+        message:
+          "Unsupported metadata.version downgrade from 30 to 29. Unsafe metadata downgrade is not supported in this version."
       })
   })
 

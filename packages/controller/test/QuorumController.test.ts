@@ -187,7 +187,7 @@ describe("QuorumController", () => {
     expect(FeatureControl.level(c.current.features, "mirror.version")).toBe(0)
     const unknown = await c.updateFeatures(request("no.such.feature", 1, 1, false))
     const message =
-      "Invalid update version 1 for feature no.such.feature. The controller only supports versions 0-0 of no.such.feature."
+      "The update failed for all features since the following feature had an error: Invalid update version 1 for feature no.such.feature. Local controller 1000 does not support this feature."
     expect([unknown.errorCode, unknown.errorMessage]).toEqual([Errors.ErrorCode.INVALID_UPDATE_VERSION, message])
     expect(unknown.results).toEqual([
       { feature: "no.such.feature", errorCode: Errors.ErrorCode.INVALID_UPDATE_VERSION, errorMessage: message }
