@@ -278,11 +278,6 @@ const bool =
     if (t !== "true" && t !== "false") throw new Error(`${key}=${v}: expected true or false`)
     return { [field]: t === "true" } as Partial<BrokerConfig>
   }
-const str =
-  (field: keyof BrokerConfig): Parser =>
-  (v) =>
-    ({ [field]: v.trim() }) as Partial<BrokerConfig>
-
 const SECURITY_PROTOCOLS: ReadonlySet<string> = new Set(["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"])
 
 /** Kafka's default `listener.security.protocol.map`: each protocol's name as a listener name. */
@@ -514,6 +509,20 @@ const roles: Parser = (v, key) => {
   return { processRoles: rs as Array<"broker" | "controller"> }
 }
 
+/**
+ * `log.dirs` / `log.dir`: one directory. Several (JBOD) are refused rather than read as one odd path: a
+ * broker keeps every partition in a single log directory.
+ */
+const logDirs: Parser = (v, key) => {
+  const dirs = v
+    .split(",")
+    .map((d) => d.trim())
+    .filter((d) => d !== "")
+  if (dirs.length !== 1)
+    throw new Error(`${key}=${v}: expected one log directory (several log directories, JBOD, are not supported)`)
+  return { dataDir: dirs[0]! }
+}
+
 const parsers: Record<string, Parser> = {
   "node.id": int("nodeId", 0),
   "broker.id": int("nodeId", 0),
@@ -524,8 +533,8 @@ const parsers: Record<string, Parser> = {
   "inter.broker.listener.name": () => ({}),
   "security.inter.broker.protocol": () => ({}),
   "controller.listener.names": () => ({}),
-  "log.dirs": str("dataDir"),
-  "log.dir": str("dataDir"),
+  "log.dirs": logDirs,
+  "log.dir": logDirs,
   "auto.create.topics.enable": bool("autoCreateTopicsEnable"),
   "transaction.partition.verification.enable": bool("transactionPartitionVerificationEnable"),
   "num.partitions": int("numPartitions", 1),

@@ -65,3 +65,18 @@ export const unsupported = (r: Resource): Described => ({
   errorMessage: `Unsupported resource type ${r.resourceType}`,
   configs: []
 })
+
+/**
+ * A DescribeConfigs resource of any type: a topic's or this broker's configs, a KIP-1279 cluster mirror's
+ * through `mirror` (where the metadata holds mirrors), anything else unsupported.
+ */
+export const describeAny = <M>(
+  layers: DynamicBrokerConfig.Layers,
+  topicConfigs: (topic: string) => ReadonlyMap<string, string> | undefined,
+  mirror: ((name: string, keys: ReadonlyArray<string> | null) => M) | undefined,
+  r: Resource
+): Described | M =>
+  describe(layers, topicConfigs, r) ??
+  (r.resourceType === ConfigurationControl.ResourceType.CLUSTER_MIRROR && mirror !== undefined
+    ? mirror(r.resourceName, r.keys)
+    : unsupported(r))

@@ -359,6 +359,15 @@ describe("BrokerConfig authorizer settings", () => {
 })
 
 describe("BrokerConfig", () => {
+  it("takes one log directory from log.dirs or log.dir and refuses several (JBOD), naming the key", () => {
+    expect(parse({ "log.dirs": " /var/k1 " })().dataDir).toBe("/var/k1")
+    expect(parse({ "log.dir": "/var/k2," })().dataDir).toBe("/var/k2")
+    expect(parse({ "log.dirs": "/a,/b" })).toThrow(
+      "log.dirs=/a,/b: expected one log directory (several log directories, JBOD, are not supported)"
+    )
+    expect(parse({ "log.dirs": " , " })).toThrow("log.dirs= , : expected one log directory")
+  })
+
   it("has Kafka's leader rebalance defaults", () => {
     expect(BrokerConfig.defaults).toMatchObject({
       autoLeaderRebalanceEnable: true,

@@ -39,6 +39,7 @@ import {
   type Api,
   type Spec,
   UnregisterBroker,
+  UpdateFeatures,
   Uuid,
   WriteTxnMarkers
 } from "@clustermirror/protocol"
@@ -445,7 +446,8 @@ export const start = async (
     }),
     describeMirrorConfigs: (name, keys) => MirrorApis.describeMirrorConfigs(image, name, keys),
     mirrorProduceState: (topic, partition) => mirrors.produceState(topic, partition),
-    markerWriterFor: (t) => (t === GroupApis.OFFSETS_TOPIC ? (p, m) => groups.completeTransaction(p, m) : undefined)
+    markerWriterFor: (t) => (t === GroupApis.OFFSETS_TOPIC ? (p, m) => groups.completeTransaction(p, m) : undefined),
+    features: (v) => FeatureControl.apiVersionsFeatures(v, image.features, BigInt(image.provenance.lastOffset))
   }
   const groups = GroupApis.shards(ctx, log)
 
@@ -659,6 +661,8 @@ export const start = async (
   forward(BumpLeaderEpochs.api)
   forward(AlterUserScramCredentials.api)
   handlers.register(DescribeQuorum.api, (_req, request) => controller.request(DescribeQuorum.api, request))
+  forward(UpdateFeatures.api)
+  handlers.wrap(UpdateFeatures.api, (next) => (req, r) => next(req, FeatureControl.withUpgradeTypes(r)))
   ScramApis.register(handlers, () => image)
   DelegationTokenApis.register(ClientQuotaApis.register(handlers))
   handlers.register(ListConfigResources.api, (req, request) => ConfigResources.list(image, req.apiVersion, request))

@@ -37,7 +37,8 @@ import {
   Scram,
   StartMirrorTopics,
   StopMirrorTopics,
-  UnregisterBroker
+  UnregisterBroker,
+  UpdateFeatures
 } from "@clustermirror/protocol"
 import { Effect, Either } from "effect"
 import * as fs from "node:fs"
@@ -91,7 +92,13 @@ const registerHandlers = (
   endpoints: () => ReadonlyArray<MetadataQuorum.Endpoint>
 ): Handlers =>
   handlers
-    .register(ApiVersions.api, () => ({ errorCode: 0, apiKeys: handlers.versions(), throttleTimeMs: 0 }))
+    .register(ApiVersions.api, (req) => ({
+      errorCode: 0,
+      apiKeys: handlers.versions(),
+      throttleTimeMs: 0,
+      ...controller.apiVersionsFeatures(req.apiVersion)
+    }))
+    .register(UpdateFeatures.api, (_req, request) => controller.updateFeatures(request))
     .register(BrokerRegistration.api, async (_req, request) => {
       const r = await controller.registerBroker(request)
       return { throttleTimeMs: 0, errorCode: r.errorCode, brokerEpoch: r.brokerEpoch }

@@ -4,11 +4,13 @@
  * wire response. Domain decisions live in those components, not here.
  */
 import {
+  AlterReplicaLogDirs,
   ApiVersions,
   SaslAuthenticate,
   SaslHandshake,
   DescribeCluster,
   DescribeConfigs,
+  DescribeLogDirs,
   DescribeProducers,
   DeleteRecords,
   Errors,
@@ -30,8 +32,9 @@ import type * as ReplicaManager from "@clustermirror/replication/ReplicaManager"
 import * as ProducerStates from "@clustermirror/replication/ProducerStates"
 import * as TxnMarkers from "@clustermirror/replication/TxnMarkers"
 import * as ReplicaDeleteRecords from "@clustermirror/replication/DeleteRecords"
+import * as LogDirs from "@clustermirror/replication/LogDirs"
 import { type Handlers, NoResponse } from "@clustermirror/network/RequestChannel"
-import { ConfigurationControl, MetadataQuorum } from "@clustermirror/controller"
+import { type FeatureControl, MetadataQuorum } from "@clustermirror/controller"
 import type { ProducerIdManager } from "@clustermirror/transaction-coordinator"
 
 const UNSET_OPS = -2147483648
@@ -60,6 +63,8 @@ export interface BrokerContext {
   readonly mirrorProduceState?: (topic: string, partition: number) => "writable" | "stopping" | "readOnly"
   /** The coordinators that write the transaction markers of their own topic's partitions. */
   readonly markerWriterFor?: (topic: string) => TxnMarkers.CoordinatorMarkerWriter | undefined
+  /** ApiVersions' feature fields for a request's version (`FeatureControl.apiVersionsFeatures`). */
+  readonly features?: (apiVersion: number) => ReturnType<typeof FeatureControl.apiVersionsFeatures>
 }
 
 /**
@@ -96,10 +101,11 @@ const writeState = (ctx: BrokerContext, topic: string, partition: number): "writ
 
 export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
   handlers
-    .register(ApiVersions.api, () => ({
+    .register(ApiVersions.api, (req) => ({
       errorCode: 0,
       apiKeys: handlers.versions(),
-      throttleTimeMs: 0
+      throttleTimeMs: 0,
+      ...ctx.features?.(req.apiVersion)
     }))
     // On SASL listeners the authenticator answers these; here the listener has no SASL, as Kafka says.
     .register(SaslHandshake.api, () => ({ errorCode: Errors.ErrorCode.ILLEGAL_SASL_STATE, mechanisms: [] }))
@@ -384,12 +390,21 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
         })
       }))
     }))
-    .register(DescribeConfigs.api, (_req, request) => ({
-      throttleTimeMs: 0,
-      results: request.resources.map((r) =>
-        describeConfigs(ctx, r.resourceType, r.resourceName, r.configurationKeys, request.includeSynonyms)
-      )
-    }))
+    .register(DescribeConfigs.api, (_req, request) => {
+      const layers = ctx.layers?.() ?? { config: ctx.config, clusterDefault: new Map(), perBroker: new Map() }
+      const topicConfigs = (t: string) => ctx.view.topicByName(t)?.configs
+      const { includeSynonyms } = request
+      return {
+        throttleTimeMs: 0,
+        results: request.resources.map(({ configurationKeys: keys, ...r }) =>
+          BrokerDescribeConfigs.describeAny(layers, topicConfigs, ctx.describeMirrorConfigs, {
+            ...r,
+            keys,
+            includeSynonyms
+          })
+        )
+      }
+    })
     .register(DescribeCluster.api, (req, request) =>
       MetadataQuorum.describeClusterResponse(req.apiVersion, request, MetadataQuorum.EndpointType.BROKER, () => ({
         clusterId: ctx.view.clusterId,
@@ -409,32 +424,12 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
         request
       )
     )
+    .register(DescribeLogDirs.api, (_req, request) => LogDirs.describeLogDirs(ctx, request))
+    .register(AlterReplicaLogDirs.api, (_req, request) => LogDirs.alterReplicaLogDirs(ctx, request))
     .register(DescribeProducers.api, (_req, request) => ProducerStates.describeProducers(ctx.replicas, request))
     // Idempotent producers; a transactional id goes to the transaction coordinator, which wraps this.
-    .register(InitProducerId.api, async (_req, request) => {
-      // An idempotent producer re-initialising with its id keeps it and bumps the epoch (KIP-360).
-      if (request.producerId >= 0n && request.producerEpoch >= 0 && request.producerEpoch < 32767)
-        return {
-          throttleTimeMs: 0,
-          errorCode: 0,
-          producerId: request.producerId,
-          producerEpoch: request.producerEpoch + 1
-        }
-      return { throttleTimeMs: 0, errorCode: 0, producerId: await ctx.producerIds.allocate(), producerEpoch: 0 }
-    })
-
-const describeConfigs = (
-  ctx: BrokerContext,
-  resourceType: number,
-  resourceName: string,
-  keys: ReadonlyArray<string> | null,
-  includeSynonyms: boolean
-) => {
-  const layers = ctx.layers?.() ?? { config: ctx.config, clusterDefault: new Map(), perBroker: new Map() }
-  const r = { resourceType, resourceName, keys, includeSynonyms }
-  const described = BrokerDescribeConfigs.describe(layers, (t) => ctx.view.topicByName(t)?.configs, r)
-  if (described !== undefined) return described
-  if (resourceType === ConfigurationControl.ResourceType.CLUSTER_MIRROR && ctx.describeMirrorConfigs !== undefined)
-    return ctx.describeMirrorConfigs(resourceName, keys)
-  return BrokerDescribeConfigs.unsupported(r)
-}
+    .register(InitProducerId.api, async (_req, request) => ({
+      throttleTimeMs: 0,
+      errorCode: 0,
+      ...(await ctx.producerIds.initIdempotent(request.producerId, request.producerEpoch))
+    }))

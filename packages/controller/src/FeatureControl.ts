@@ -117,6 +117,8 @@ export interface UpdateFeaturesContext {
   readonly brokerSupported: ReadonlyMap<number, ReadonlyMap<string, VersionRange>>
   /** The controller's own ranges; `SUPPORTED` unless a test narrows them. */
   readonly controllerSupported?: ReadonlyMap<string, VersionRange>
+  /** The deciding controller's node id, as refusals name it. */
+  readonly controllerId?: number
 }
 
 /**
@@ -152,16 +154,19 @@ export const updateFeatures = (
     const invalid = (why: string) =>
       Either.left(
         new ControllerError.InvalidUpdateVersion({
-          message:
-            u.feature === METADATA_VERSION
-              ? `Invalid metadata.version ${u.maxVersionLevel}. ${why}`
-              : `Invalid update version ${u.maxVersionLevel} for feature ${u.feature}. ${why}`
+          message: `Invalid update version ${u.maxVersionLevel} for feature ${u.feature}. ${why}`
         })
       )
     if (upgradeType < UpgradeType.UPGRADE || upgradeType > UpgradeType.UNSAFE_DOWNGRADE)
       return invalid("The controller does not support the given upgrade type.")
     if (u.maxVersionLevel < 0) return invalid("A feature version cannot be less than 0.")
-    const notSupported = reasonNotSupported(u.feature, u.maxVersionLevel, controllerSupported, ctx.brokerSupported)
+    const notSupported = reasonNotSupported(
+      u.feature,
+      u.maxVersionLevel,
+      controllerSupported,
+      ctx.brokerSupported,
+      ctx.controllerId
+    )
     if (notSupported !== undefined) return invalid(notSupported)
     const current = level(state, u.feature)
     if (u.maxVersionLevel < current && upgradeType === UpgradeType.UPGRADE)
@@ -172,10 +177,14 @@ export const updateFeatures = (
       return invalid("Can't downgrade to a newer version.")
     if (u.feature === METADATA_VERSION && u.maxVersionLevel < current)
       // Every step between our metadata versions changed record formats, so no downgrade is lossless.
-      return invalid(
-        upgradeType === UpgradeType.UNSAFE_DOWNGRADE
-          ? "Unsafe metadata downgrade is not supported in this version."
-          : "Refusing to perform the requested downgrade because it might delete metadata information."
+      return Either.left(
+        new ControllerError.InvalidUpdateVersion({
+          message: `Unsupported metadata.version downgrade from ${current} to ${u.maxVersionLevel}. ${
+            upgradeType === UpgradeType.UNSAFE_DOWNGRADE
+              ? "Unsafe metadata downgrade is not supported in this version."
+              : "Refusing to perform the requested downgrade because it might delete metadata information."
+          }`
+        })
       )
     const dependency = dependencyProblem(proposed)
     if (dependency !== undefined) return invalid(dependency)
@@ -193,17 +202,24 @@ const reasonNotSupported = (
   feature: string,
   levelWanted: number,
   controllerSupported: ReadonlyMap<string, VersionRange>,
-  brokerSupported: ReadonlyMap<number, ReadonlyMap<string, VersionRange>>
+  brokerSupported: ReadonlyMap<number, ReadonlyMap<string, VersionRange>>,
+  controllerId?: number
 ): string | undefined => {
   const local = controllerSupported.get(feature) ?? DISABLED
-  if (!contains(local, levelWanted))
-    return `The controller only supports versions ${local.min}-${local.max} of ${feature}.`
+  const controller = controllerId === undefined ? "The local controller" : `Local controller ${controllerId}`
+  if (!contains(local, levelWanted)) return notIn(controller, local)
   for (const [brokerId, features] of [...brokerSupported].sort(([a], [b]) => a - b)) {
     const range = features.get(feature) ?? DISABLED
-    if (!contains(range, levelWanted)) return `Broker ${brokerId} only supports versions ${range.min}-${range.max}.`
+    if (!contains(range, levelWanted)) return notIn(`Broker ${brokerId}`, range)
   }
   return undefined
 }
+
+/** Kafka's wording for a level outside a node's range; a range of only 0 is a feature it does not know. */
+const notIn = (node: string, range: VersionRange): string =>
+  range.max === 0
+    ? `${node} does not support this feature.`
+    : `${node} only supports versions ${range.min}-${range.max}`
 
 /** Feature dependencies over a full proposed set of levels; undefined when they hold. */
 const dependencyProblem = (levels: ReadonlyMap<string, number>): string | undefined => {
@@ -213,3 +229,69 @@ const dependencyProblem = (levels: ReadonlyMap<string, number>): string | undefi
     return `${MIRROR_VERSION} ${mirror} requires ${METADATA_VERSION} ${MIRROR_MIN_METADATA_VERSION} or higher.`
   return undefined
 }
+
+// ---------------------------------------------------------------------------------------------------
+// Wire views
+
+/**
+ * The feature fields of an ApiVersions response (v3+ tagged fields): the node's supported ranges, every
+ * finalized level above 0 (min and max both the level, as Kafka sends them) and the metadata offset they
+ * were read at. A v3 request gets no range starting at 0: clients before v4 cannot read one. Driven by
+ * the maps given, so a new feature needs only an entry in `SUPPORTED`.
+ */
+export const apiVersionsFeatures = (
+  apiVersion: number,
+  finalized: ReadonlyMap<string, number>,
+  epoch: bigint,
+  supported: ReadonlyMap<string, VersionRange> = SUPPORTED
+) => ({
+  supportedFeatures: [...supported]
+    .filter(([, r]) => apiVersion >= 4 || r.min > 0)
+    .map(([name, r]) => ({ name, minVersion: r.min, maxVersion: r.max })),
+  finalizedFeaturesEpoch: epoch,
+  finalizedFeatures: [...finalized]
+    .filter(([, l]) => l > 0)
+    .map(([name, l]) => ({ name, maxVersionLevel: l, minVersionLevel: l }))
+})
+
+/**
+ * A request as it is forwarded in a newer version: v0's AllowDowngrade becomes a safe downgrade, which
+ * is what that flag meant, so the controller sees the same intent whatever the client spoke.
+ */
+export const withUpgradeTypes = (request: UpdateFeatures.Request): UpdateFeatures.Request => ({
+  ...request,
+  featureUpdates: request.featureUpdates.map((u) =>
+    u.allowDowngrade ? { ...u, allowDowngrade: false, upgradeType: UpgradeType.SAFE_DOWNGRADE } : u
+  )
+})
+
+/**
+ * The outcome of a refused UpdateFeatures as Kafka words it: one feature's error fails the whole request.
+ */
+export const refusal = (
+  e: ControllerError.InvalidUpdateVersion | ControllerError.InvalidRequest
+): { readonly errorCode: number; readonly errorMessage: string } => ({
+  errorCode: e.errorCode,
+  errorMessage:
+    e._tag === "InvalidUpdateVersion"
+      ? `The update failed for all features since the following feature had an error: ${e.message}`
+      : e.message
+})
+
+/**
+ * The UpdateFeatures response for one outcome of the whole request: the top-level error (v2) and, for
+ * v0-1 clients, the same error per feature named.
+ */
+export const updateFeaturesResponse = (
+  request: UpdateFeatures.Request,
+  error: { readonly errorCode: number; readonly errorMessage: string | null }
+): UpdateFeatures.Response => ({
+  throttleTimeMs: 0,
+  errorCode: error.errorCode,
+  errorMessage: error.errorCode === 0 ? null : error.errorMessage,
+  results: request.featureUpdates.map((u) => ({
+    feature: u.feature,
+    errorCode: error.errorCode,
+    errorMessage: error.errorCode === 0 ? null : error.errorMessage
+  }))
+})

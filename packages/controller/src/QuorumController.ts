@@ -36,7 +36,8 @@ import type {
   ResumeMirrorTopics,
   StartMirrorTopics,
   StopMirrorTopics,
-  UnregisterBroker
+  UnregisterBroker,
+  UpdateFeatures
 } from "@clustermirror/protocol"
 import { MetadataDelta, MetadataImage, MetadataLog, MetadataTransaction } from "@clustermirror/metadata-log"
 import { Cause, type Clock, Duration, Effect, Either, Exit, Queue, Scope } from "effect"
@@ -887,6 +888,29 @@ export class QuorumController {
       if (Either.isLeft(r)) return { records: [], response: Either.left(toRequestError(r.left)) }
       return { records: r.right.records, response: Either.right(r.right.response) }
     })
+  }
+
+  /** ApiVersions' feature fields on the controller listener: its ranges and the committed finalized levels. */
+  apiVersionsFeatures(apiVersion: number): ReturnType<typeof FeatureControl.apiVersionsFeatures> {
+    const finalized = FeatureControl.finalizedFeatures(this.state.features)
+    return FeatureControl.apiVersionsFeatures(apiVersion, finalized, this.committedOffset)
+  }
+
+  /**
+   * UpdateFeatures (57): `FeatureControl.updateFeatures` against the supported ranges of every registered
+   * broker, all or nothing; validateOnly writes nothing. One outcome for the whole request.
+   */
+  updateFeatures(request: UpdateFeatures.Request): Promise<UpdateFeatures.Response> {
+    return this.write((state) => {
+      const r = FeatureControl.updateFeatures(state.features, request, {
+        brokerSupported: ClusterControl.brokerSupportedFeatures(state.cluster),
+        controllerId: this.options.nodeId
+      })
+      if (Either.isLeft(r))
+        return { records: [], response: FeatureControl.updateFeaturesResponse(request, FeatureControl.refusal(r.left)) }
+      const ok = FeatureControl.updateFeaturesResponse(request, { errorCode: 0, errorMessage: null })
+      return { records: r.right.records, response: ok }
+    }, "UpdateFeatures")
   }
 
   // -------------------------------------------------------------------------------------------------

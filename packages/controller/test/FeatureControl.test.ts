@@ -109,8 +109,7 @@ describe("FeatureControl.updateFeatures", () => {
   it("fails for a level the controller or a broker does not support", () => {
     mirrorOff.when(decide(update([{ feature: "mirror.version", maxVersionLevel: 2 }]))).thenFails({
       _tag: "InvalidUpdateVersion",
-      message:
-        "Invalid update version 2 for feature mirror.version. The controller only supports versions 0-1 of mirror.version."
+      message: "Invalid update version 2 for feature mirror.version. The local controller only supports versions 0-1"
     })
     mirrorOff
       .when(decide(update([{ feature: "group.version", maxVersionLevel: 1 }])))
@@ -120,7 +119,7 @@ describe("FeatureControl.updateFeatures", () => {
       .when(decide(update([{ feature: "mirror.version", maxVersionLevel: 1 }])))
       .thenFails({
         _tag: "InvalidUpdateVersion",
-        message: "Invalid update version 1 for feature mirror.version. Broker 2 only supports versions 0-0."
+        message: "Invalid update version 1 for feature mirror.version. Broker 2 does not support this feature."
       })
   })
 
@@ -150,13 +149,14 @@ describe("FeatureControl.updateFeatures", () => {
       .thenFails({
         _tag: "InvalidUpdateVersion",
         message:
-          "Invalid metadata.version 29. Refusing to perform the requested downgrade because it might delete metadata information."
+          "Unsupported metadata.version downgrade from 30 to 29. Refusing to perform the requested downgrade because it might delete metadata information."
       })
     given(bootstrap)
       .when(decide(update([{ feature: "metadata.version", maxVersionLevel: 29, upgradeType: 3 }])))
       .thenFails({
         _tag: "InvalidUpdateVersion",
-        message: "Invalid metadata.version 29. Unsafe metadata downgrade is not supported in this version."
+        message:
+          "Unsupported metadata.version downgrade from 30 to 29. Unsafe metadata downgrade is not supported in this version."
       })
   })
 
@@ -179,5 +179,56 @@ describe("FeatureControl.replay", () => {
     expect(() => given([level("metadata.version", 31)])).toThrow(/replay died/)
     expect(() => given([level("unknown.feature", 1)])).toThrow(/replay died/)
     expect(given([level("unknown.feature", 0)]).state.features.finalized.size).toBe(0)
+  })
+})
+
+describe("FeatureControl wire views", () => {
+  const finalized = new Map([
+    ["metadata.version", 30],
+    ["mirror.version", 1],
+    ["off.feature", 0]
+  ])
+
+  it("ApiVersions v4 lists every supported range and the finalized levels above 0 with their epoch", () => {
+    expect(FeatureControl.apiVersionsFeatures(4, finalized, 42n)).toEqual({
+      supportedFeatures: [
+        { name: "metadata.version", minVersion: 7, maxVersion: 30 },
+        { name: "mirror.version", minVersion: 0, maxVersion: 1 }
+      ],
+      finalizedFeaturesEpoch: 42n,
+      finalizedFeatures: [
+        { name: "metadata.version", maxVersionLevel: 30, minVersionLevel: 30 },
+        { name: "mirror.version", maxVersionLevel: 1, minVersionLevel: 1 }
+      ]
+    })
+  })
+
+  it("ApiVersions v3 leaves out supported ranges starting at 0, which those clients cannot read", () => {
+    const v3 = FeatureControl.apiVersionsFeatures(3, finalized, 42n)
+    expect(v3.supportedFeatures.map((f) => f.name)).toEqual(["metadata.version"])
+    expect(v3.finalizedFeatures.map((f) => f.name)).toEqual(["metadata.version", "mirror.version"])
+  })
+
+  it("follows the supported map it is given: a further feature needs no other change", () => {
+    const supported = new Map([...FeatureControl.SUPPORTED, ["group.version", { min: 0, max: 1 }]])
+    const out = FeatureControl.apiVersionsFeatures(4, new Map([["group.version", 1]]), 1n, supported)
+    expect(out.supportedFeatures.map((f) => f.name)).toEqual(["metadata.version", "mirror.version", "group.version"])
+    expect(out.finalizedFeatures).toEqual([{ name: "group.version", maxVersionLevel: 1, minVersionLevel: 1 }])
+  })
+
+  it("a v0 AllowDowngrade is forwarded as a safe downgrade", () => {
+    const r = FeatureControl.withUpgradeTypes(
+      update([
+        { feature: "mirror.version", maxVersionLevel: 0, allowDowngrade: true },
+        { feature: "metadata.version", maxVersionLevel: 30 }
+      ])
+    )
+    expect(r.featureUpdates.map((u) => [u.upgradeType, u.allowDowngrade])).toEqual([
+      [FeatureControl.UpgradeType.SAFE_DOWNGRADE, false],
+      [FeatureControl.UpgradeType.UPGRADE, false]
+    ])
+    given([...bootstrap, registerRecord(1, 2n)])
+      .when(decide(r))
+      .then([level("mirror.version", 0), level("metadata.version", 30)], undefined)
   })
 })

@@ -3,6 +3,7 @@ import { MetadataLog } from "@clustermirror/metadata-log"
 import { Errors } from "@clustermirror/protocol"
 import { Effect, Either, TestClock } from "effect"
 import * as ControllerError from "../src/ControllerError.js"
+import * as FeatureControl from "../src/FeatureControl.js"
 import * as ReplicationControl from "../src/ReplicationControl.js"
 import { QuorumController } from "../src/QuorumController.js"
 import { replayOfLog } from "./logReplay.js"
@@ -164,6 +165,33 @@ describe("QuorumController", () => {
     hold = false
     release!()
     expect((await slow)[0]!.errorCode).toBe(0)
+    await c.close()
+  })
+
+  it("UpdateFeatures: validateOnly writes nothing, a valid change is committed, a refusal answers every feature", async () => {
+    const c = await QuorumController.open({ nodeId: 1000, clusterId: CLUSTER, log: MetadataLog.makeMemory() })
+    await populate(c)
+    const request = (feature: string, maxVersionLevel: number, upgradeType: number, validateOnly: boolean) => ({
+      timeoutMs: 1000,
+      featureUpdates: [{ feature, maxVersionLevel, upgradeType, allowDowngrade: false }],
+      validateOnly
+    })
+    const before = c.committedOffset
+    const dry = await c.updateFeatures(request("mirror.version", 0, 2, true))
+    expect([dry.errorCode, dry.results]).toEqual([0, [{ feature: "mirror.version", errorCode: 0, errorMessage: null }]])
+    expect(c.committedOffset).toBe(before)
+    expect(FeatureControl.level(c.current.features, "mirror.version")).toBe(1)
+    const done = await c.updateFeatures(request("mirror.version", 0, 2, false))
+    expect(done.errorCode).toBe(0)
+    expect(c.committedOffset).toBeGreaterThan(before)
+    expect(FeatureControl.level(c.current.features, "mirror.version")).toBe(0)
+    const unknown = await c.updateFeatures(request("no.such.feature", 1, 1, false))
+    const message =
+      "The update failed for all features since the following feature had an error: Invalid update version 1 for feature no.such.feature. Local controller 1000 does not support this feature."
+    expect([unknown.errorCode, unknown.errorMessage]).toEqual([Errors.ErrorCode.INVALID_UPDATE_VERSION, message])
+    expect(unknown.results).toEqual([
+      { feature: "no.such.feature", errorCode: Errors.ErrorCode.INVALID_UPDATE_VERSION, errorMessage: message }
+    ])
     await c.close()
   })
 

@@ -75,6 +75,8 @@ import * as AlterPartitionReassignments from "./apis/AlterPartitionReassignments
 import * as ListPartitionReassignments from "./apis/ListPartitionReassignments.js"
 import * as DescribeTransactions from "./apis/DescribeTransactions.js"
 import * as ListTransactions from "./apis/ListTransactions.js"
+import * as DescribeLogDirs from "./apis/DescribeLogDirs.js"
+import * as AlterReplicaLogDirs from "./apis/AlterReplicaLogDirs.js"
 
 // biome-ignore lint/suspicious/noExplicitAny: a registry of heterogeneous APIs
 export type AnyApi = ApiDef<any, any>
@@ -151,6 +153,8 @@ export const all: ReadonlyArray<AnyApi> = [
   AlterPartitionReassignments.api,
   ListPartitionReassignments.api,
   DescribeTransactions.api,
+  DescribeLogDirs.api,
+  AlterReplicaLogDirs.api,
   ListTransactions.api
 ]
 

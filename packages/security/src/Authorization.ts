@@ -17,6 +17,7 @@ import {
   Apis,
   AlterConfigs,
   AlterPartition,
+  AlterReplicaLogDirs,
   AlterUserScramCredentials,
   BrokerHeartbeat,
   BrokerRegistration,
@@ -34,6 +35,7 @@ import {
   DescribeClusterMirrors,
   DescribeConfigs,
   DescribeGroups,
+  DescribeLogDirs,
   DescribeProducers,
   DescribeQuorum,
   DescribeTransactions,
@@ -71,6 +73,7 @@ import {
   StopMirrorTopics,
   SyncGroup,
   TxnOffsetCommit,
+  UpdateFeatures,
   WriteMirrorStates,
   WriteTxnMarkers,
   type Api
@@ -1007,6 +1010,39 @@ const installChecks = (handlers: Handlers, ctx: AuthorizationContext): void => {
   guard(handlers, src, UnregisterBroker.api, (c, req, request, next) =>
     c.cluster(Op.ALTER) ? next(req, request) : clusterRefusal
   )
+
+  // -------------------------------------------------------------------------------------------------
+  // Log dirs and features: DESCRIBE / ALTER on the cluster, as KafkaApis and ControllerApis check them
+
+  guard(handlers, src, DescribeLogDirs.api, (c, req, request, next) =>
+    c.cluster(Op.DESCRIBE)
+      ? next(req, request)
+      : { throttleTimeMs: 0, errorCode: E.CLUSTER_AUTHORIZATION_FAILED, results: [] }
+  )
+  guard(handlers, src, AlterReplicaLogDirs.api, (c, req, request, next) => {
+    if (c.cluster(Op.ALTER)) return next(req, request)
+    const results = new Map<string, Array<{ partitionIndex: number; errorCode: number }>>()
+    for (const d of request.dirs)
+      for (const t of d.topics) {
+        const list = results.get(t.name) ?? []
+        results.set(t.name, list)
+        for (const partitionIndex of t.partitions)
+          list.push({ partitionIndex, errorCode: E.CLUSTER_AUTHORIZATION_FAILED })
+      }
+    return { throttleTimeMs: 0, results: [...results].map(([topicName, partitions]) => ({ topicName, partitions })) }
+  })
+  guard(handlers, src, UpdateFeatures.api, (c, req, request, next) => {
+    if (c.cluster(Op.ALTER)) return next(req, request)
+    const refused = {
+      errorCode: E.CLUSTER_AUTHORIZATION_FAILED,
+      errorMessage: Errors.message(E.CLUSTER_AUTHORIZATION_FAILED)
+    }
+    return {
+      throttleTimeMs: 0,
+      ...refused,
+      results: request.featureUpdates.map((u) => ({ feature: u.feature, ...refused }))
+    }
+  })
 
   clusterAction(ReadMirrorStates.api, () => ({ ...clusterRefusal, topics: [] }))
   clusterAction(WriteMirrorStates.api, () => ({ ...clusterRefusal, topics: [] }))

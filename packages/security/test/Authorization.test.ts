@@ -4,9 +4,12 @@ import { Handlers } from "@clustermirror/network/RequestChannel"
 import type { Connection } from "@clustermirror/network/SocketServer"
 import {
   AlterPartitionReassignments,
+  AlterReplicaLogDirs,
   Api,
+  type Apis,
   DeleteGroups,
   DescribeCluster,
+  DescribeLogDirs,
   DescribeQuorum,
   Envelope,
   Errors,
@@ -15,6 +18,7 @@ import {
   OffsetDelete,
   type Spec,
   TxnOffsetCommit,
+  UpdateFeatures,
   WriteTxnMarkers
 } from "@clustermirror/protocol"
 import { Either } from "effect"
@@ -401,6 +405,70 @@ describe("Authorization.install", () => {
       ]
     ])
     expect(await offsets("User:reader")).toEqual([E.GROUP_AUTHORIZATION_FAILED, []])
+  })
+
+  it("log dirs and features: DESCRIBE or ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED where each response carries it", async () => {
+    const allow = (principal: string, operation: number) => ({
+      resourceType: Acl.ResourceType.CLUSTER,
+      resourceName: Acl.CLUSTER_NAME,
+      patternType: Acl.PatternType.LITERAL,
+      principal,
+      host: "*",
+      operation,
+      permissionType: Acl.AclPermissionType.ALLOW
+    })
+    const acls = StandardAuthorizer.StandardAuthorizer.make(
+      { superUsers: new Set(), allowEveryoneIfNoAclFound: false },
+      [allow("User:ops", Acl.AclOperation.ALTER), allow("User:viewer", Acl.AclOperation.DESCRIBE)]
+    )
+    const dir = { errorCode: 0, logDir: "/d", topics: [], totalBytes: 1n, usableBytes: 1n, isCordoned: false }
+    const handlers = new Handlers()
+      .register(DescribeLogDirs.api, () => ({ throttleTimeMs: 0, errorCode: 0, results: [dir] }))
+      .register(AlterReplicaLogDirs.api, () => ({ throttleTimeMs: 0, results: [] }))
+      .register(UpdateFeatures.api, () => ({ throttleTimeMs: 0, errorCode: 0, errorMessage: null, results: [] }))
+    Authorization.install(handlers, {
+      authorizer: () => acls,
+      topicNameById: () => undefined,
+      topicExists: () => true,
+      autoCreateTopicsEnable: () => false
+    })
+    const call = async (api: Apis.AnyApi, version: number, body: unknown, principal: string) => {
+      const frame = Either.getOrThrow(Api.encodeRequest(api, version, 1, "t", body as never)).subarray(4)
+      const r = await handlers.frameHandler(() => {})(frame, connection(principal))
+      if (r._tag !== "Respond") throw new Error(`no response: ${r._tag}`)
+      const bytes = Buffer.concat(r.chunks.map((c) => Buffer.from(c))).subarray(4)
+      return Either.getOrThrow(Api.decodeResponse(api, version, bytes)).body as Record<string, unknown>
+    }
+    const refused = Errors.ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    const describe = (p: string) => call(DescribeLogDirs.api, 4, { topics: null }, p)
+    expect(await describe("User:viewer")).toMatchObject({ errorCode: 0, results: [dir] })
+    expect(await describe("User:ops")).toMatchObject({ errorCode: 0, results: [dir] }) // ALTER implies DESCRIBE
+    expect(await describe("User:nobody")).toMatchObject({ errorCode: refused, results: [] })
+    expect(await call(DescribeLogDirs.api, 1, { topics: null }, "User:nobody")).toMatchObject({ results: [] })
+    const move = { dirs: [{ path: "/e", topics: [{ name: "t", partitions: [0, 1] }] }] }
+    expect((await call(AlterReplicaLogDirs.api, 2, move, "User:viewer")).results).toEqual([
+      {
+        topicName: "t",
+        partitions: [
+          { partitionIndex: 0, errorCode: refused },
+          { partitionIndex: 1, errorCode: refused }
+        ]
+      }
+    ])
+    expect((await call(AlterReplicaLogDirs.api, 2, move, "User:ops")).results).toEqual([])
+    const update = {
+      timeoutMs: 1000,
+      featureUpdates: [{ feature: "mirror.version", maxVersionLevel: 1, upgradeType: 1, allowDowngrade: false }],
+      validateOnly: false
+    }
+    const message = Errors.message(refused)
+    expect(await call(UpdateFeatures.api, 1, update, "User:viewer")).toEqual({
+      throttleTimeMs: 0,
+      errorCode: refused,
+      errorMessage: message,
+      results: [{ feature: "mirror.version", errorCode: refused, errorMessage: message }]
+    })
+    expect(await call(UpdateFeatures.api, 2, update, "User:ops")).toMatchObject({ errorCode: 0 })
   })
 
   it("names the host of an IPv4-mapped address as Kafka does", () => {

@@ -2,7 +2,7 @@
  * Apache Kafka's own command-line tools, run as `java -cp '<libs>/*' <main class> ...` against any
  * cluster (Apache Kafka or ours): kafka-topics, kafka-acls, the console producer and consumer, consumer-groups,
  * kafka-configs, kafka-leader-election, kafka-transactions, kafka-delete-records, kafka-metadata-quorum,
- * kafka-reassign-partitions and the producer/consumer performance tools.
+ * kafka-reassign-partitions, kafka-log-dirs, kafka-features and the producer/consumer performance tools.
  *
  * Arguments are passed through unchanged (including `--bootstrap-server`), so a test says exactly what an
  * operator would type. A failing exit is a result, not an exception; `expectSuccess` turns it into one.
@@ -27,6 +27,8 @@ export const MainClass = {
   acls: "org.apache.kafka.tools.AclCommand",
   transactions: "org.apache.kafka.tools.TransactionsCommand",
   metadataQuorum: "org.apache.kafka.tools.MetadataQuorumCommand",
+  logDirs: "org.apache.kafka.tools.LogDirsCommand",
+  features: "org.apache.kafka.tools.FeatureCommand",
   storage: "kafka.tools.StorageTool"
 } as const
 
@@ -139,6 +141,14 @@ export const metadataQuorum = (args: ReadonlyArray<string>, opts?: ToolOptions):
  */
 export const reassignPartitions = (args: ReadonlyArray<string>, opts?: ToolOptions): Promise<ToolResult> =>
   run(MainClass.reassignPartitions, args, opts)
+
+/** `kafka-log-dirs.sh`: e.g. `["--bootstrap-server", b, "--describe", "--topic-list", t]` (prints one JSON line). */
+export const logDirs = (args: ReadonlyArray<string>, opts?: ToolOptions): Promise<ToolResult> =>
+  run(MainClass.logDirs, args, opts)
+
+/** `kafka-features.sh`: e.g. `["--bootstrap-server", b, "describe"]` or `[..., "upgrade", "--feature", "f=1"]`. */
+export const features = (args: ReadonlyArray<string>, opts?: ToolOptions): Promise<ToolResult> =>
+  run(MainClass.features, args, opts)
 
 /** Returns `result` if the tool exited with 0, else throws a `ToolError` quoting its stderr. */
 export const expectSuccess = (tool: string, result: ToolResult): ToolResult => {

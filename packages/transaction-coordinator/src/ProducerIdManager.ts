@@ -25,6 +25,19 @@ export class ProducerIdManager {
   private refill: Promise<void> | undefined
   constructor(private readonly options: Options) {}
 
+  /**
+   * InitProducerId of an idempotent producer (no transactional id): one re-initialising with its id keeps
+   * it with the next epoch (KIP-360); any other gets the next id at epoch 0.
+   */
+  async initIdempotent(
+    producerId: bigint,
+    producerEpoch: number
+  ): Promise<{ readonly producerId: bigint; readonly producerEpoch: number }> {
+    if (producerId >= 0n && producerEpoch >= 0 && producerEpoch < 32767)
+      return { producerId, producerEpoch: producerEpoch + 1 }
+    return { producerId: await this.allocate(), producerEpoch: 0 }
+  }
+
   /** The next producer id: at or above the floor, from the current block or a new one. */
   async allocate(): Promise<bigint> {
     for (;;) {

@@ -14,6 +14,14 @@ const blocks = () => {
 }
 
 describe("ProducerIdManager", () => {
+  it("initIdempotent: a producer with its id keeps it at the next epoch (KIP-360); a new one or an exhausted epoch gets a new id", async () => {
+    const { allocateBlock } = blocks()
+    const m = new ProducerIdManager.ProducerIdManager({ allocateBlock, floor: () => -1n })
+    expect(await m.initIdempotent(-1n, -1)).toEqual({ producerId: 0n, producerEpoch: 0 })
+    expect(await m.initIdempotent(7n, 3)).toEqual({ producerId: 7n, producerEpoch: 4 })
+    expect(await m.initIdempotent(7n, 32767)).toEqual({ producerId: 1n, producerEpoch: 0 })
+  })
+
   it("hands out a block's ids in order, then takes the next block", async () => {
     const { state, allocateBlock } = blocks()
     const m = new ProducerIdManager.ProducerIdManager({ allocateBlock, floor: () => -1n })
