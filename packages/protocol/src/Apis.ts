@@ -67,6 +67,8 @@ import * as AlterPartitionReassignments from "./apis/AlterPartitionReassignments
 import * as ListPartitionReassignments from "./apis/ListPartitionReassignments.js"
 import * as DescribeTransactions from "./apis/DescribeTransactions.js"
 import * as ListTransactions from "./apis/ListTransactions.js"
+import * as ConsumerGroupHeartbeat from "./apis/ConsumerGroupHeartbeat.js"
+import * as ConsumerGroupDescribe from "./apis/ConsumerGroupDescribe.js"
 
 // biome-ignore lint/suspicious/noExplicitAny: a registry of heterogeneous APIs
 export type AnyApi = ApiDef<any, any>
@@ -135,6 +137,8 @@ export const all: ReadonlyArray<AnyApi> = [
   AlterPartitionReassignments.api,
   ListPartitionReassignments.api,
   DescribeTransactions.api,
+  ConsumerGroupHeartbeat.api,
+  ConsumerGroupDescribe.api,
   ListTransactions.api
 ]
 
