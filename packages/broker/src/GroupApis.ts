@@ -4,6 +4,8 @@
  * OffsetCommit, TxnOffsetCommit, OffsetFetch, ListGroups and DescribeGroups, translating wire ↔ coordinator.
  */
 import {
+  ConsumerGroupDescribe,
+  ConsumerGroupHeartbeat,
   DescribeGroups,
   Errors,
   FindCoordinator,
@@ -18,7 +20,7 @@ import {
   TxnOffsetCommit,
   Uuid
 } from "@clustermirror/protocol"
-import { GroupShards } from "@clustermirror/group-coordinator"
+import { ConsumerGroupWire as Wire, GroupShards } from "@clustermirror/group-coordinator"
 import type { BrokerContext } from "./KafkaApis.js"
 import type { Handlers } from "@clustermirror/network/RequestChannel"
 import * as CoordinatorLogs from "@clustermirror/replication/CoordinatorLogs"
@@ -43,6 +45,16 @@ export const shards = (ctx: BrokerContext, log: (line: string) => void): GroupSh
       groupMinSessionTimeoutMs: ctx.config.groupMinSessionTimeoutMs,
       groupMaxSessionTimeoutMs: ctx.config.groupMaxSessionTimeoutMs
     }),
+    consumer: {
+      config: {
+        sessionTimeoutMs: ctx.config.groupConsumerSessionTimeoutMs,
+        heartbeatIntervalMs: ctx.config.groupConsumerHeartbeatIntervalMs,
+        assignors: ctx.config.groupConsumerAssignors,
+        maxSize: ctx.config.groupConsumerMaxSize
+      },
+      topics: () =>
+        [...ctx.view.topics()].map((t) => ({ name: t.name, topicId: t.topicId, partitions: t.partitions.length }))
+    },
     onLoadFailed: (partition, message) =>
       log(`${OFFSETS_TOPIC}-${partition} not loaded, its groups have no coordinator here: ${message}`)
   })
@@ -86,7 +98,6 @@ export const register = (
   let creating: Promise<void> | undefined
   const topicName = (name: string, topicId: string) => (name !== "" ? name : (ctx.view.topicById(topicId)?.name ?? ""))
   const topicIdOf = (name: string) => ctx.view.topicByName(name)?.topicId ?? Uuid.ZERO
-  const NOT_COORDINATOR = E.NOT_COORDINATOR
   /** The coordinator of a group, or one that answers NOT_COORDINATOR so the client looks it up again. */
   const coordinatorOf = async (groupId: string): Promise<GroupShards.GroupRequests> => {
     const c = shards.forGroup(groupId)
@@ -217,9 +228,10 @@ export const register = (
     })
     .register(
       OffsetCommit.api,
-      async (_req, request) => {
+      async (req, request) => {
         const topics = request.topics.map((t) => ({ ...t, resolved: topicName(t.name, t.topicId) }))
         const r = await (await coordinatorOf(request.groupId)).commitOffsets({
+          apiVersion: req.apiVersion,
           groupId: request.groupId,
           generationId: request.generationIdOrMemberEpoch,
           memberId: request.memberId,
@@ -295,45 +307,23 @@ export const register = (
       },
       { min: 0, max: OffsetFetch.api.maxVersion }
     )
-    .register(ListGroups.api, async (_req, request) => {
-      const groups = (
-        await Promise.all(
-          (
-            await shards.all()
-          ).map((c) => c.listGroups({ statesFilter: request.statesFilter, typesFilter: request.typesFilter }))
+    .register(ConsumerGroupHeartbeat.api, async (req, r) =>
+      Wire.heartbeatResponse(
+        await (await coordinatorOf(r.groupId)).consumerGroupHeartbeat(
+          Wire.heartbeatRequest(req.apiVersion, r, req.clientId ?? "", `/${req.connection.remoteHost}`)
         )
-      ).flat()
-      return {
-        throttleTimeMs: 0,
-        errorCode: 0,
-        groups: groups.map((g) => ({
-          groupId: g.groupId,
-          protocolType: g.protocolType,
-          groupState: g.groupState,
-          groupType: g.groupType
-        }))
-      }
-    })
+      )
+    )
+    .register(ConsumerGroupDescribe.api, async (_req, r) =>
+      Wire.describeResponse(await shards.describeConsumerGroups(r.groupIds))
+    )
+    .register(ListGroups.api, async (_req, request) => ({
+      throttleTimeMs: 0,
+      errorCode: 0,
+      groups: await shards.listGroups({ statesFilter: request.statesFilter, typesFilter: request.typesFilter })
+    }))
     .register(DescribeGroups.api, async (req, request) => {
-      const groups = (
-        await Promise.all(
-          request.groups.map(async (g) => {
-            const c = shards.forGroup(g)
-            if (c === undefined)
-              return [
-                {
-                  errorCode: NOT_COORDINATOR,
-                  groupId: g,
-                  groupState: "Dead" as const,
-                  protocolType: "",
-                  protocolData: "",
-                  members: []
-                }
-              ]
-            return (await c).describeGroups([g])
-          })
-        )
-      ).flat()
+      const groups = await shards.describeGroups(request.groups)
       return {
         throttleTimeMs: 0,
         groups: groups.map((g) => ({
