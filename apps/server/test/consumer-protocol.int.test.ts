@@ -15,6 +15,7 @@ const GROUP = "cgp-group"
 const PARTITIONS = 6
 const PER_BATCH = 120
 
+let lastDescribe = ""
 const describeMembers = async (bootstrap: string): Promise<ReadonlyArray<string>> => {
   const r = await JavaTools.consumerGroups([
     "--bootstrap-server",
@@ -24,6 +25,7 @@ const describeMembers = async (bootstrap: string): Promise<ReadonlyArray<string>
     GROUP,
     "--members"
   ])
+  lastDescribe = r.stdout + r.stderr.slice(-2000)
   return JavaTools.lines(r.stdout).filter((l) => l.startsWith(GROUP))
 }
 
@@ -122,7 +124,10 @@ describe("consumer group protocol (KIP-848)", () => {
     // Reconciled: each of the three has partitions of the topic.
     await until("three members with partitions", async () => {
       members = await describeMembers(bootstrap)
-      return members.length === 3 && members.every((l) => l.includes(TOPIC))
+      // The last column is the member's #PARTITIONS.
+      return members.length === 3 && members.every((l) => Number(l.trim().split(/\s+/).pop()) > 0)
+    }).catch((e: Error) => {
+      throw new Error(`${e.message}; last seen:\n${lastDescribe}`)
     })
     await produce(TOPIC, "b2", PER_BATCH)
     const left = await c

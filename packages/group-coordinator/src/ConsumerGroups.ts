@@ -448,7 +448,7 @@ const validate = (req: HeartbeatRequest, config: Config): { code: number; messag
     if (req.subscribedTopicNames === null && req.subscribedTopicRegex === null)
       return invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
   }
-  if (req.subscribedTopicRegex !== null) {
+  if (req.subscribedTopicRegex !== null && req.subscribedTopicRegex !== "") {
     const compiled = TopicRegex.compile(req.subscribedTopicRegex)
     if (compiled._tag === "Left") return { code: E.INVALID_REGULAR_EXPRESSION, message: compiled.left }
   }
@@ -548,6 +548,7 @@ export const heartbeat = (
     member = existing
   }
   const before = member
+  const regexGiven = req.subscribedTopicRegex !== null && req.subscribedTopicRegex !== ""
   const updated: Member = {
     ...member,
     instanceId: req.instanceId ?? member.instanceId,
@@ -555,10 +556,12 @@ export const heartbeat = (
     clientId: req.clientId,
     clientHost: req.clientHost,
     rebalanceTimeoutMs: req.rebalanceTimeoutMs === -1 ? member.rebalanceTimeoutMs : req.rebalanceTimeoutMs,
-    subscribedTopicNames:
-      req.subscribedTopicNames ?? (req.subscribedTopicRegex !== null ? [] : member.subscribedTopicNames),
+    subscribedTopicNames: req.subscribedTopicNames ?? (regexGiven ? [] : member.subscribedTopicNames),
+    // An empty regex (librdkafka sends one beside topic names) means none, as on Kafka.
     subscribedTopicRegex:
-      req.subscribedTopicRegex ?? (req.subscribedTopicNames !== null ? null : member.subscribedTopicRegex),
+      req.subscribedTopicRegex === ""
+        ? null
+        : (req.subscribedTopicRegex ?? (req.subscribedTopicNames !== null ? null : member.subscribedTopicRegex)),
     serverAssignor: req.serverAssignor ?? member.serverAssignor
   }
   const metadataChanged =
