@@ -85,6 +85,14 @@ export interface BrokerConfig {
   readonly groupInitialRebalanceDelayMs: number
   readonly groupMinSessionTimeoutMs: number
   readonly groupMaxSessionTimeoutMs: number
+  /** `group.consumer.session.timeout.ms`: how long a member of a consumer group (KIP-848) lives without a heartbeat. */
+  readonly groupConsumerSessionTimeoutMs: number
+  /** `group.consumer.heartbeat.interval.ms`: the heartbeat interval given to members of consumer groups. */
+  readonly groupConsumerHeartbeatIntervalMs: number
+  /** `group.consumer.assignors`: the server-side assignors (`uniform`, `range`), the first one the default. */
+  readonly groupConsumerAssignors: ReadonlyArray<string>
+  /** `group.consumer.max.size`: the most members a consumer group takes. */
+  readonly groupConsumerMaxSize: number
   /** `process.roles`: empty for a single node that keeps its own metadata. */
   readonly processRoles: ReadonlyArray<"broker" | "controller">
   /** The first controller listener (`controller.listener.names` in `listeners`): where a controller role listens. */
@@ -214,6 +222,10 @@ export const defaults: BrokerConfig = {
   groupInitialRebalanceDelayMs: 3000,
   groupMinSessionTimeoutMs: 6000,
   groupMaxSessionTimeoutMs: 1800000,
+  groupConsumerSessionTimeoutMs: 45000,
+  groupConsumerHeartbeatIntervalMs: 5000,
+  groupConsumerAssignors: ["uniform", "range"],
+  groupConsumerMaxSize: 2147483647,
   processRoles: [],
   controllerHost: "127.0.0.1",
   controllerPort: -1,
@@ -593,6 +605,27 @@ const parsers: Record<string, Parser> = {
   "group.initial.rebalance.delay.ms": int("groupInitialRebalanceDelayMs", 0),
   "group.min.session.timeout.ms": int("groupMinSessionTimeoutMs", 0),
   "group.max.session.timeout.ms": int("groupMaxSessionTimeoutMs", 0),
+  "group.consumer.session.timeout.ms": int("groupConsumerSessionTimeoutMs", 1),
+  "group.consumer.heartbeat.interval.ms": int("groupConsumerHeartbeatIntervalMs", 1),
+  "group.consumer.max.size": int("groupConsumerMaxSize", 1),
+  "group.consumer.assignors": (v, key) => {
+    // Kafka's names, or the class names of its two built-in assignors.
+    const names = v
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== "")
+      .map((s) =>
+        s === "org.apache.kafka.coordinator.group.assignor.UniformAssignor"
+          ? "uniform"
+          : s === "org.apache.kafka.coordinator.group.assignor.RangeAssignor"
+            ? "range"
+            : s
+      )
+    const unknown = names.filter((n) => n !== "uniform" && n !== "range")
+    if (names.length === 0 || unknown.length > 0)
+      throw new Error(`${key}=${v}: expected a list of the assignors uniform and range`)
+    return { groupConsumerAssignors: names }
+  },
   "process.roles": roles,
   "controller.quorum.bootstrap.servers": controllerBootstrap,
   "controller.quorum.voters": controllerBootstrap,

@@ -5,6 +5,8 @@
  */
 import {
   DeleteGroups,
+  ConsumerGroupDescribe,
+  ConsumerGroupHeartbeat,
   DescribeGroups,
   Errors,
   FindCoordinator,
@@ -20,7 +22,7 @@ import {
   TxnOffsetCommit,
   Uuid
 } from "@clustermirror/protocol"
-import { GroupShards } from "@clustermirror/group-coordinator"
+import { ConsumerGroupWire as Wire, GroupShards } from "@clustermirror/group-coordinator"
 import type { BrokerContext } from "./KafkaApis.js"
 import type { Handlers } from "@clustermirror/network/RequestChannel"
 import * as CoordinatorLogs from "@clustermirror/replication/CoordinatorLogs"
@@ -45,6 +47,16 @@ export const shards = (ctx: BrokerContext, log: (line: string) => void): GroupSh
       groupMinSessionTimeoutMs: ctx.config.groupMinSessionTimeoutMs,
       groupMaxSessionTimeoutMs: ctx.config.groupMaxSessionTimeoutMs
     }),
+    consumer: {
+      config: {
+        sessionTimeoutMs: ctx.config.groupConsumerSessionTimeoutMs,
+        heartbeatIntervalMs: ctx.config.groupConsumerHeartbeatIntervalMs,
+        assignors: ctx.config.groupConsumerAssignors,
+        maxSize: ctx.config.groupConsumerMaxSize
+      },
+      topics: () =>
+        [...ctx.view.topics()].map((t) => ({ name: t.name, topicId: t.topicId, partitions: t.partitions.length }))
+    },
     onLoadFailed: (partition, message) =>
       log(`${OFFSETS_TOPIC}-${partition} not loaded, its groups have no coordinator here: ${message}`)
   })
@@ -218,9 +230,10 @@ export const register = (
     })
     .register(
       OffsetCommit.api,
-      async (_req, request) => {
+      async (req, request) => {
         const topics = request.topics.map((t) => ({ ...t, resolved: topicName(t.name, t.topicId) }))
         const r = await (await coordinatorOf(request.groupId)).commitOffsets({
+          apiVersion: req.apiVersion,
           groupId: request.groupId,
           generationId: request.generationIdOrMemberEpoch,
           memberId: request.memberId,
@@ -296,25 +309,21 @@ export const register = (
       },
       { min: 0, max: OffsetFetch.api.maxVersion }
     )
-    .register(ListGroups.api, async (_req, request) => {
-      const groups = (
-        await Promise.all(
-          (
-            await shards.all()
-          ).map((c) => c.listGroups({ statesFilter: request.statesFilter, typesFilter: request.typesFilter }))
+    .register(ConsumerGroupHeartbeat.api, async (req, r) =>
+      Wire.heartbeatResponse(
+        await (await coordinatorOf(r.groupId)).consumerGroupHeartbeat(
+          Wire.heartbeatRequest(req.apiVersion, r, req.clientId ?? "", `/${req.connection.remoteHost}`)
         )
-      ).flat()
-      return {
-        throttleTimeMs: 0,
-        errorCode: 0,
-        groups: groups.map((g) => ({
-          groupId: g.groupId,
-          protocolType: g.protocolType,
-          groupState: g.groupState,
-          groupType: g.groupType
-        }))
-      }
-    })
+      )
+    )
+    .register(ConsumerGroupDescribe.api, async (_req, r) =>
+      Wire.describeResponse(await shards.describeConsumerGroups(r.groupIds))
+    )
+    .register(ListGroups.api, async (_req, request) => ({
+      throttleTimeMs: 0,
+      errorCode: 0,
+      groups: await shards.listGroups({ statesFilter: request.statesFilter, typesFilter: request.typesFilter })
+    }))
     .register(DescribeGroups.api, async (req, request) => {
       const groups = await shards.describeGroups(request.groups)
       return {

@@ -17,6 +17,8 @@ import { CoordinatorLog } from "@clustermirror/coordinator-runtime"
 import { ConsumerProtocol, Errors, GroupRecords } from "@clustermirror/protocol"
 import { Either, HashMap, Option, Runtime } from "effect"
 import type { Buffer } from "node:buffer"
+import * as ConsumerGroupCoordinator from "./ConsumerGroupCoordinator.js"
+import * as ConsumerGroups from "./ConsumerGroups.js"
 import * as Clock from "./internal/Clock.js"
 import * as GroupState from "./internal/groupState.js"
 
@@ -178,6 +180,8 @@ export interface LeaveGroupResult {
 }
 
 export interface OffsetCommitRequest {
+  /** The OffsetCommit version: a consumer group's members commit with v9+ (member epochs). */
+  readonly apiVersion?: number
   readonly groupId: string
   /** -1 for commits from outside group management (admin tools, `assign()` consumers). */
   readonly generationId: number
@@ -249,8 +253,8 @@ export interface ListGroupsRequest {
 export interface ListedGroup {
   readonly groupId: string
   readonly protocolType: string
-  readonly groupState: GroupStateName
-  readonly groupType: "classic"
+  readonly groupState: GroupStateName | ConsumerGroups.GroupStateName
+  readonly groupType: "classic" | "consumer"
 }
 
 export interface DescribedMember {
@@ -544,6 +548,11 @@ export interface GroupCoordinatorOptions {
   readonly config?: Partial<GroupCoordinatorConfig>
   /** Source of the uuid part of generated member ids. */
   readonly randomUuid?: () => string
+  /** Consumer groups (KIP-848): their `group.consumer.*` configuration and the cluster's topics. */
+  readonly consumer?: {
+    readonly config?: Partial<ConsumerGroups.Config>
+    readonly topics?: () => ReadonlyArray<ConsumerGroups.TopicMeta>
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -563,6 +572,11 @@ export interface Host {
   readonly write: (records: ReadonlyArray<GroupState.Entry>) => Promise<void>
   /** Resolves once every write issued so far has settled. */
   readonly flush: () => Promise<void>
+  /**
+   * Decides on the latest state (committed plus writes in flight), replays and appends the records it
+   * returns and answers its response once they are committed; rejects like `write`.
+   */
+  readonly decide: ConsumerGroupCoordinator.ConsumerHost["decide"]
   readonly clock: Clock.Timers
 }
 
@@ -573,6 +587,7 @@ export interface Host {
  */
 export const logHost = (log: GroupLog, state: GroupState.State, clock: Clock.Timers): Host => {
   let committed = state
+  let latest = state
   let tail: Promise<void> = Promise.resolve()
   return {
     committed: () => committed,
@@ -586,6 +601,7 @@ export const logHost = (log: GroupLog, state: GroupState.State, clock: Clock.Tim
         const candidate = records.reduce(GroupState.replay, committed)
         await log.append(records.map(GroupRecords.encode))
         committed = candidate
+        latest = candidate
       }
       const done = tail.then(run)
       tail = done.then(
@@ -595,6 +611,31 @@ export const logHost = (log: GroupLog, state: GroupState.State, clock: Clock.Tim
       return done
     },
     flush: () => tail,
+    decide: (f) => {
+      const run = async () => {
+        const { records: entries, response } = f(latest)
+        const records = entries.map((e) => {
+          if (e._tag !== "Record") throw new Error("transactional offset commits need a coordinator log")
+          return e.record
+        })
+        const candidate = records.reduce(GroupState.replay, committed)
+        latest = candidate
+        try {
+          if (records.length > 0) await log.append(records.map(GroupRecords.encode))
+        } catch (e) {
+          latest = committed
+          throw e
+        }
+        committed = candidate
+        return response
+      }
+      const done = tail.then(run)
+      tail = done.then(
+        () => undefined,
+        () => undefined
+      )
+      return done
+    },
     clock
   }
 }
@@ -606,6 +647,8 @@ export class GroupCoordinator {
   private readonly groups = new Map<string, Group>()
   private readonly timers = new Set<Timer>()
   private closed = false
+  /** The consumer groups (KIP-848) of this shard. */
+  readonly consumerGroups: ConsumerGroupCoordinator.ConsumerGroupCoordinator
 
   /** Use `make`, which replays the log first. */
   constructor(
@@ -615,6 +658,14 @@ export class GroupCoordinator {
     this.clock = host.clock
     this.randomUuid = options.randomUuid ?? (() => globalThis.crypto.randomUUID())
     this.config = { ...defaultConfig, ...options.config }
+    this.consumerGroups = new ConsumerGroupCoordinator.ConsumerGroupCoordinator(
+      {
+        config: { ...ConsumerGroups.defaultConfig, ...options.consumer?.config },
+        topics: options.consumer?.topics ?? (() => []),
+        randomUuid: this.randomUuid
+      },
+      host
+    )
     const state = host.committed()
     for (const groupId of GroupState.groupIds(state)) {
       const metadata = Option.getOrUndefined(HashMap.get(state.groups, groupId))
@@ -663,6 +714,21 @@ export class GroupCoordinator {
   }
 
   // -------------------------------------------------------------------------------------------------
+  // Consumer groups (KIP-848)
+
+  consumerGroupHeartbeat(req: ConsumerGroups.HeartbeatRequest): Promise<ConsumerGroups.HeartbeatResponse> {
+    return this.consumerGroups.heartbeat(req)
+  }
+
+  consumerGroupDescribe(groupIds: ReadonlyArray<string>): Promise<ReadonlyArray<ConsumerGroups.DescribedGroup>> {
+    return Promise.resolve(this.consumerGroups.describe(groupIds))
+  }
+
+  private consumerGroup(groupId: string): ConsumerGroups.ConsumerGroup | undefined {
+    return this.committed.consumerGroups.get(groupId)
+  }
+
+  // -------------------------------------------------------------------------------------------------
   // JoinGroup
 
   /** Resolves when the member's join phase completes (or at once for errors and unchanged rejoins). */
@@ -674,6 +740,9 @@ export class GroupCoordinator {
       req.sessionTimeoutMs > this.config.groupMaxSessionTimeoutMs
     )
       return Promise.resolve(joinError(req.memberId, E.INVALID_SESSION_TIMEOUT))
+    // A consumer group of the same id takes no classic members.
+    if (this.consumerGroup(req.groupId) !== undefined)
+      return Promise.resolve(joinError(req.memberId, E.INCONSISTENT_GROUP_PROTOCOL))
     let group = this.groups.get(req.groupId)
     if (group === undefined) {
       if (req.memberId !== "") return Promise.resolve(joinError(req.memberId, E.UNKNOWN_MEMBER_ID))
@@ -1277,6 +1346,14 @@ export class GroupCoordinator {
   }
 
   private validateOffsetCommit(req: OffsetCommitRequest, transactional = false): number {
+    const consumerGroup = this.consumerGroup(req.groupId)
+    if (consumerGroup !== undefined)
+      return ConsumerGroups.validateOffsetCommit(
+        consumerGroup,
+        req.memberId,
+        req.generationId,
+        transactional ? undefined : req.apiVersion
+      )
     const group = this.groups.get(req.groupId)
     // A commit from outside group management may create the group; one claiming a generation may not.
     if (group === undefined) return req.generationId < 0 ? E.NONE : E.ILLEGAL_GENERATION
@@ -1356,7 +1433,14 @@ export class GroupCoordinator {
     const types = new Set((req.typesFilter ?? []).map((s) => s.toLowerCase()))
     const listed: Array<ListedGroup> = []
     if (this.closed) return Promise.resolve(listed)
+    for (const g of this.committed.consumerGroups.values()) {
+      const state = ConsumerGroups.stateOf(g)
+      if (states.size > 0 && !states.has(state.toLowerCase())) continue
+      if (types.size > 0 && !types.has("consumer")) continue
+      listed.push({ groupId: g.groupId, protocolType: "consumer", groupState: state, groupType: "consumer" })
+    }
     for (const g of this.groups.values()) {
+      if (this.consumerGroup(g.groupId) !== undefined) continue
       if (states.size > 0 && !states.has(g.state.toLowerCase())) continue
       if (types.size > 0 && !types.has("classic")) continue
       listed.push({ groupId: g.groupId, protocolType: g.protocolType ?? "", groupState: g.state, groupType: "classic" })
@@ -1369,7 +1453,7 @@ export class GroupCoordinator {
   }
 
   private describe(groupId: string): DescribedGroup {
-    const group = this.closed ? undefined : this.groups.get(groupId)
+    const group = this.closed || this.consumerGroup(groupId) !== undefined ? undefined : this.groups.get(groupId)
     if (group === undefined)
       return {
         errorCode: this.closed ? E.NOT_COORDINATOR : E.GROUP_ID_NOT_FOUND,
@@ -1403,8 +1487,31 @@ export class GroupCoordinator {
    */
   async deleteGroups(groupIds: ReadonlyArray<string>): Promise<ReadonlyArray<DeletedGroup>> {
     if (this.closed) return [...new Set(groupIds)].map((groupId) => ({ groupId, errorCode: E.NOT_COORDINATOR }))
-    const { records, results } = decideDeleteGroups(groupIds, (id) => this.groups.get(id), this.committed)
-    const deleted = results.flatMap((r) => {
+    // Consumer groups (KIP-848): deleted when they have no member, with their offsets and records.
+    const consumerRecords: Array<GroupRecords.GroupRecord> = []
+    const consumerResults: Array<DeletedGroup> = []
+    const classicIds: Array<string> = []
+    for (const groupId of new Set(groupIds)) {
+      const consumerGroup = this.consumerGroup(groupId)
+      if (consumerGroup === undefined) {
+        classicIds.push(groupId)
+        continue
+      }
+      if (consumerGroup.members.size > 0) {
+        consumerResults.push({ groupId, errorCode: E.NON_EMPTY_GROUP })
+        continue
+      }
+      for (const o of GroupState.offsetsOf(this.committed, groupId))
+        consumerRecords.push(
+          GroupRecords.offsetCommitTombstone({ group: groupId, topic: o.topic, partition: o.partition })
+        )
+      consumerRecords.push(...ConsumerGroups.deleteGroupRecords(consumerGroup))
+      consumerResults.push({ groupId, errorCode: E.NONE })
+    }
+    const classic = decideDeleteGroups(classicIds, (id) => this.groups.get(id), this.committed)
+    const records = [...consumerRecords, ...classic.records]
+    const results = [...consumerResults, ...classic.results]
+    const deleted = classic.results.flatMap((r) => {
       const group = r.errorCode === E.NONE ? this.groups.get(r.groupId) : undefined
       return group === undefined ? [] : [group]
     })
@@ -1445,6 +1552,7 @@ export class GroupCoordinator {
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
+    this.consumerGroups.close()
     for (const group of this.groups.values()) {
       this.clearGroupTimers(group)
       for (const m of group.members.values()) {

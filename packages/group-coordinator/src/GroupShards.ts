@@ -14,6 +14,8 @@ import {
 } from "@clustermirror/coordinator-runtime"
 import { Errors, Hashing } from "@clustermirror/protocol"
 import { Effect, Either, Exit, Runtime, Scope } from "effect"
+import type * as ConsumerGroups from "./ConsumerGroups.js"
+import * as ConsumerGroupWire from "./ConsumerGroupWire.js"
 import * as GroupCoordinator from "./GroupCoordinator.js"
 import * as GroupState from "./internal/groupState.js"
 
@@ -36,6 +38,7 @@ export type GroupRequests = Pick<
   | "commitOffsets"
   | "commitTransactionalOffsets"
   | "fetchOffsets"
+  | "consumerGroupHeartbeat"
 >
 
 const notCoordinatorCommit = async (
@@ -79,7 +82,15 @@ export const notCoordinatorAnswers: GroupRequests = {
   }),
   commitOffsets: notCoordinatorCommit,
   commitTransactionalOffsets: notCoordinatorCommit,
-  fetchOffsets: async () => ({ errorCode: Errors.ErrorCode.NOT_COORDINATOR, topics: [] })
+  fetchOffsets: async () => ({ errorCode: Errors.ErrorCode.NOT_COORDINATOR, topics: [] }),
+  consumerGroupHeartbeat: async () => ({
+    errorCode: Errors.ErrorCode.NOT_COORDINATOR,
+    errorMessage: null,
+    memberId: null,
+    memberEpoch: -1,
+    heartbeatIntervalMs: 0,
+    assignment: null
+  })
 }
 
 export interface Options {
@@ -88,6 +99,8 @@ export interface Options {
   /** The number of `__consumer_offsets` partitions (1 while the topic does not exist). */
   readonly partitionCount: () => number
   readonly config?: () => Partial<GroupCoordinator.GroupCoordinatorConfig>
+  /** Consumer groups (KIP-848): `group.consumer.*` and the cluster's topics. */
+  readonly consumer?: GroupCoordinator.GroupCoordinatorOptions["consumer"]
   /** The Effect runtime whose `Clock` the shards' timers run on (`TestClock` in tests). */
   readonly runtime?: Runtime.Runtime<never>
   readonly randomUuid?: () => string
@@ -151,6 +164,7 @@ export class GroupShards {
       GroupCoordinator.onHost(
         {
           config: this.options.config?.() ?? {},
+          ...(this.options.consumer === undefined ? {} : { consumer: this.options.consumer }),
           ...(this.options.randomUuid === undefined ? {} : { randomUuid: this.options.randomUuid })
         },
         host
@@ -199,6 +213,22 @@ export class GroupShards {
     return {
       committed,
       write,
+      decide: <A>(
+        f: (state: GroupState.State) => { readonly records: ReadonlyArray<GroupState.Entry>; readonly response: A }
+      ) =>
+        retired()
+          ? Promise.reject(notCoordinator(partition))
+          : this.runPromise(
+              Effect.either(
+                rt.write(partition, "consumer group", (state) => {
+                  const d = f(state)
+                  return Either.right(CoordinatorResult.of(d.records, d.response))
+                })
+              )
+            ).then((r) => {
+              if (Either.isLeft(r)) throw Object.assign(new Error(r.left.message), { errorCode: r.left.errorCode })
+              return r.right
+            }),
       // A write without records answers once every earlier write of the shard committed; a retired
       // coordinator's writes were failed with its shard, and the next shard's are none of its business.
       flush: () =>
@@ -263,6 +293,12 @@ export class GroupShards {
     return this.shards.get(this.partitionFor(groupId))?.coordinator
   }
 
+  /** ListGroups over this broker's coordinators. */
+  async listGroups(req: GroupCoordinator.ListGroupsRequest): Promise<ReadonlyArray<GroupCoordinator.ListedGroup>> {
+    // not a fan-out: this broker's own shards
+    return (await Promise.all((await this.all()).map((c) => c.listGroups(req)))).flat()
+  }
+
   /**
    * The loaded coordinator of each group's partition, or the error its groups get: NOT_COORDINATOR
    * where this broker does not lead the partition, COORDINATOR_LOAD_IN_PROGRESS while it loads (unless
@@ -325,6 +361,17 @@ export class GroupShards {
       const g = byId.get(id)
       return g === undefined ? [] : [g]
     })
+  }
+
+  /** ConsumerGroupDescribe: each group from its coordinator here, else NOT_COORDINATOR. */
+  describeConsumerGroups(groupIds: ReadonlyArray<string>): Promise<ReadonlyArray<ConsumerGroups.DescribedGroup>> {
+    // not a fan-out: each group's coordinator is one of this broker's own shards
+    return Promise.all(
+      groupIds.map(async (g) => {
+        const c = this.forGroup(g)
+        return c === undefined ? ConsumerGroupWire.notCoordinator(g) : (await (await c).consumerGroupDescribe([g]))[0]!
+      })
+    )
   }
 
   async all(): Promise<GroupCoordinator.GroupCoordinator[]> {

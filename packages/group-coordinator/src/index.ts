@@ -5,3 +5,8 @@
  */
 export * as GroupCoordinator from "./GroupCoordinator.js"
 export * as GroupShards from "./GroupShards.js"
+export * as Assignors from "./Assignors.js"
+export * as ConsumerGroupCoordinator from "./ConsumerGroupCoordinator.js"
+export * as ConsumerGroups from "./ConsumerGroups.js"
+export * as TopicRegex from "./TopicRegex.js"
+export * as ConsumerGroupWire from "./ConsumerGroupWire.js"

@@ -77,6 +77,8 @@ import * as DescribeTransactions from "./apis/DescribeTransactions.js"
 import * as ListTransactions from "./apis/ListTransactions.js"
 import * as DescribeLogDirs from "./apis/DescribeLogDirs.js"
 import * as AlterReplicaLogDirs from "./apis/AlterReplicaLogDirs.js"
+import * as ConsumerGroupHeartbeat from "./apis/ConsumerGroupHeartbeat.js"
+import * as ConsumerGroupDescribe from "./apis/ConsumerGroupDescribe.js"
 
 // biome-ignore lint/suspicious/noExplicitAny: a registry of heterogeneous APIs
 export type AnyApi = ApiDef<any, any>
@@ -155,6 +157,8 @@ export const all: ReadonlyArray<AnyApi> = [
   DescribeTransactions.api,
   DescribeLogDirs.api,
   AlterReplicaLogDirs.api,
+  ConsumerGroupHeartbeat.api,
+  ConsumerGroupDescribe.api,
   ListTransactions.api
 ]
 

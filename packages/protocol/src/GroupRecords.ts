@@ -2,9 +2,11 @@
  * The classic-group records of `__consumer_offsets`, byte-compatible with what Kafka brokers write:
  * committed offsets (key type 1) and group metadata with its members (key type 2). Framed by
  * `CoordinatorRecord`: key = int16 key version + key struct (non-flexible), value = int16 value version
- * + value struct (flexible from v4); a null value is a tombstone. Owns schemas, union and factories;
- * the group coordinator owns replay. Other record types of that topic (consumer and share groups of
- * the newer protocols) decode to a `DecodeError` naming their type, so that readers can skip them.
+ * + value struct (flexible from v4); a null value is a tombstone. Consumer groups of the KIP-848
+ * protocol (key types 3-8: group epoch, partition metadata, member metadata, target assignment epoch,
+ * target assignment of a member, current assignment of a member) have v0 keys and flexible v0 values.
+ * Owns schemas, union and factories; the group coordinator owns replay. Other record types of that
+ * topic (share groups, regular expressions) decode to a `DecodeError` naming their type.
  */
 import { Either } from "effect"
 import type { Buffer } from "node:buffer"
@@ -79,6 +81,149 @@ export type OffsetCommitValue = S.TypeOf<typeof OffsetCommitValue>
 export type GroupMetadataKey = S.TypeOf<typeof GroupMetadataKey>
 export type GroupMetadataValue = S.TypeOf<typeof GroupMetadataValue>
 
+const groupKey = (name: string) =>
+  S.message({
+    name,
+    type: "coordinator-key",
+    validVersions: "0",
+    flexibleVersions: "none",
+    fields: [S.string("groupId")]
+  })
+const memberKey = (name: string) =>
+  S.message({
+    name,
+    type: "coordinator-key",
+    validVersions: "0",
+    flexibleVersions: "none",
+    fields: [S.string("groupId"), S.string("memberId")]
+  })
+const value = <const Fs extends S.Fields>(name: string, fields: Fs) =>
+  S.message({ name, type: "coordinator-value", validVersions: "0", flexibleVersions: "0+", fields })
+const TopicPartitions = [S.uuid("topicId"), S.array("partitions", "int32")] as const
+
+/** Key type 3: the group epoch of a consumer group. */
+export const ConsumerGroupMetadataKey = groupKey("ConsumerGroupMetadataKey")
+export const ConsumerGroupMetadataValue = value("ConsumerGroupMetadataValue", [
+  S.int32("epoch"),
+  S.int64("metadataHash", { taggedVersions: "0+", tag: 0, default: 0n })
+])
+/** Key type 4: the subscribed topics' metadata (older writers; read, not written). */
+export const ConsumerGroupPartitionMetadataKey = groupKey("ConsumerGroupPartitionMetadataKey")
+export const ConsumerGroupPartitionMetadataValue = value("ConsumerGroupPartitionMetadataValue", [
+  S.array("topics", [
+    S.uuid("topicId"),
+    S.string("topicName"),
+    S.int32("numPartitions"),
+    S.array("partitionMetadata", [S.int32("partition"), S.array("racks", "string")])
+  ])
+])
+/** Key type 5: a member's subscription and client. */
+export const ConsumerGroupMemberMetadataKey = memberKey("ConsumerGroupMemberMetadataKey")
+export const ConsumerGroupMemberMetadataValue = value("ConsumerGroupMemberMetadataValue", [
+  S.string("instanceId", { nullableVersions: "0+" }),
+  S.string("rackId", { nullableVersions: "0+" }),
+  S.string("clientId"),
+  S.string("clientHost"),
+  S.array("subscribedTopicNames", "string"),
+  S.string("subscribedTopicRegex", { nullableVersions: "0+" }),
+  S.int32("rebalanceTimeoutMs", { default: -1 }),
+  S.string("serverAssignor", { nullableVersions: "0+" }),
+  S.struct(
+    "classicMemberMetadata",
+    [S.int32("sessionTimeoutMs"), S.array("supportedProtocols", [S.string("name"), S.bytes("metadata")])],
+    { nullableVersions: "0+", default: null, taggedVersions: "0+", tag: 0 }
+  )
+])
+/** Key type 6: the epoch of the group's target assignment. */
+export const ConsumerGroupTargetAssignmentMetadataKey = groupKey("ConsumerGroupTargetAssignmentMetadataKey")
+export const ConsumerGroupTargetAssignmentMetadataValue = value("ConsumerGroupTargetAssignmentMetadataValue", [
+  S.int32("assignmentEpoch"),
+  S.int64("assignmentTimestamp", { taggedVersions: "0+", tag: 0, default: -1n })
+])
+/** Key type 7: a member's target assignment. */
+export const ConsumerGroupTargetAssignmentMemberKey = memberKey("ConsumerGroupTargetAssignmentMemberKey")
+export const ConsumerGroupTargetAssignmentMemberValue = value("ConsumerGroupTargetAssignmentMemberValue", [
+  S.array("topicPartitions", TopicPartitions)
+])
+/** Key type 8: a member's current assignment, epoch and reconciliation state. */
+export const ConsumerGroupCurrentMemberAssignmentKey = memberKey("ConsumerGroupCurrentMemberAssignmentKey")
+export const ConsumerGroupCurrentMemberAssignmentValue = value("ConsumerGroupCurrentMemberAssignmentValue", [
+  S.int32("memberEpoch"),
+  S.int32("previousMemberEpoch"),
+  /** Kafka's MemberState: 0 unknown, 1 stable, 2 unrevoked partitions, 3 unreleased partitions. */
+  S.int8("state"),
+  S.array("assignedPartitions", TopicPartitions),
+  S.array("partitionsPendingRevocation", TopicPartitions)
+])
+
+export type GroupKey = S.TypeOf<typeof ConsumerGroupMetadataKey>
+export type MemberKey = S.TypeOf<typeof ConsumerGroupMemberMetadataKey>
+export type ConsumerGroupMetadataValue = S.TypeOf<typeof ConsumerGroupMetadataValue>
+export type ConsumerGroupPartitionMetadataValue = S.TypeOf<typeof ConsumerGroupPartitionMetadataValue>
+export type ConsumerGroupMemberMetadataValue = S.TypeOf<typeof ConsumerGroupMemberMetadataValue>
+export type ConsumerGroupTargetAssignmentMetadataValue = S.TypeOf<typeof ConsumerGroupTargetAssignmentMetadataValue>
+export type ConsumerGroupTargetAssignmentMemberValue = S.TypeOf<typeof ConsumerGroupTargetAssignmentMemberValue>
+export type ConsumerGroupCurrentMemberAssignmentValue = S.TypeOf<typeof ConsumerGroupCurrentMemberAssignmentValue>
+
+/** The record types of consumer groups, by key type, with their schemas. */
+export const consumerGroupTypes = {
+  ConsumerGroupMetadata: { keyType: 3, key: ConsumerGroupMetadataKey, value: ConsumerGroupMetadataValue },
+  ConsumerGroupPartitionMetadata: {
+    keyType: 4,
+    key: ConsumerGroupPartitionMetadataKey,
+    value: ConsumerGroupPartitionMetadataValue
+  },
+  ConsumerGroupMemberMetadata: {
+    keyType: 5,
+    key: ConsumerGroupMemberMetadataKey,
+    value: ConsumerGroupMemberMetadataValue
+  },
+  ConsumerGroupTargetAssignmentMetadata: {
+    keyType: 6,
+    key: ConsumerGroupTargetAssignmentMetadataKey,
+    value: ConsumerGroupTargetAssignmentMetadataValue
+  },
+  ConsumerGroupTargetAssignmentMember: {
+    keyType: 7,
+    key: ConsumerGroupTargetAssignmentMemberKey,
+    value: ConsumerGroupTargetAssignmentMemberValue
+  },
+  ConsumerGroupCurrentMemberAssignment: {
+    keyType: 8,
+    key: ConsumerGroupCurrentMemberAssignmentKey,
+    value: ConsumerGroupCurrentMemberAssignmentValue
+  }
+} as const
+
+export type ConsumerGroupRecordType = keyof typeof consumerGroupTypes
+
+/** A consumer-group record: its key and its v0 value (null = tombstone). */
+export type ConsumerGroupRecord = {
+  [T in ConsumerGroupRecordType]: {
+    readonly type: T
+    readonly key: S.TypeOf<(typeof consumerGroupTypes)[T]["key"]>
+    readonly value: Versioned<S.TypeOf<(typeof consumerGroupTypes)[T]["value"]>> | null
+  }
+}[ConsumerGroupRecordType]
+
+/** A consumer-group record of `type`; `value` null writes its tombstone. */
+export const consumerGroupRecord = <T extends ConsumerGroupRecordType>(
+  type: T,
+  key: S.TypeOf<(typeof consumerGroupTypes)[T]["key"]>,
+  value: S.InputOf<(typeof consumerGroupTypes)[T]["value"]> | null
+): Extract<ConsumerGroupRecord, { type: T }> => {
+  const schema = consumerGroupTypes[type].value as unknown as S.Message<S.Fields>
+  return {
+    type,
+    key,
+    value: value === null ? null : { version: 0, data: withDefaults(schema.fields, value as never) }
+  } as unknown as Extract<ConsumerGroupRecord, { type: T }>
+}
+
+const consumerGroupByKeyType: ReadonlyMap<number, ConsumerGroupRecordType> = new Map(
+  (Object.keys(consumerGroupTypes) as Array<ConsumerGroupRecordType>).map((t) => [consumerGroupTypes[t].keyType, t])
+)
+
 /** A value with the version it is (or will be) written at. */
 export interface Versioned<A> {
   readonly version: number
@@ -97,6 +242,7 @@ export type GroupRecord =
       readonly key: GroupMetadataKey
       readonly value: Versioned<GroupMetadataValue> | null
     }
+  | ConsumerGroupRecord
 
 export const offsetCommit = (
   key: OffsetCommitKey,
@@ -170,6 +316,18 @@ export const encode = (record: GroupRecord): Encoded => {
             ? null
             : orThrow(CoordinatorRecord.encodeValue(record.value.version, GroupMetadataValue, record.value.data))
       }
+    default: {
+      const t = consumerGroupTypes[record.type]
+      const key = t.key as unknown as S.Message<S.Fields>
+      const value = t.value as unknown as S.Message<S.Fields>
+      return {
+        key: orThrow(CoordinatorRecord.encodeKey(t.keyType, key, record.key as never)),
+        value:
+          record.value === null
+            ? null
+            : orThrow(CoordinatorRecord.encodeValue(record.value.version, value, record.value.data as never))
+      }
+    }
   }
 }
 
@@ -202,7 +360,14 @@ export const decode = (keyBytes: Uint8Array, valueBytes: Uint8Array | null): Eit
       const data = yield* CoordinatorRecord.decodeBody(GroupMetadataValue, version, vb)
       return { type: "GroupMetadata", key, value: { version, data } }
     }
-    return yield* fail(`unknown record type ${keyVersion}`)
+    const type = consumerGroupByKeyType.get(keyVersion)
+    if (type === undefined) return yield* fail(`unknown record type ${keyVersion}`)
+    const schemas = consumerGroupTypes[type]
+    const key = yield* CoordinatorRecord.decodeBody(schemas.key as unknown as S.Message<S.Fields>, 0, kb)
+    if (vb === null) return { type, key, value: null } as unknown as GroupRecord
+    const version = yield* valueVersion(schemas.value as unknown as S.Message<S.Fields>, vb)
+    const data = yield* CoordinatorRecord.decodeBody(schemas.value as unknown as S.Message<S.Fields>, version, vb)
+    return { type, key, value: { version, data } } as unknown as GroupRecord
   })
 
 const toBuffer = (b: Uint8Array): Buffer =>

@@ -23,7 +23,20 @@ const decodeOk = (e: GroupRecords.Encoded) => Either.getOrThrow(GroupRecords.dec
 const versioned = <A>(arb: (v: number) => fc.Arbitrary<A>) =>
   fc.integer({ min: 0, max: 4 }).chain((version) => arb(version).map((data) => ({ version, data })))
 
+const consumerTypes = Object.keys(GroupRecords.consumerGroupTypes) as Array<GroupRecords.ConsumerGroupRecordType>
+
+const arbConsumerRecord: fc.Arbitrary<GroupRecord> = fc.constantFrom(...consumerTypes).chain((type) => {
+  const t = GroupRecords.consumerGroupTypes[type]
+  return fc
+    .record({
+      key: arbitraryFor(t.key as never, 0),
+      value: fc.option(arbitraryFor(t.value as never, 0), { nil: null })
+    })
+    .map(({ key, value }) => ({ type, key, value: value === null ? null : { version: 0, data: value } }) as GroupRecord)
+})
+
 const arbRecord: fc.Arbitrary<GroupRecord> = fc.oneof(
+  arbConsumerRecord,
   fc.record({
     type: fc.constant("OffsetCommit" as const),
     key: fc.record({ group: text, topic: text, partition: fc.nat() }),
@@ -128,6 +141,61 @@ describe("GroupRecords", () => {
     expect(normalize(decodeOk(e))).toEqual(normalize(r))
   })
 
+  it("consumer group epoch: key type 3, value v0 with the metadata hash as tagged field 0", () => {
+    const r = GroupRecords.consumerGroupRecord(
+      "ConsumerGroupMetadata",
+      { groupId: "g" },
+      { epoch: 7, metadataHash: 1n }
+    )
+    const e = GroupRecords.encode(r)
+    expect(hex(e.key)).toBe("0003" + "000167")
+    expect(hex(e.value)).toBe(
+      "0000" + // value version 0
+        "00000007" + // epoch
+        "01" + // one tagged field
+        "00" + // tag 0
+        "08" + // 8 bytes
+        "0000000000000001" + // metadataHash
+        ""
+    )
+    expect(decodeOk(e)).toEqual(r)
+    const noHash = GroupRecords.encode(
+      GroupRecords.consumerGroupRecord("ConsumerGroupMetadata", { groupId: "g" }, { epoch: 7 })
+    )
+    expect(hex(noHash.value)).toBe("0000" + "00000007" + "00")
+  })
+
+  it("current member assignment: key type 8 (group, member), flexible v0 value", () => {
+    const r = GroupRecords.consumerGroupRecord(
+      "ConsumerGroupCurrentMemberAssignment",
+      { groupId: "g", memberId: "m" },
+      {
+        memberEpoch: 3,
+        previousMemberEpoch: 2,
+        state: 2,
+        assignedPartitions: [{ topicId: "AAAAAAAAAAAAAAAAAAAAAQ", partitions: [0, 2] }],
+        partitionsPendingRevocation: []
+      }
+    )
+    const e = GroupRecords.encode(r)
+    expect(hex(e.key)).toBe("0008" + "000167" + "00016d")
+    expect(hex(e.value)).toBe(
+      "0000" +
+        "00000003" +
+        "00000002" +
+        "02" + // state
+        "02" + // one topic (compact array length + 1)
+        "00000000000000000000000000000001" +
+        "03" + // two partitions
+        "00000000" +
+        "00000002" +
+        "00" + // topic's tagged fields
+        "01" + // no pending revocation
+        "00" // value's tagged fields
+    )
+    expect(decodeOk(e)).toEqual(r)
+  })
+
   it("tombstones carry a null value", () => {
     for (const t of [
       GroupRecords.groupMetadataTombstone("g"),
@@ -150,7 +218,7 @@ describe("GroupRecords", () => {
 
   it("other record types and unknown value versions are DecodeErrors", () => {
     const e = GroupRecords.encode(GroupRecords.groupMetadataTombstone("g"))
-    for (const type of [3, 4, 8, -1]) {
+    for (const type of [9, 16, -1]) {
       const key = Buffer.concat([Buffer.alloc(2), e.key.subarray(2)])
       key.writeInt16BE(type, 0)
       const r = GroupRecords.decode(key, null)

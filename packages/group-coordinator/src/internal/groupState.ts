@@ -10,6 +10,7 @@
 import type { CoordinatorLog } from "@clustermirror/coordinator-runtime"
 import type { GroupRecords } from "@clustermirror/protocol"
 import { HashMap, Option } from "effect"
+import * as ConsumerGroups from "../ConsumerGroups.js"
 
 export interface CommittedOffset {
   readonly topic: string
@@ -34,13 +35,16 @@ export interface State {
   readonly pending: HashMap.HashMap<bigint, GroupOffsets>
   /** How many offset records were replayed: the `recordIndex` of the next one. */
   readonly offsetRecords: number
+  /** Consumer groups of the KIP-848 protocol. */
+  readonly consumerGroups: ConsumerGroups.State
 }
 
 export const empty: State = {
   groups: HashMap.empty(),
   offsets: HashMap.empty(),
   pending: HashMap.empty(),
-  offsetRecords: 0
+  offsetRecords: 0,
+  consumerGroups: ConsumerGroups.empty
 }
 
 /** A record of the shard's log with its transaction (the coordinator runtime's `TxnEntry`). */
@@ -162,6 +166,13 @@ export const replay = (state: State, record: GroupRecords.GroupRecord): State =>
         throw new Error(`group ${group}: generation went back from ${previous.value.generation} to ${value.generation}`)
       return { ...state, groups: HashMap.set(state.groups, group, value) }
     }
+    case "ConsumerGroupMetadata":
+    case "ConsumerGroupPartitionMetadata":
+    case "ConsumerGroupMemberMetadata":
+    case "ConsumerGroupTargetAssignmentMetadata":
+    case "ConsumerGroupTargetAssignmentMember":
+    case "ConsumerGroupCurrentMemberAssignment":
+      return { ...state, consumerGroups: ConsumerGroups.replay(state.consumerGroups, record) }
     default:
       return absurd(record)
   }
@@ -188,10 +199,11 @@ export const offsetOf = (
     Option.flatMap(HashMap.get(state.offsets, groupId), (m) => HashMap.get(m, partitionKey(topic, partition)))
   )
 
-/** Every group id the committed state knows (with metadata, offsets or both). */
+/** Every classic group id the committed state knows (with metadata, offsets or both): not consumer groups. */
 export const groupIds = (state: State): ReadonlyArray<string> => {
   const ids = new Set<string>(HashMap.keys(state.groups))
   for (const id of HashMap.keys(state.offsets)) ids.add(id)
   for (const byGroup of HashMap.values(state.pending)) for (const id of HashMap.keys(byGroup)) ids.add(id)
+  for (const id of state.consumerGroups.keys()) ids.delete(id)
   return Array.from(ids)
 }
