@@ -851,7 +851,9 @@ const summarizeOne = (o: RaftOutput<Value>): string => {
     case "Respond":
       return `-> ${o.to} ${briefResponse(o.response)}`
     case "RespondFetch":
-      return `-> ${o.to} ${briefResponse(o.response)} [${o.readFrom}, ${o.readTo})`
+      return o.readTo > o.readFrom
+        ? `-> ${o.to} FetchResponse(hw ${o.response.HighWatermark} records [${o.readFrom}, ${o.readTo}))`
+        : `-> ${o.to} ${briefResponse(o.response)}`
     case "RespondFetchSnapshot":
       return `-> ${o.to} ${briefResponse(o.response)}`
     case "AppendLog":

@@ -62,6 +62,11 @@ const from = num("from", 0)
 const started = performance.now()
 let elections = 0
 let leaders = 0
+let crashes = 0
+let partitions = 0
+let snapshots = 0
+let truncations = 0
+let steps = 0
 let maxRecovery = 0
 let maxLeaderless = 0
 let failures = 0
@@ -70,6 +75,11 @@ for (let seed = from; seed < from + seeds; seed++) {
   const r = RaftSimulation.run({ ...base, seed })
   elections += r.stats.elections
   leaders += r.stats.leaders
+  crashes += r.stats.crashes
+  partitions += r.stats.partitions
+  snapshots += r.stats.snapshotsInstalled
+  truncations += r.stats.divergingTruncations
+  steps += r.stats.steps
   if (!r.ok) {
     failures++
     process.stdout.write(`seed ${seed} FAILED: ${r.violation}\n`)
@@ -86,6 +96,7 @@ recoveries.sort((a, b) => a - b)
 const pct = (p: number) => recoveries[Math.min(recoveries.length - 1, Math.floor(p * recoveries.length))] ?? 0
 process.stdout.write(
   `${recoveries.length} seeds passed in ${seconds.toFixed(1)} s (${(recoveries.length / seconds).toFixed(0)} seeds/s)\n` +
+    `steps ${steps}, crashes ${crashes}, partitions ${partitions}, diverging truncations ${truncations}, snapshots installed ${snapshots}\n` +
     `elections ${elections}, leaders elected ${leaders}\n` +
     `election after the faults stop (simulated ms): p50 ${pct(0.5)}, p99 ${pct(0.99)}, max ${maxRecovery}\n` +
     `longest leaderless time with a connected majority up (simulated ms): ${maxLeaderless}\n`
