@@ -5,14 +5,14 @@
  */
 
 export interface QuorumStateData {
-  readonly LeaderEpoch: number
-  /** -1 when this voter has not voted in `LeaderEpoch`. */
-  readonly VotedId: number
-  /** -1 when no leader is known for `LeaderEpoch`. */
-  readonly LeaderId: number
+  readonly leaderEpoch: number
+  /** -1 when this voter has not voted in `leaderEpoch`. */
+  readonly votedId: number
+  /** -1 when no leader is known for `leaderEpoch`. */
+  readonly leaderId: number
 }
 
-export const initial: QuorumStateData = { LeaderEpoch: 0, VotedId: -1, LeaderId: -1 }
+export const initial: QuorumStateData = { leaderEpoch: 0, votedId: -1, leaderId: -1 }
 
 export const equals = (a: QuorumStateData, b: QuorumStateData): boolean =>
-  a.LeaderEpoch === b.LeaderEpoch && a.VotedId === b.VotedId && a.LeaderId === b.LeaderId
+  a.leaderEpoch === b.leaderEpoch && a.votedId === b.votedId && a.leaderId === b.leaderId

@@ -25,7 +25,7 @@ export interface RaftConfig {
   readonly nodeId: number
   /** The ids of `controller.quorum.voters`, ascending. */
   readonly voters: ReadonlyArray<number>
-  /** The cluster id every request carries (`ClusterId`). */
+  /** The cluster id every request carries (`clusterId`). */
   readonly clusterId: string
   /** `controller.quorum.election.timeout.ms`: an election starts after a random wait in [T, 2T]. */
   readonly electionTimeoutMs: number

@@ -65,7 +65,7 @@ export type RaftOutput<V> =
       readonly readFrom: number
       readonly readTo: number
     }
-  /** Answer a FetchSnapshot; the runtime fills `Bytes` (and `Size`) from the snapshot `SnapshotId`. */
+  /** Answer a FetchSnapshot; the runtime fills `UnalignedRecords` (and `Size`) from the snapshot `SnapshotId`. */
   | {
       readonly _tag: "RespondFetchSnapshot"
       readonly to: number
@@ -76,7 +76,7 @@ export type RaftOutput<V> =
   | { readonly _tag: "TruncateLog"; readonly endOffset: number }
   /** Make the log durable up to `endOffset`; answer with `FlushCompleted`. */
   | { readonly _tag: "Flush"; readonly endOffset: number }
-  /** Write a snapshot of the log below `snapshotId.EndOffset` and delete that part of the log. */
+  /** Write a snapshot of the log below `snapshotId.endOffset` and delete that part of the log. */
   | { readonly _tag: "CreateSnapshot"; readonly snapshotId: SnapshotId }
   /** Replace the whole log by this snapshot fetched from the leader (durably). */
   | { readonly _tag: "InstallSnapshot"; readonly snapshotId: SnapshotId; readonly records: ReadonlyArray<LogRecord<V>> }

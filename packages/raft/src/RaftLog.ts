@@ -30,24 +30,24 @@ export const empty: LogView = { logStartOffset: 0, snapshotId: null, endOffset: 
 /** The epoch of the last record, or of the snapshot when the log is empty past it, or 0. */
 export const lastEpoch = (log: LogView): number => {
   const last = log.epochs[log.epochs.length - 1]
-  return last !== undefined ? last.epoch : (log.snapshotId?.Epoch ?? 0)
+  return last !== undefined ? last.epoch : (log.snapshotId?.epoch ?? 0)
 }
 
 /**
  * The largest epoch at most `epoch` and the offset where it ends in this log (Kafka's
- * `endOffsetForEpoch`). `{ Epoch: -1, EndOffset: -1 }` when no such epoch is known here.
+ * `endOffsetForEpoch`). `{ epoch: -1, endOffset: -1 }` when no such epoch is known here.
  */
 export const endOffsetForEpoch = (log: LogView, epoch: number): SnapshotId => {
   for (let i = log.epochs.length - 1; i >= 0; i--) {
     const entry = log.epochs[i]
     if (entry !== undefined && entry.epoch <= epoch) {
       const next = log.epochs[i + 1]
-      return { Epoch: entry.epoch, EndOffset: next !== undefined ? next.startOffset : log.endOffset }
+      return { epoch: entry.epoch, endOffset: next !== undefined ? next.startOffset : log.endOffset }
     }
   }
-  if (log.snapshotId !== null && log.snapshotId.Epoch <= epoch)
-    return { Epoch: log.snapshotId.Epoch, EndOffset: log.logStartOffset }
-  return { Epoch: -1, EndOffset: -1 }
+  if (log.snapshotId !== null && log.snapshotId.epoch <= epoch)
+    return { epoch: log.snapshotId.epoch, endOffset: log.logStartOffset }
+  return { epoch: -1, endOffset: -1 }
 }
 
 /** The epoch of the record at `offset` (in [logStartOffset - 1, endOffset)), or -1. */
@@ -56,7 +56,7 @@ export const epochAt = (log: LogView, offset: number): number => {
     const entry = log.epochs[i]
     if (entry !== undefined && entry.startOffset <= offset) return entry.epoch
   }
-  return log.snapshotId !== null && offset === log.snapshotId.EndOffset - 1 ? log.snapshotId.Epoch : -1
+  return log.snapshotId !== null && offset === log.snapshotId.endOffset - 1 ? log.snapshotId.epoch : -1
 }
 
 /** The view after appending `records`, which must start at the end offset. */
@@ -66,11 +66,11 @@ export const append = <V>(log: LogView, records: ReadonlyArray<LogRecord<V>>): L
   let end = log.endOffset
   let last = lastEpoch(log)
   for (const r of records) {
-    if (r.Offset !== end) throw new Error(`append at ${r.Offset}, the log ends at ${end}`)
-    if (r.Epoch < last) throw new Error(`append of epoch ${r.Epoch} after epoch ${last}`)
-    if (r.Epoch > last || epochs.length === 0) {
-      epochs = [...epochs, { epoch: r.Epoch, startOffset: r.Offset }]
-      last = r.Epoch
+    if (r.offset !== end) throw new Error(`append at ${r.offset}, the log ends at ${end}`)
+    if (r.epoch < last) throw new Error(`append of epoch ${r.epoch} after epoch ${last}`)
+    if (r.epoch > last || epochs.length === 0) {
+      epochs = [...epochs, { epoch: r.epoch, startOffset: r.offset }]
+      last = r.epoch
     }
     end++
   }
@@ -96,7 +96,7 @@ export const flushed = (log: LogView, offset: number): LogView => {
 
 /** The view after a local snapshot at `snapshotId` removed the log before its end offset. */
 export const snapshotTaken = (log: LogView, snapshotId: SnapshotId): LogView => {
-  const start = snapshotId.EndOffset
+  const start = snapshotId.endOffset
   const epochs: Array<EpochEntry> = []
   for (let i = 0; i < log.epochs.length; i++) {
     const entry = log.epochs[i]
@@ -110,11 +110,11 @@ export const snapshotTaken = (log: LogView, snapshotId: SnapshotId): LogView => 
 
 /** The view after a snapshot fetched from the leader replaced the whole log. */
 export const snapshotInstalled = (snapshotId: SnapshotId): LogView => ({
-  logStartOffset: snapshotId.EndOffset,
+  logStartOffset: snapshotId.endOffset,
   snapshotId,
-  endOffset: snapshotId.EndOffset,
+  endOffset: snapshotId.endOffset,
   epochs: [],
-  flushedOffset: snapshotId.EndOffset
+  flushedOffset: snapshotId.endOffset
 })
 
 /** Whether a log ending with (`epoch`, `endOffset`) is at least as up to date as this one. */

@@ -1,135 +1,136 @@
 /**
  * The KRaft RPCs as the core sends and receives them, for the one partition `__cluster_metadata-0`.
- * Field names are those of Kafka's message specs (Vote 52 v2, BeginQuorumEpoch 53 v1,
- * EndQuorumEpoch 54 v1, Fetch 1 v17, FetchSnapshot 59 v1); the `Topics`/`Partitions` nesting of
- * the wire form is flattened to the one partition, and directory ids, endpoints and throttling are
- * left to the network layer. A runtime maps these onto the wire messages one field to one field.
- * The core never reads record contents: records carry an opaque value `V`.
+ * Fields are those of Kafka's message specs (Vote 52 v2, BeginQuorumEpoch 53 v1, EndQuorumEpoch 54
+ * v1, Fetch 1 v17, FetchSnapshot 59 v1), named as `@clustermirror/protocol` decodes them (camelCase:
+ * `ReplicaEpoch` is `replicaEpoch`); the `topics`/`partitions` nesting of the wire form is flattened
+ * to the one partition, and directory ids, endpoints and throttling are left to the network layer. A
+ * runtime maps these onto the wire messages one field to one field. The core never reads record
+ * contents: records carry an opaque value `V`.
  */
 
 /** A snapshot id or an (epoch, end offset) pair, as Kafka's `OffsetAndEpoch`. */
 export interface SnapshotId {
-  readonly EndOffset: number
-  readonly Epoch: number
+  readonly endOffset: number
+  readonly epoch: number
 }
 
 /** The LeaderChange control record the leader writes first in its epoch. */
 export interface LeaderChangeMessage {
-  readonly LeaderId: number
-  readonly Voters: ReadonlyArray<number>
-  readonly GrantingVoters: ReadonlyArray<number>
+  readonly leaderId: number
+  readonly voters: ReadonlyArray<number>
+  readonly grantingVoters: ReadonlyArray<number>
 }
 
 /** One record of the metadata log, with the offset and leader epoch of its batch. */
 export type LogRecord<V> =
-  | { readonly _tag: "Data"; readonly Offset: number; readonly Epoch: number; readonly Value: V }
+  | { readonly _tag: "Data"; readonly offset: number; readonly epoch: number; readonly value: V }
   | {
       readonly _tag: "LeaderChange"
-      readonly Offset: number
-      readonly Epoch: number
-      readonly Value: LeaderChangeMessage
+      readonly offset: number
+      readonly epoch: number
+      readonly value: LeaderChangeMessage
     }
 
 /** Vote (52), also the pre-vote of KIP-996 with `PreVote`. */
 export interface VoteRequest {
   readonly _tag: "VoteRequest"
-  readonly ClusterId: string
+  readonly clusterId: string
   /** The id of the receiving voter. */
-  readonly VoterId: number
+  readonly voterId: number
   /** The epoch the sender campaigns in: its bumped epoch, or for a pre-vote the epoch it would bump to. */
-  readonly ReplicaEpoch: number
-  readonly ReplicaId: number
-  readonly LastOffsetEpoch: number
-  readonly LastOffset: number
-  readonly PreVote: boolean
+  readonly replicaEpoch: number
+  readonly replicaId: number
+  readonly lastOffsetEpoch: number
+  readonly lastOffset: number
+  readonly preVote: boolean
 }
 
 export interface VoteResponse {
   readonly _tag: "VoteResponse"
-  readonly ErrorCode: number
-  readonly LeaderId: number
-  readonly LeaderEpoch: number
-  readonly VoteGranted: boolean
+  readonly errorCode: number
+  readonly leaderId: number
+  readonly leaderEpoch: number
+  readonly voteGranted: boolean
 }
 
 /** BeginQuorumEpoch (53): a new leader announces itself. */
 export interface BeginQuorumEpochRequest {
   readonly _tag: "BeginQuorumEpochRequest"
-  readonly ClusterId: string
-  readonly VoterId: number
-  readonly LeaderId: number
-  readonly LeaderEpoch: number
+  readonly clusterId: string
+  readonly voterId: number
+  readonly leaderId: number
+  readonly leaderEpoch: number
 }
 
 export interface BeginQuorumEpochResponse {
   readonly _tag: "BeginQuorumEpochResponse"
-  readonly ErrorCode: number
-  readonly LeaderId: number
-  readonly LeaderEpoch: number
+  readonly errorCode: number
+  readonly leaderId: number
+  readonly leaderEpoch: number
 }
 
 /** EndQuorumEpoch (54): a leader resigns and names its preferred successors, best first. */
 export interface EndQuorumEpochRequest {
   readonly _tag: "EndQuorumEpochRequest"
-  readonly ClusterId: string
-  readonly LeaderId: number
-  readonly LeaderEpoch: number
-  readonly PreferredCandidates: ReadonlyArray<{ readonly CandidateId: number }>
+  readonly clusterId: string
+  readonly leaderId: number
+  readonly leaderEpoch: number
+  readonly preferredCandidates: ReadonlyArray<{ readonly candidateId: number }>
 }
 
 export interface EndQuorumEpochResponse {
   readonly _tag: "EndQuorumEpochResponse"
-  readonly ErrorCode: number
-  readonly LeaderId: number
-  readonly LeaderEpoch: number
+  readonly errorCode: number
+  readonly leaderId: number
+  readonly leaderEpoch: number
 }
 
-/** Fetch (1) from a follower of the quorum (`ReplicaState.ReplicaId`, `ReplicaState.ReplicaEpoch`). */
+/** Fetch (1) from a follower of the quorum (`ReplicaState.replicaId`, `ReplicaState.replicaEpoch`). */
 export interface FetchRequest {
   readonly _tag: "FetchRequest"
-  readonly ClusterId: string
-  readonly ReplicaId: number
-  readonly ReplicaEpoch: number
-  readonly MaxWaitMs: number
-  readonly CurrentLeaderEpoch: number
-  readonly FetchOffset: number
-  readonly LastFetchedEpoch: number
-  readonly LogStartOffset: number
+  readonly clusterId: string
+  readonly replicaId: number
+  readonly replicaEpoch: number
+  readonly maxWaitMs: number
+  readonly currentLeaderEpoch: number
+  readonly fetchOffset: number
+  readonly lastFetchedEpoch: number
+  readonly logStartOffset: number
 }
 
 export interface FetchResponse<V> {
   readonly _tag: "FetchResponse"
-  readonly ErrorCode: number
-  readonly HighWatermark: number
-  readonly LogStartOffset: number
+  readonly errorCode: number
+  readonly highWatermark: number
+  readonly logStartOffset: number
   /** Set when the follower's log diverges: it truncates to this epoch's end offset. */
-  readonly DivergingEpoch: SnapshotId | null
-  readonly CurrentLeader: { readonly LeaderId: number; readonly LeaderEpoch: number }
+  readonly divergingEpoch: SnapshotId | null
+  readonly currentLeader: { readonly leaderId: number; readonly leaderEpoch: number }
   /** Set when the fetch offset is below the leader's log start: fetch this snapshot first. */
-  readonly SnapshotId: SnapshotId | null
-  readonly Records: ReadonlyArray<LogRecord<V>>
+  readonly snapshotId: SnapshotId | null
+  readonly records: ReadonlyArray<LogRecord<V>>
 }
 
 /** FetchSnapshot (59). */
 export interface FetchSnapshotRequest {
   readonly _tag: "FetchSnapshotRequest"
-  readonly ClusterId: string
-  readonly ReplicaId: number
-  readonly CurrentLeaderEpoch: number
-  readonly SnapshotId: SnapshotId
-  readonly Position: number
+  readonly clusterId: string
+  readonly replicaId: number
+  readonly currentLeaderEpoch: number
+  readonly snapshotId: SnapshotId
+  readonly position: number
 }
 
 export interface FetchSnapshotResponse<V> {
   readonly _tag: "FetchSnapshotResponse"
-  readonly ErrorCode: number
-  readonly SnapshotId: SnapshotId
-  readonly CurrentLeader: { readonly LeaderId: number; readonly LeaderEpoch: number }
-  /** The snapshot's size and the position of `Bytes` in it, in records. */
-  readonly Size: number
-  readonly Position: number
-  /** The snapshot's contents: the committed records below `SnapshotId.EndOffset`. */
-  readonly Bytes: ReadonlyArray<LogRecord<V>>
+  readonly errorCode: number
+  readonly snapshotId: SnapshotId
+  readonly currentLeader: { readonly leaderId: number; readonly leaderEpoch: number }
+  /** The snapshot's size and the position of `UnalignedRecords` in it, in records. */
+  readonly size: number
+  readonly position: number
+  /** The snapshot's contents: the committed records below `SnapshotId.endOffset`. */
+  readonly unalignedRecords: ReadonlyArray<LogRecord<V>>
 }
 
 export type RaftRequest =

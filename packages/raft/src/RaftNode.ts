@@ -105,10 +105,10 @@ export const init = <V>(
     seed: random >>> 0
   }
   const self = config.nodeId
-  if (quorum.LeaderId === self) becomeResigned(ctx)
-  else if (quorum.LeaderId >= 0) becomeFollower(ctx, quorum.LeaderEpoch, quorum.LeaderId)
+  if (quorum.leaderId === self) becomeResigned(ctx)
+  else if (quorum.leaderId >= 0) becomeFollower(ctx, quorum.leaderEpoch, quorum.leaderId)
   else if (config.voters.length === 1) becomeProspective(ctx)
-  else becomeUnattached(ctx, quorum.LeaderEpoch, quorum.VotedId)
+  else becomeUnattached(ctx, quorum.leaderEpoch, quorum.votedId)
   return { state: ctx.s, outputs: ctx.out }
 }
 
@@ -120,7 +120,7 @@ export const step = <V>(state: RaftState, input: RaftInput<V>): StepResult<V> =>
 }
 
 /** The epoch of the voter. */
-export const epoch = (state: RaftState): number => state.quorum.LeaderEpoch
+export const epoch = (state: RaftState): number => state.quorum.leaderEpoch
 
 /** The leader id the voter knows, or -1. */
 export const leaderId = (state: RaftState): number =>
@@ -182,7 +182,7 @@ const transition = <V>(ctx: Ctx<V>, quorum: QuorumState.QuorumStateData, role: R
   const from = ctx.s.role._tag
   if (!QuorumState.equals(quorum, ctx.s.quorum)) ctx.out.push({ _tag: "PersistQuorumState", state: quorum })
   ctx.s = { ...ctx.s, quorum, role, timers: {} }
-  ctx.out.push({ _tag: "Transition", from, to: role._tag, epoch: quorum.LeaderEpoch, leaderId: leaderId(ctx.s) })
+  ctx.out.push({ _tag: "Transition", from, to: role._tag, epoch: quorum.leaderEpoch, leaderId: leaderId(ctx.s) })
 }
 
 const setHighWatermark = <V>(ctx: Ctx<V>, offset: number): void => {
@@ -199,22 +199,22 @@ const appendLocal = <V>(ctx: Ctx<V>, records: ReadonlyArray<LogRecord<V>>): void
 }
 
 /** The leader this voter vouches for in its answers: itself as leader, or the one it follows. */
-const currentLeader = (ctx: Ctx<unknown>) => ({ LeaderId: leaderId(ctx.s), LeaderEpoch: ctx.s.quorum.LeaderEpoch })
+const currentLeader = (ctx: Ctx<unknown>) => ({ leaderId: leaderId(ctx.s), leaderEpoch: ctx.s.quorum.leaderEpoch })
 
 // ---------------------------------------------------------------------------------------------
 // state entries
 
 const becomeUnattached = <V>(ctx: Ctx<V>, epoch: number, votedId: number): void => {
-  transition(ctx, { LeaderEpoch: epoch, VotedId: votedId, LeaderId: -1 }, { _tag: "Unattached" })
+  transition(ctx, { leaderEpoch: epoch, votedId: votedId, leaderId: -1 }, { _tag: "Unattached" })
   setTimer(ctx, "election", electionDeadline(ctx))
 }
 
 const becomeFollower = <V>(ctx: Ctx<V>, epoch: number, leader: number): void => {
-  const votedId = epoch === ctx.s.quorum.LeaderEpoch ? ctx.s.quorum.VotedId : -1
+  const votedId = epoch === ctx.s.quorum.leaderEpoch ? ctx.s.quorum.votedId : -1
   const fetchDeadline = ctx.now + ctx.s.config.fetchTimeoutMs
   transition(
     ctx,
-    { LeaderEpoch: epoch, VotedId: votedId, LeaderId: leader },
+    { leaderEpoch: epoch, votedId: votedId, leaderId: leader },
     { _tag: "Follower", leaderId: leader, inFlight: null, awaitingFlush: false, leaderResigned: false, fetchDeadline }
   )
   setTimer(ctx, "fetchTimeout", fetchDeadline)
@@ -236,10 +236,10 @@ const becomeProspective = <V>(ctx: Ctx<V>): void => {
 }
 
 const becomeCandidate = <V>(ctx: Ctx<V>): void => {
-  const epoch = ctx.s.quorum.LeaderEpoch + 1
+  const epoch = ctx.s.quorum.leaderEpoch + 1
   transition(
     ctx,
-    { LeaderEpoch: epoch, VotedId: self(ctx), LeaderId: -1 },
+    { leaderEpoch: epoch, votedId: self(ctx), leaderId: -1 },
     { _tag: "Candidate", granted: new Set([self(ctx)]), rejected: new Set(), backingOff: false }
   )
   setTimer(ctx, "election", electionDeadline(ctx))
@@ -254,15 +254,15 @@ const becomeLeader = <V>(ctx: Ctx<V>): void => {
   for (const v of others(ctx)) replicas.set(v, { endOffset: -1, lastFetchMs: ctx.now })
   transition(
     ctx,
-    { ...ctx.s.quorum, LeaderId: self(ctx) },
+    { ...ctx.s.quorum, leaderId: self(ctx) },
     { _tag: "Leader", epochStartOffset, replicas, acknowledged: new Set([self(ctx)]) }
   )
   appendLocal(ctx, [
     {
       _tag: "LeaderChange",
-      Offset: epochStartOffset,
-      Epoch: ctx.s.quorum.LeaderEpoch,
-      Value: { LeaderId: self(ctx), Voters: ctx.s.config.voters, GrantingVoters: granting }
+      offset: epochStartOffset,
+      epoch: ctx.s.quorum.leaderEpoch,
+      value: { leaderId: self(ctx), voters: ctx.s.config.voters, grantingVoters: granting }
     }
   ])
   sendBeginQuorumEpoch(ctx)
@@ -275,7 +275,7 @@ const becomeResigned = <V>(ctx: Ctx<V>): void => {
   const preferred = others(ctx)
     .map((id) => ({ id, endOffset: progress.get(id)?.endOffset ?? -1 }))
     .sort((a, b) => b.endOffset - a.endOffset || a.id - b.id)
-  transition(ctx, { ...ctx.s.quorum, LeaderId: self(ctx) }, { _tag: "Resigned" })
+  transition(ctx, { ...ctx.s.quorum, leaderId: self(ctx) }, { _tag: "Resigned" })
   setTimer(ctx, "election", electionDeadline(ctx))
   for (const to of others(ctx))
     ctx.out.push({
@@ -283,10 +283,10 @@ const becomeResigned = <V>(ctx: Ctx<V>): void => {
       to,
       message: {
         _tag: "EndQuorumEpochRequest",
-        ClusterId: ctx.s.config.clusterId,
-        LeaderId: self(ctx),
-        LeaderEpoch: ctx.s.quorum.LeaderEpoch,
-        PreferredCandidates: preferred.map((p) => ({ CandidateId: p.id }))
+        clusterId: ctx.s.config.clusterId,
+        leaderId: self(ctx),
+        leaderEpoch: ctx.s.quorum.leaderEpoch,
+        preferredCandidates: preferred.map((p) => ({ candidateId: p.id }))
       }
     })
 }
@@ -295,13 +295,13 @@ const checkQuorumMs = (ctx: Ctx<unknown>): number => Math.floor(ctx.s.config.fet
 
 const voteRequest = (ctx: Ctx<unknown>, to: number, preVote: boolean): VoteRequest => ({
   _tag: "VoteRequest",
-  ClusterId: ctx.s.config.clusterId,
-  VoterId: to,
-  ReplicaEpoch: preVote ? ctx.s.quorum.LeaderEpoch + 1 : ctx.s.quorum.LeaderEpoch,
-  ReplicaId: self(ctx),
-  LastOffsetEpoch: RaftLog.lastEpoch(ctx.s.log),
-  LastOffset: ctx.s.log.endOffset,
-  PreVote: preVote
+  clusterId: ctx.s.config.clusterId,
+  voterId: to,
+  replicaEpoch: preVote ? ctx.s.quorum.leaderEpoch + 1 : ctx.s.quorum.leaderEpoch,
+  replicaId: self(ctx),
+  lastOffsetEpoch: RaftLog.lastEpoch(ctx.s.log),
+  lastOffset: ctx.s.log.endOffset,
+  preVote: preVote
 })
 
 const sendBeginQuorumEpoch = <V>(ctx: Ctx<V>): void => {
@@ -317,10 +317,10 @@ const sendBeginQuorumEpoch = <V>(ctx: Ctx<V>): void => {
       to,
       message: {
         _tag: "BeginQuorumEpochRequest",
-        ClusterId: ctx.s.config.clusterId,
-        VoterId: to,
-        LeaderId: self(ctx),
-        LeaderEpoch: ctx.s.quorum.LeaderEpoch
+        clusterId: ctx.s.config.clusterId,
+        voterId: to,
+        leaderId: self(ctx),
+        leaderEpoch: ctx.s.quorum.leaderEpoch
       }
     })
   setTimer(
@@ -341,14 +341,14 @@ const sendFetch = <V>(ctx: Ctx<V>): void => {
   }
   const request: FetchRequest = {
     _tag: "FetchRequest",
-    ClusterId: ctx.s.config.clusterId,
-    ReplicaId: self(ctx),
-    ReplicaEpoch: ctx.s.quorum.LeaderEpoch,
-    MaxWaitMs: ctx.s.config.fetchWaitMs,
-    CurrentLeaderEpoch: ctx.s.quorum.LeaderEpoch,
-    FetchOffset: log.endOffset,
-    LastFetchedEpoch: RaftLog.lastEpoch(log),
-    LogStartOffset: log.logStartOffset
+    clusterId: ctx.s.config.clusterId,
+    replicaId: self(ctx),
+    replicaEpoch: ctx.s.quorum.leaderEpoch,
+    maxWaitMs: ctx.s.config.fetchWaitMs,
+    currentLeaderEpoch: ctx.s.quorum.leaderEpoch,
+    fetchOffset: log.endOffset,
+    lastFetchedEpoch: RaftLog.lastEpoch(log),
+    logStartOffset: log.logStartOffset
   }
   setRole(ctx, { ...r, inFlight: request, awaitingFlush: false })
   ctx.out.push({ _tag: "Send", to: r.leaderId, message: request })
@@ -360,11 +360,11 @@ const sendFetchSnapshot = <V>(ctx: Ctx<V>, snapshotId: SnapshotId): void => {
   if (r._tag !== "Follower") return
   const request: FetchSnapshotRequest = {
     _tag: "FetchSnapshotRequest",
-    ClusterId: ctx.s.config.clusterId,
-    ReplicaId: self(ctx),
-    CurrentLeaderEpoch: ctx.s.quorum.LeaderEpoch,
-    SnapshotId: snapshotId,
-    Position: 0
+    clusterId: ctx.s.config.clusterId,
+    replicaId: self(ctx),
+    currentLeaderEpoch: ctx.s.quorum.leaderEpoch,
+    snapshotId: snapshotId,
+    position: 0
   }
   setRole(ctx, { ...r, inFlight: request, awaitingFlush: false })
   ctx.out.push({ _tag: "Send", to: r.leaderId, message: request })
@@ -373,7 +373,7 @@ const sendFetchSnapshot = <V>(ctx: Ctx<V>, snapshotId: SnapshotId): void => {
 
 /** A message shows a higher epoch, or a leader of the current one: follow it. True when the state changed. */
 const observeLeader = <V>(ctx: Ctx<V>, epoch: number, leader: number): boolean => {
-  const current = ctx.s.quorum.LeaderEpoch
+  const current = ctx.s.quorum.leaderEpoch
   const known = leader >= 0 && leader !== self(ctx) && isVoter(ctx, leader)
   if (epoch > current) {
     if (known) becomeFollower(ctx, epoch, leader)
@@ -421,7 +421,7 @@ const respond = <V>(
 }
 
 const onRequest = <V>(ctx: Ctx<V>, from: number, request: RaftRequest): void => {
-  if (request.ClusterId !== ctx.s.config.clusterId)
+  if (request.clusterId !== ctx.s.config.clusterId)
     return rejectRequest(ctx, from, request, ErrorCode.INCONSISTENT_CLUSTER_ID)
   switch (request._tag) {
     case "VoteRequest":
@@ -442,13 +442,13 @@ const rejectRequest = <V>(ctx: Ctx<V>, to: number, request: RaftRequest, errorCo
   const leader = currentLeader(ctx)
   switch (request._tag) {
     case "VoteRequest":
-      return respond(ctx, to, request, { _tag: "VoteResponse", ErrorCode: errorCode, ...leader, VoteGranted: false })
+      return respond(ctx, to, request, { _tag: "VoteResponse", errorCode: errorCode, ...leader, voteGranted: false })
     case "BeginQuorumEpochRequest":
-      return respond(ctx, to, request, { _tag: "BeginQuorumEpochResponse", ErrorCode: errorCode, ...leader })
+      return respond(ctx, to, request, { _tag: "BeginQuorumEpochResponse", errorCode: errorCode, ...leader })
     case "EndQuorumEpochRequest":
-      return respond(ctx, to, request, { _tag: "EndQuorumEpochResponse", ErrorCode: errorCode, ...leader })
+      return respond(ctx, to, request, { _tag: "EndQuorumEpochResponse", errorCode: errorCode, ...leader })
     case "FetchRequest":
-      return respondFetch(ctx, to, request, errorCode, null, null, request.FetchOffset, request.FetchOffset)
+      return respondFetch(ctx, to, request, errorCode, null, null, request.fetchOffset, request.fetchOffset)
     case "FetchSnapshotRequest":
       ctx.out.push({
         _tag: "RespondFetchSnapshot",
@@ -456,12 +456,12 @@ const rejectRequest = <V>(ctx: Ctx<V>, to: number, request: RaftRequest, errorCo
         request,
         response: {
           _tag: "FetchSnapshotResponse",
-          ErrorCode: errorCode,
-          SnapshotId: request.SnapshotId,
-          CurrentLeader: leader,
-          Size: 0,
-          Position: request.Position,
-          Bytes: []
+          errorCode: errorCode,
+          snapshotId: request.snapshotId,
+          currentLeader: leader,
+          size: 0,
+          position: request.position,
+          unalignedRecords: []
         }
       })
       return
@@ -469,36 +469,36 @@ const rejectRequest = <V>(ctx: Ctx<V>, to: number, request: RaftRequest, errorCo
 }
 
 const onVote = <V>(ctx: Ctx<V>, from: number, req: VoteRequest): void => {
-  if (req.VoterId !== self(ctx) || !isVoter(ctx, req.ReplicaId) || req.ReplicaId !== from)
+  if (req.voterId !== self(ctx) || !isVoter(ctx, req.replicaId) || req.replicaId !== from)
     return rejectRequest(ctx, from, req, ErrorCode.INCONSISTENT_VOTER_SET)
   // A pre-vote carries the epoch its sender would campaign in; the sender itself is one below.
-  const senderEpoch = req.PreVote ? req.ReplicaEpoch - 1 : req.ReplicaEpoch
-  if (senderEpoch < ctx.s.quorum.LeaderEpoch) return rejectRequest(ctx, from, req, ErrorCode.FENCED_LEADER_EPOCH)
-  const upToDate = RaftLog.isUpToDate(ctx.s.log, req.LastOffsetEpoch, req.LastOffset)
+  const senderEpoch = req.preVote ? req.replicaEpoch - 1 : req.replicaEpoch
+  if (senderEpoch < ctx.s.quorum.leaderEpoch) return rejectRequest(ctx, from, req, ErrorCode.FENCED_LEADER_EPOCH)
+  const upToDate = RaftLog.isUpToDate(ctx.s.log, req.lastOffsetEpoch, req.lastOffset)
   const r = ctx.s.role
   let granted: boolean
-  if (req.PreVote) {
+  if (req.preVote) {
     // Pre-votes change nothing here; they are refused while this voter has a live leader in that epoch.
     const liveLeader =
-      senderEpoch === ctx.s.quorum.LeaderEpoch &&
+      senderEpoch === ctx.s.quorum.leaderEpoch &&
       (r._tag === "Leader" || (r._tag === "Follower" && !r.leaderResigned && ctx.now < r.fetchDeadline))
     granted = upToDate && !liveLeader
-  } else if (req.ReplicaEpoch > ctx.s.quorum.LeaderEpoch) {
+  } else if (req.replicaEpoch > ctx.s.quorum.leaderEpoch) {
     // A new epoch: unattached in it, with the vote if granted, persisted once.
     granted = upToDate
-    becomeUnattached(ctx, req.ReplicaEpoch, granted ? req.ReplicaId : -1)
+    becomeUnattached(ctx, req.replicaEpoch, granted ? req.replicaId : -1)
   } else {
     const q = ctx.s.quorum
-    const votedOther = q.VotedId !== -1 && q.VotedId !== req.ReplicaId && ctx.s.config.broken?.voteTwice !== true
-    granted = upToDate && q.LeaderId === -1 && !votedOther && r._tag !== "Leader" && r._tag !== "Follower"
-    if (granted && q.VotedId !== req.ReplicaId) becomeUnattached(ctx, q.LeaderEpoch, req.ReplicaId)
+    const votedOther = q.votedId !== -1 && q.votedId !== req.replicaId && ctx.s.config.broken?.voteTwice !== true
+    granted = upToDate && q.leaderId === -1 && !votedOther && r._tag !== "Leader" && r._tag !== "Follower"
+    if (granted && q.votedId !== req.replicaId) becomeUnattached(ctx, q.leaderEpoch, req.replicaId)
     else if (granted) setTimer(ctx, "election", electionDeadline(ctx))
   }
   respond(ctx, from, req, {
     _tag: "VoteResponse",
-    ErrorCode: ErrorCode.NONE,
+    errorCode: ErrorCode.NONE,
     ...currentLeader(ctx),
-    VoteGranted: granted
+    voteGranted: granted
   })
 }
 
@@ -507,14 +507,14 @@ const onBeginQuorumEpoch = <V>(
   from: number,
   req: Extract<RaftRequest, { _tag: "BeginQuorumEpochRequest" }>
 ): void => {
-  if (req.VoterId !== self(ctx) || !isVoter(ctx, req.LeaderId) || req.LeaderId !== from)
+  if (req.voterId !== self(ctx) || !isVoter(ctx, req.leaderId) || req.leaderId !== from)
     return rejectRequest(ctx, from, req, ErrorCode.INCONSISTENT_VOTER_SET)
-  if (req.LeaderEpoch < ctx.s.quorum.LeaderEpoch) return rejectRequest(ctx, from, req, ErrorCode.FENCED_LEADER_EPOCH)
+  if (req.leaderEpoch < ctx.s.quorum.leaderEpoch) return rejectRequest(ctx, from, req, ErrorCode.FENCED_LEADER_EPOCH)
   const r = ctx.s.role
-  const following = r._tag === "Follower" && r.leaderId === req.LeaderId
-  if (req.LeaderEpoch > ctx.s.quorum.LeaderEpoch || (!following && r._tag !== "Leader" && r._tag !== "Resigned"))
-    becomeFollower(ctx, req.LeaderEpoch, req.LeaderId)
-  respond(ctx, from, req, { _tag: "BeginQuorumEpochResponse", ErrorCode: ErrorCode.NONE, ...currentLeader(ctx) })
+  const following = r._tag === "Follower" && r.leaderId === req.leaderId
+  if (req.leaderEpoch > ctx.s.quorum.leaderEpoch || (!following && r._tag !== "Leader" && r._tag !== "Resigned"))
+    becomeFollower(ctx, req.leaderEpoch, req.leaderId)
+  respond(ctx, from, req, { _tag: "BeginQuorumEpochResponse", errorCode: ErrorCode.NONE, ...currentLeader(ctx) })
 }
 
 const onEndQuorumEpoch = <V>(
@@ -522,15 +522,15 @@ const onEndQuorumEpoch = <V>(
   from: number,
   req: Extract<RaftRequest, { _tag: "EndQuorumEpochRequest" }>
 ): void => {
-  if (!isVoter(ctx, req.LeaderId) || req.LeaderId !== from)
+  if (!isVoter(ctx, req.leaderId) || req.leaderId !== from)
     return rejectRequest(ctx, from, req, ErrorCode.INCONSISTENT_VOTER_SET)
-  if (req.LeaderEpoch < ctx.s.quorum.LeaderEpoch) return rejectRequest(ctx, from, req, ErrorCode.FENCED_LEADER_EPOCH)
-  if (req.LeaderEpoch > ctx.s.quorum.LeaderEpoch) becomeFollower(ctx, req.LeaderEpoch, req.LeaderId)
+  if (req.leaderEpoch < ctx.s.quorum.leaderEpoch) return rejectRequest(ctx, from, req, ErrorCode.FENCED_LEADER_EPOCH)
+  if (req.leaderEpoch > ctx.s.quorum.leaderEpoch) becomeFollower(ctx, req.leaderEpoch, req.leaderId)
   const r = ctx.s.role
-  if (r._tag === "Follower" && r.leaderId === req.LeaderId && !r.leaderResigned) {
+  if (r._tag === "Follower" && r.leaderId === req.leaderId && !r.leaderResigned) {
     // The first preferred successor campaigns at once, the others after a wait growing with their rank.
-    const rank = req.PreferredCandidates.findIndex((c) => c.CandidateId === self(ctx))
-    const position = rank < 0 ? req.PreferredCandidates.length : rank
+    const rank = req.preferredCandidates.findIndex((c) => c.candidateId === self(ctx))
+    const position = rank < 0 ? req.preferredCandidates.length : rank
     const wait =
       position === 0
         ? 0
@@ -538,7 +538,7 @@ const onEndQuorumEpoch = <V>(
     setRole(ctx, { ...r, leaderResigned: true, inFlight: null, awaitingFlush: false })
     setTimer(ctx, "election", ctx.now + wait)
   }
-  respond(ctx, from, req, { _tag: "EndQuorumEpochResponse", ErrorCode: ErrorCode.NONE, ...currentLeader(ctx) })
+  respond(ctx, from, req, { _tag: "EndQuorumEpochResponse", errorCode: ErrorCode.NONE, ...currentLeader(ctx) })
 }
 
 const respondFetch = <V>(
@@ -553,13 +553,13 @@ const respondFetch = <V>(
 ): void => {
   const response: FetchResponse<V> = {
     _tag: "FetchResponse",
-    ErrorCode: errorCode,
-    HighWatermark: ctx.s.role._tag === "Leader" ? ctx.s.highWatermark : -1,
-    LogStartOffset: ctx.s.log.logStartOffset,
-    DivergingEpoch: divergingEpoch,
-    CurrentLeader: currentLeader(ctx),
-    SnapshotId: snapshotId,
-    Records: []
+    errorCode: errorCode,
+    highWatermark: ctx.s.role._tag === "Leader" ? ctx.s.highWatermark : -1,
+    logStartOffset: ctx.s.log.logStartOffset,
+    divergingEpoch: divergingEpoch,
+    currentLeader: currentLeader(ctx),
+    snapshotId: snapshotId,
+    records: []
   }
   ctx.out.push({ _tag: "RespondFetch", to, request, response, readFrom, readTo })
 }
@@ -576,26 +576,26 @@ const validateFetch = (
   if (fetchOffset < log.logStartOffset) return { _tag: "Snapshot" }
   if (fetchOffset === 0) return { _tag: "Valid" }
   const end = RaftLog.endOffsetForEpoch(log, lastFetchedEpoch)
-  if (end.EndOffset < log.logStartOffset)
-    return log.snapshotId !== null ? { _tag: "Snapshot" } : { _tag: "Diverging", at: { Epoch: -1, EndOffset: 0 } }
-  if (end.Epoch !== lastFetchedEpoch || end.EndOffset < fetchOffset) return { _tag: "Diverging", at: end }
+  if (end.endOffset < log.logStartOffset)
+    return log.snapshotId !== null ? { _tag: "Snapshot" } : { _tag: "Diverging", at: { epoch: -1, endOffset: 0 } }
+  if (end.epoch !== lastFetchedEpoch || end.endOffset < fetchOffset) return { _tag: "Diverging", at: end }
   return { _tag: "Valid" }
 }
 
 const onFetch = <V>(ctx: Ctx<V>, from: number, req: FetchRequest): void => {
   const r = ctx.s.role
   if (r._tag !== "Leader") return rejectRequest(ctx, from, req, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-  if (req.CurrentLeaderEpoch < ctx.s.quorum.LeaderEpoch)
+  if (req.currentLeaderEpoch < ctx.s.quorum.leaderEpoch)
     return rejectRequest(ctx, from, req, ErrorCode.FENCED_LEADER_EPOCH)
-  if (req.CurrentLeaderEpoch > ctx.s.quorum.LeaderEpoch)
+  if (req.currentLeaderEpoch > ctx.s.quorum.leaderEpoch)
     return rejectRequest(ctx, from, req, ErrorCode.UNKNOWN_LEADER_EPOCH)
-  const voter = isVoter(ctx, from) && from !== self(ctx) && req.ReplicaId === from
-  const validation = validateFetch(ctx.s.log, req.FetchOffset, req.LastFetchedEpoch)
+  const voter = isVoter(ctx, from) && from !== self(ctx) && req.replicaId === from
+  const validation = validateFetch(ctx.s.log, req.fetchOffset, req.lastFetchedEpoch)
   if (voter) {
     const before = r.replicas.get(from)
     const replicas = new Map(r.replicas)
     replicas.set(from, {
-      endOffset: validation._tag === "Valid" ? req.FetchOffset : (before?.endOffset ?? -1),
+      endOffset: validation._tag === "Valid" ? req.fetchOffset : (before?.endOffset ?? -1),
       lastFetchMs: ctx.now
     })
     const acknowledged = r.acknowledged.has(from) ? r.acknowledged : new Set([...r.acknowledged, from])
@@ -604,11 +604,11 @@ const onFetch = <V>(ctx: Ctx<V>, from: number, req: FetchRequest): void => {
   }
   switch (validation._tag) {
     case "Snapshot":
-      return respondFetch(ctx, from, req, ErrorCode.NONE, null, ctx.s.log.snapshotId, req.FetchOffset, req.FetchOffset)
+      return respondFetch(ctx, from, req, ErrorCode.NONE, null, ctx.s.log.snapshotId, req.fetchOffset, req.fetchOffset)
     case "Diverging":
-      return respondFetch(ctx, from, req, ErrorCode.NONE, validation.at, null, req.FetchOffset, req.FetchOffset)
+      return respondFetch(ctx, from, req, ErrorCode.NONE, validation.at, null, req.fetchOffset, req.fetchOffset)
     case "Valid": {
-      const readTo = Math.min(ctx.s.log.endOffset, req.FetchOffset + ctx.s.config.fetchMaxRecords)
+      const readTo = Math.min(ctx.s.log.endOffset, req.fetchOffset + ctx.s.config.fetchMaxRecords)
       return respondFetch(
         ctx,
         from,
@@ -616,8 +616,8 @@ const onFetch = <V>(ctx: Ctx<V>, from: number, req: FetchRequest): void => {
         ErrorCode.NONE,
         null,
         null,
-        req.FetchOffset,
-        Math.max(readTo, req.FetchOffset)
+        req.fetchOffset,
+        Math.max(readTo, req.fetchOffset)
       )
     }
   }
@@ -626,14 +626,14 @@ const onFetch = <V>(ctx: Ctx<V>, from: number, req: FetchRequest): void => {
 const onFetchSnapshot = <V>(ctx: Ctx<V>, from: number, req: FetchSnapshotRequest): void => {
   const r = ctx.s.role
   if (r._tag !== "Leader") return rejectRequest(ctx, from, req, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-  if (req.CurrentLeaderEpoch < ctx.s.quorum.LeaderEpoch)
+  if (req.currentLeaderEpoch < ctx.s.quorum.leaderEpoch)
     return rejectRequest(ctx, from, req, ErrorCode.FENCED_LEADER_EPOCH)
-  if (req.CurrentLeaderEpoch > ctx.s.quorum.LeaderEpoch)
+  if (req.currentLeaderEpoch > ctx.s.quorum.leaderEpoch)
     return rejectRequest(ctx, from, req, ErrorCode.UNKNOWN_LEADER_EPOCH)
   const snapshot = ctx.s.log.snapshotId
-  if (snapshot === null || snapshot.EndOffset !== req.SnapshotId.EndOffset || snapshot.Epoch !== req.SnapshotId.Epoch)
+  if (snapshot === null || snapshot.endOffset !== req.snapshotId.endOffset || snapshot.epoch !== req.snapshotId.epoch)
     return rejectRequest(ctx, from, req, ErrorCode.SNAPSHOT_NOT_FOUND)
-  if (req.Position !== 0) return rejectRequest(ctx, from, req, ErrorCode.POSITION_OUT_OF_RANGE)
+  if (req.position !== 0) return rejectRequest(ctx, from, req, ErrorCode.POSITION_OUT_OF_RANGE)
   const before = r.replicas.get(from)
   if (before !== undefined) {
     const replicas = new Map(r.replicas)
@@ -646,12 +646,12 @@ const onFetchSnapshot = <V>(ctx: Ctx<V>, from: number, req: FetchSnapshotRequest
     request: req,
     response: {
       _tag: "FetchSnapshotResponse",
-      ErrorCode: ErrorCode.NONE,
-      SnapshotId: snapshot,
-      CurrentLeader: currentLeader(ctx),
-      Size: 0,
-      Position: 0,
-      Bytes: []
+      errorCode: ErrorCode.NONE,
+      snapshotId: snapshot,
+      currentLeader: currentLeader(ctx),
+      size: 0,
+      position: 0,
+      unalignedRecords: []
     }
   })
 }
@@ -659,20 +659,20 @@ const onFetchSnapshot = <V>(ctx: Ctx<V>, from: number, req: FetchSnapshotRequest
 // ---------------------------------------------------------------------------------------------
 // responses
 
-const responseLeader = <V>(response: RaftResponse<V>): { readonly LeaderId: number; readonly LeaderEpoch: number } =>
-  response._tag === "FetchResponse" || response._tag === "FetchSnapshotResponse" ? response.CurrentLeader : response
+const responseLeader = <V>(response: RaftResponse<V>): { readonly leaderId: number; readonly leaderEpoch: number } =>
+  response._tag === "FetchResponse" || response._tag === "FetchSnapshotResponse" ? response.currentLeader : response
 
 const onResponse = <V>(ctx: Ctx<V>, from: number, request: RaftRequest, response: RaftResponse<V>): void => {
   const leader = responseLeader(response)
-  if (observeLeader(ctx, leader.LeaderEpoch, leader.LeaderId)) return
+  if (observeLeader(ctx, leader.leaderEpoch, leader.leaderId)) return
   if (request._tag === "VoteRequest" && response._tag === "VoteResponse")
     return onVoteResponse(ctx, from, request, response)
   if (request._tag === "BeginQuorumEpochRequest" && response._tag === "BeginQuorumEpochResponse") {
     const r = ctx.s.role
     if (
       r._tag === "Leader" &&
-      request.LeaderEpoch === ctx.s.quorum.LeaderEpoch &&
-      response.ErrorCode === ErrorCode.NONE
+      request.leaderEpoch === ctx.s.quorum.leaderEpoch &&
+      response.errorCode === ErrorCode.NONE
     )
       setRole(ctx, { ...r, acknowledged: new Set([...r.acknowledged, from]) })
     return
@@ -690,10 +690,10 @@ const onVoteResponse = <V>(
   response: Extract<RaftResponse<V>, { _tag: "VoteResponse" }>
 ): void => {
   const r = ctx.s.role
-  const epoch = ctx.s.quorum.LeaderEpoch
-  if (request.PreVote) {
-    if (r._tag !== "Prospective" || request.ReplicaEpoch !== epoch + 1) return
-    if (response.VoteGranted && response.ErrorCode === ErrorCode.NONE) {
+  const epoch = ctx.s.quorum.leaderEpoch
+  if (request.preVote) {
+    if (r._tag !== "Prospective" || request.replicaEpoch !== epoch + 1) return
+    if (response.voteGranted && response.errorCode === ErrorCode.NONE) {
       const granted = new Set([...r.granted, from])
       setRole(ctx, { ...r, granted })
       if (granted.size >= majority(ctx)) becomeCandidate(ctx)
@@ -702,8 +702,8 @@ const onVoteResponse = <V>(
     }
     return
   }
-  if (r._tag !== "Candidate" || request.ReplicaEpoch !== epoch || response.LeaderEpoch !== epoch) return
-  if (response.VoteGranted && response.ErrorCode === ErrorCode.NONE) {
+  if (r._tag !== "Candidate" || request.replicaEpoch !== epoch || response.leaderEpoch !== epoch) return
+  if (response.voteGranted && response.errorCode === ErrorCode.NONE) {
     const granted = new Set([...r.granted, from])
     setRole(ctx, { ...r, granted })
     if (granted.size >= majority(ctx)) becomeLeader(ctx)
@@ -721,9 +721,9 @@ const onFetchResponse = <V>(ctx: Ctx<V>, from: number, request: FetchRequest, re
   const r = ctx.s.role
   if (r._tag !== "Follower" || r.inFlight !== request || from !== r.leaderId) return
   setRole(ctx, { ...r, inFlight: null })
-  if (response.ErrorCode !== ErrorCode.NONE) {
+  if (response.errorCode !== ErrorCode.NONE) {
     // The leader of this epoch says it no longer leads (it resigned or restarted): elect now.
-    if (response.ErrorCode === ErrorCode.NOT_LEADER_OR_FOLLOWER && response.CurrentLeader.LeaderId === -1)
+    if (response.errorCode === ErrorCode.NOT_LEADER_OR_FOLLOWER && response.currentLeader.leaderId === -1)
       return becomeProspective(ctx)
     setTimer(ctx, "fetchNext", ctx.now + ctx.s.config.fetchWaitMs)
     return
@@ -731,12 +731,12 @@ const onFetchResponse = <V>(ctx: Ctx<V>, from: number, request: FetchRequest, re
   const fetchDeadline = ctx.now + ctx.s.config.fetchTimeoutMs
   setRole(ctx, { ...r, inFlight: null, fetchDeadline })
   setTimer(ctx, "fetchTimeout", fetchDeadline)
-  if (response.DivergingEpoch !== null) {
-    const d = response.DivergingEpoch
-    const local = RaftLog.endOffsetForEpoch(ctx.s.log, d.Epoch)
+  if (response.divergingEpoch !== null) {
+    const d = response.divergingEpoch
+    const local = RaftLog.endOffsetForEpoch(ctx.s.log, d.epoch)
     const to = Math.max(
       ctx.s.log.logStartOffset,
-      local.EndOffset < 0 ? Math.min(d.EndOffset, ctx.s.log.logStartOffset) : Math.min(d.EndOffset, local.EndOffset)
+      local.endOffset < 0 ? Math.min(d.endOffset, ctx.s.log.logStartOffset) : Math.min(d.endOffset, local.endOffset)
     )
     if (to < ctx.s.log.endOffset) {
       ctx.s = { ...ctx.s, log: RaftLog.truncateTo(ctx.s.log, to) }
@@ -744,12 +744,12 @@ const onFetchResponse = <V>(ctx: Ctx<V>, from: number, request: FetchRequest, re
     }
     return sendFetch(ctx)
   }
-  if (response.SnapshotId !== null) return sendFetchSnapshot(ctx, response.SnapshotId)
-  const records = response.Records
+  if (response.snapshotId !== null) return sendFetchSnapshot(ctx, response.snapshotId)
+  const records = response.records
   const first = records[0]
-  const appended = first !== undefined && first.Offset === ctx.s.log.endOffset
+  const appended = first !== undefined && first.offset === ctx.s.log.endOffset
   if (appended) appendLocal(ctx, records)
-  if (response.HighWatermark >= 0) setHighWatermark(ctx, Math.min(response.HighWatermark, ctx.s.log.endOffset))
+  if (response.highWatermark >= 0) setHighWatermark(ctx, Math.min(response.highWatermark, ctx.s.log.endOffset))
   if (appended) sendFetch(ctx)
   else setTimer(ctx, "fetchNext", ctx.now + ctx.s.config.fetchWaitMs)
 }
@@ -763,19 +763,19 @@ const onFetchSnapshotResponse = <V>(
   const r = ctx.s.role
   if (r._tag !== "Follower" || r.inFlight !== request || from !== r.leaderId) return
   setRole(ctx, { ...r, inFlight: null })
-  const complete = response.Position === 0 && response.Bytes.length === response.Size
-  if (response.ErrorCode !== ErrorCode.NONE || !complete) {
+  const complete = response.position === 0 && response.unalignedRecords.length === response.size
+  if (response.errorCode !== ErrorCode.NONE || !complete) {
     setTimer(ctx, "fetchNext", ctx.now + ctx.s.config.fetchWaitMs)
     return
   }
   const fetchDeadline = ctx.now + ctx.s.config.fetchTimeoutMs
   setRole(ctx, { ...r, inFlight: null, fetchDeadline })
   setTimer(ctx, "fetchTimeout", fetchDeadline)
-  const id = response.SnapshotId
-  if (id.EndOffset > ctx.s.log.logStartOffset) {
-    ctx.out.push({ _tag: "InstallSnapshot", snapshotId: id, records: response.Bytes })
+  const id = response.snapshotId
+  if (id.endOffset > ctx.s.log.logStartOffset) {
+    ctx.out.push({ _tag: "InstallSnapshot", snapshotId: id, records: response.unalignedRecords })
     ctx.s = { ...ctx.s, log: RaftLog.snapshotInstalled(id) }
-    setHighWatermark(ctx, id.EndOffset)
+    setHighWatermark(ctx, id.endOffset)
   }
   sendFetch(ctx)
 }
@@ -794,8 +794,8 @@ const onTimer = <V>(ctx: Ctx<V>, timer: TimerName): void => {
       if (r._tag === "Leader") return
       if (r._tag === "Follower" && !r.leaderResigned) return
       // A prospective that could not win goes back to the leader it lost, if it had one in this epoch.
-      if (r._tag === "Prospective" && r.leaderId >= 0 && r.leaderId === ctx.s.quorum.LeaderId)
-        return becomeFollower(ctx, ctx.s.quorum.LeaderEpoch, r.leaderId)
+      if (r._tag === "Prospective" && r.leaderId >= 0 && r.leaderId === ctx.s.quorum.leaderId)
+        return becomeFollower(ctx, ctx.s.quorum.leaderEpoch, r.leaderId)
       return becomeProspective(ctx)
     case "fetchTimeout":
       if (r._tag === "Follower") becomeProspective(ctx)
@@ -823,10 +823,10 @@ const onAppend = <V>(ctx: Ctx<V>, values: ReadonlyArray<V>): void => {
     return
   }
   const base = ctx.s.log.endOffset
-  const epoch = ctx.s.quorum.LeaderEpoch
+  const epoch = ctx.s.quorum.leaderEpoch
   appendLocal(
     ctx,
-    values.map((Value, i): LogRecord<V> => ({ _tag: "Data", Offset: base + i, Epoch: epoch, Value }))
+    values.map((value, i): LogRecord<V> => ({ _tag: "Data", offset: base + i, epoch, value }))
   )
   ctx.out.push({ _tag: "Appended", baseOffset: base, lastOffset: base + values.length - 1, epoch })
 }
@@ -841,7 +841,7 @@ const onFlushCompleted = <V>(ctx: Ctx<V>, endOffset: number): void => {
 const onCreateSnapshot = <V>(ctx: Ctx<V>, endOffset: number): void => {
   const log = ctx.s.log
   if (endOffset <= log.logStartOffset || endOffset > ctx.s.highWatermark || endOffset > log.flushedOffset) return
-  const snapshotId: SnapshotId = { EndOffset: endOffset, Epoch: RaftLog.epochAt(log, endOffset - 1) }
+  const snapshotId: SnapshotId = { endOffset: endOffset, epoch: RaftLog.epochAt(log, endOffset - 1) }
   ctx.out.push({ _tag: "CreateSnapshot", snapshotId })
   ctx.s = { ...ctx.s, log: RaftLog.snapshotTaken(log, snapshotId) }
 }

@@ -239,7 +239,7 @@ const less = (a: Queued, b: Queued): boolean => a.at < b.at || (a.at === b.at &&
 class Violation extends Error {}
 
 const recordKey = (r: Record): string =>
-  r._tag === "Data" ? `${r.Epoch}:${r.Value}` : `${r.Epoch}:LeaderChange(${r.Value.LeaderId})`
+  r._tag === "Data" ? `${r.epoch}:${r.value}` : `${r.epoch}:LeaderChange(${r.value.leaderId})`
 
 // ---------------------------------------------------------------------------------------------
 // the run
@@ -388,8 +388,8 @@ export const run = (options: SimulationOptions): SimulationResult => {
     for (const o of outputs) {
       switch (o._tag) {
         case "PersistQuorumState":
-          if (o.state.LeaderEpoch < nd.quorum.LeaderEpoch)
-            fail(`n${nd.id} persisted epoch ${o.state.LeaderEpoch} after ${nd.quorum.LeaderEpoch}`)
+          if (o.state.leaderEpoch < nd.quorum.leaderEpoch)
+            fail(`n${nd.id} persisted epoch ${o.state.leaderEpoch} after ${nd.quorum.leaderEpoch}`)
           nd.quorum = o.state
           break
         case "Send":
@@ -408,7 +408,7 @@ export const run = (options: SimulationOptions): SimulationResult => {
           send(nd.id, o.to, {
             _tag: "Response",
             request: o.request,
-            response: { ...o.response, Records: records },
+            response: { ...o.response, records: records },
             incarnation: -1
           })
           break
@@ -416,15 +416,15 @@ export const run = (options: SimulationOptions): SimulationResult => {
         case "RespondFetchSnapshot": {
           const snap = nd.snapshot
           const response =
-            snap !== null && o.response.ErrorCode === 0
-              ? { ...o.response, Bytes: snap.records, Size: snap.records.length }
+            snap !== null && o.response.errorCode === 0
+              ? { ...o.response, unalignedRecords: snap.records, size: snap.records.length }
               : o.response
           send(nd.id, o.to, { _tag: "Response", request: o.request, response, incarnation: -1 })
           break
         }
         case "AppendLog":
           for (const r of o.records) {
-            if (r.Offset !== endOffset(nd)) fail(`n${nd.id} append at ${r.Offset}, log ends at ${endOffset(nd)}`)
+            if (r.offset !== endOffset(nd)) fail(`n${nd.id} append at ${r.offset}, log ends at ${endOffset(nd)}`)
             nd.log.push(r)
           }
           break
@@ -448,7 +448,7 @@ export const run = (options: SimulationOptions): SimulationResult => {
           break
         }
         case "CreateSnapshot": {
-          const end = o.snapshotId.EndOffset
+          const end = o.snapshotId.endOffset
           if (end > nd.durableEnd) fail(`n${nd.id} snapshot at ${end} beyond its durable log ${nd.durableEnd}`)
           const records: Array<Record> = []
           for (let off = 0; off < end; off++) {
@@ -462,7 +462,7 @@ export const run = (options: SimulationOptions): SimulationResult => {
           break
         }
         case "InstallSnapshot": {
-          const end = o.snapshotId.EndOffset
+          const end = o.snapshotId.endOffset
           if (o.records.length !== end) fail(`n${nd.id} snapshot of ${o.records.length} records ends at ${end}`)
           o.records.forEach((r, off) => {
             const c = committed[off]
@@ -749,7 +749,7 @@ export const run = (options: SimulationOptions): SimulationResult => {
         const at = probe.offset
         if (nodes.every((nd) => nd.core.highWatermark > at)) {
           const r = recordAt(node(probe.node), at)
-          if (r === undefined || r._tag !== "Data" || r.Value !== probe.value) fail(`the probe is not at ${at}`)
+          if (r === undefined || r._tag !== "Data" || r.value !== probe.value) fail(`the probe is not at ${at}`)
           break
         }
         // The probe's leader lost its epoch before the probe committed (it may be truncated): probe again.
@@ -808,51 +808,51 @@ export const run = (options: SimulationOptions): SimulationResult => {
 const brief = (r: RaftRequest): string => {
   switch (r._tag) {
     case "VoteRequest":
-      return `${r.PreVote ? "PreVote" : "Vote"}(e${r.ReplicaEpoch} last e${r.LastOffsetEpoch}@${r.LastOffset})`
+      return `${r.preVote ? "PreVote" : "Vote"}(e${r.replicaEpoch} last e${r.lastOffsetEpoch}@${r.lastOffset})`
     case "BeginQuorumEpochRequest":
-      return `BeginQuorumEpoch(e${r.LeaderEpoch})`
+      return `BeginQuorumEpoch(e${r.leaderEpoch})`
     case "EndQuorumEpochRequest":
-      return `EndQuorumEpoch(e${r.LeaderEpoch} ${r.PreferredCandidates.map((c) => c.CandidateId).join(",")})`
+      return `EndQuorumEpoch(e${r.leaderEpoch} ${r.preferredCandidates.map((c) => c.candidateId).join(",")})`
     case "FetchRequest":
-      return `Fetch(e${r.CurrentLeaderEpoch} @${r.FetchOffset} last e${r.LastFetchedEpoch})`
+      return `Fetch(e${r.currentLeaderEpoch} @${r.fetchOffset} last e${r.lastFetchedEpoch})`
     case "FetchSnapshotRequest":
-      return `FetchSnapshot(${r.SnapshotId.EndOffset}/e${r.SnapshotId.Epoch})`
+      return `FetchSnapshot(${r.snapshotId.endOffset}/e${r.snapshotId.epoch})`
   }
 }
 
 const briefResponse = (r: RaftResponse<Value>): string => {
-  const err = r.ErrorCode !== 0 ? ` err ${r.ErrorCode}` : ""
+  const err = r.errorCode !== 0 ? ` err ${r.errorCode}` : ""
   switch (r._tag) {
     case "VoteResponse":
-      return `Vote${r.VoteGranted ? "Granted" : "Rejected"}(e${r.LeaderEpoch} leader ${r.LeaderId}${err})`
+      return `Vote${r.voteGranted ? "Granted" : "Rejected"}(e${r.leaderEpoch} leader ${r.leaderId}${err})`
     case "BeginQuorumEpochResponse":
     case "EndQuorumEpochResponse":
-      return `${r._tag.replace("Response", "")}Ok(e${r.LeaderEpoch}${err})`
+      return `${r._tag.replace("Response", "")}Ok(e${r.leaderEpoch}${err})`
     case "FetchResponse": {
       const extra =
-        r.DivergingEpoch !== null
-          ? ` diverging e${r.DivergingEpoch.Epoch}@${r.DivergingEpoch.EndOffset}`
-          : r.SnapshotId !== null
-            ? ` snapshot ${r.SnapshotId.EndOffset}/e${r.SnapshotId.Epoch}`
-            : ` ${r.Records.length} records`
-      return `FetchResponse(hw ${r.HighWatermark}${extra}${err})`
+        r.divergingEpoch !== null
+          ? ` diverging e${r.divergingEpoch.epoch}@${r.divergingEpoch.endOffset}`
+          : r.snapshotId !== null
+            ? ` snapshot ${r.snapshotId.endOffset}/e${r.snapshotId.epoch}`
+            : ` ${r.records.length} records`
+      return `FetchResponse(hw ${r.highWatermark}${extra}${err})`
     }
     case "FetchSnapshotResponse":
-      return `FetchSnapshotResponse(${r.SnapshotId.EndOffset}/e${r.SnapshotId.Epoch} ${r.Bytes.length} records${err})`
+      return `FetchSnapshotResponse(${r.snapshotId.endOffset}/e${r.snapshotId.epoch} ${r.unalignedRecords.length} records${err})`
   }
 }
 
 const summarizeOne = (o: RaftOutput<Value>): string => {
   switch (o._tag) {
     case "PersistQuorumState":
-      return `persist(e${o.state.LeaderEpoch} voted ${o.state.VotedId} leader ${o.state.LeaderId})`
+      return `persist(e${o.state.leaderEpoch} voted ${o.state.votedId} leader ${o.state.leaderId})`
     case "Send":
       return `-> ${o.to} ${brief(o.message)}`
     case "Respond":
       return `-> ${o.to} ${briefResponse(o.response)}`
     case "RespondFetch":
       return o.readTo > o.readFrom
-        ? `-> ${o.to} FetchResponse(hw ${o.response.HighWatermark} records [${o.readFrom}, ${o.readTo}))`
+        ? `-> ${o.to} FetchResponse(hw ${o.response.highWatermark} records [${o.readFrom}, ${o.readTo}))`
         : `-> ${o.to} ${briefResponse(o.response)}`
     case "RespondFetchSnapshot":
       return `-> ${o.to} ${briefResponse(o.response)}`
@@ -863,9 +863,9 @@ const summarizeOne = (o: RaftOutput<Value>): string => {
     case "Flush":
       return `flush ${o.endOffset}`
     case "CreateSnapshot":
-      return `snapshot ${o.snapshotId.EndOffset}/e${o.snapshotId.Epoch}`
+      return `snapshot ${o.snapshotId.endOffset}/e${o.snapshotId.epoch}`
     case "InstallSnapshot":
-      return `install snapshot ${o.snapshotId.EndOffset}/e${o.snapshotId.Epoch}`
+      return `install snapshot ${o.snapshotId.endOffset}/e${o.snapshotId.epoch}`
     case "SetTimer":
       return ""
     case "HighWatermark":
@@ -886,4 +886,4 @@ const summarize = (outputs: ReadonlyArray<RaftOutput<Value>>): string =>
     .join("; ")
 
 const stateLine = (s: RaftNode.RaftState): string =>
-  `${s.role._tag} e${s.quorum.LeaderEpoch} voted ${s.quorum.VotedId} leo ${s.log.endOffset} flushed ${s.log.flushedOffset} hw ${s.highWatermark}`
+  `${s.role._tag} e${s.quorum.leaderEpoch} voted ${s.quorum.votedId} leo ${s.log.endOffset} flushed ${s.log.flushedOffset} hw ${s.highWatermark}`

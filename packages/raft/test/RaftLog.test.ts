@@ -12,17 +12,17 @@ const build = (runs: ReadonlyArray<readonly [number, number]>) => {
   for (const [bump, length] of runs) {
     epoch += bump
     for (let i = 0; i < length; i++)
-      records.push({ _tag: "Data", Offset: records.length, Epoch: epoch, Value: `${records.length}` })
+      records.push({ _tag: "Data", offset: records.length, epoch: epoch, value: `${records.length}` })
   }
   return records
 }
 
 /** The reference answer of endOffsetForEpoch, straight from the records. */
 const reference = (records: ReadonlyArray<LogRecord<string>>, epoch: number) => {
-  const below = records.filter((r) => r.Epoch <= epoch)
+  const below = records.filter((r) => r.epoch <= epoch)
   const last = below[below.length - 1]
-  if (last === undefined) return { Epoch: -1, EndOffset: -1 }
-  return { Epoch: last.Epoch, EndOffset: last.Offset + 1 }
+  if (last === undefined) return { epoch: -1, endOffset: -1 }
+  return { epoch: last.epoch, endOffset: last.offset + 1 }
 }
 
 describe("RaftLog", () => {
@@ -34,7 +34,7 @@ describe("RaftLog", () => {
       const view = RaftLog.append(RaftLog.empty, records)
       expect(RaftLog.endOffsetForEpoch(view, epoch)).toEqual(reference(records, epoch))
       expect(view.endOffset).toBe(records.length)
-      expect(RaftLog.lastEpoch(view)).toBe(records[records.length - 1]?.Epoch ?? 0)
+      expect(RaftLog.lastEpoch(view)).toBe(records[records.length - 1]?.epoch ?? 0)
     }
   )
 
@@ -61,15 +61,15 @@ describe("RaftLog", () => {
       fc.pre(records.length > 0)
       const end = 1 + (cut % records.length)
       const view = RaftLog.append(RaftLog.empty, records)
-      const id = { EndOffset: end, Epoch: RaftLog.epochAt(view, end - 1) }
-      expect(id.Epoch).toBe(records[end - 1]?.Epoch)
+      const id = { endOffset: end, epoch: RaftLog.epochAt(view, end - 1) }
+      expect(id.epoch).toBe(records[end - 1]?.epoch)
       const snap = RaftLog.snapshotTaken(view, id)
       expect(snap.logStartOffset).toBe(end)
       const before = RaftLog.endOffsetForEpoch(view, epoch)
       const after = RaftLog.endOffsetForEpoch(snap, epoch)
-      if (before.EndOffset >= end) expect(after).toEqual(before)
-      else if (epoch >= id.Epoch) expect(after).toEqual({ Epoch: id.Epoch, EndOffset: end })
-      else expect(after).toEqual({ Epoch: -1, EndOffset: -1 })
+      if (before.endOffset >= end) expect(after).toEqual(before)
+      else if (epoch >= id.epoch) expect(after).toEqual({ epoch: id.epoch, endOffset: end })
+      else expect(after).toEqual({ epoch: -1, endOffset: -1 })
     }
   )
 

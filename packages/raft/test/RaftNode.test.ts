@@ -32,13 +32,13 @@ const voter = (id: number, quorum = QuorumState.initial, log = RaftLog.empty) =>
 
 const vote = (from: number, to: number, epoch: number, last: [number, number], preVote = false): VoteRequest => ({
   _tag: "VoteRequest",
-  ClusterId: "clustermirror",
-  VoterId: to,
-  ReplicaEpoch: epoch,
-  ReplicaId: from,
-  LastOffsetEpoch: last[0],
-  LastOffset: last[1],
-  PreVote: preVote
+  clusterId: "clustermirror",
+  voterId: to,
+  replicaEpoch: epoch,
+  replicaId: from,
+  lastOffsetEpoch: last[0],
+  lastOffset: last[1],
+  preVote: preVote
 })
 
 const tags = (outputs: ReadonlyArray<RaftOutput<V>>) => outputs.map((o) => o._tag)
@@ -48,7 +48,7 @@ const sent = (outputs: ReadonlyArray<RaftOutput<V>>): Array<RaftRequest> =>
   outputs.flatMap((o) => (o._tag === "Send" ? [o.message] : []))
 
 const records = (epoch: number, from: number, count: number): Array<LogRecord<V>> =>
-  Array.from({ length: count }, (_, i) => ({ _tag: "Data", Offset: from + i, Epoch: epoch, Value: `r${from + i}` }))
+  Array.from({ length: count }, (_, i) => ({ _tag: "Data", offset: from + i, epoch: epoch, value: `r${from + i}` }))
 
 /** Makes voter 1 leader of epoch 1 in a quorum of 3 (its pre-vote and vote granted by voter 2). */
 const leader = () => {
@@ -60,7 +60,7 @@ const leader = () => {
     _tag: "Response",
     from: 2,
     request: preVote,
-    response: { _tag: "VoteResponse", ErrorCode: 0, LeaderId: -1, LeaderEpoch: 0, VoteGranted: true }
+    response: { _tag: "VoteResponse", errorCode: 0, leaderId: -1, leaderEpoch: 0, voteGranted: true }
   })
   const request = sent(v.outputs).find((m) => m._tag === "VoteRequest")
   if (request === undefined) throw new Error("no vote")
@@ -68,21 +68,21 @@ const leader = () => {
     _tag: "Response",
     from: 2,
     request,
-    response: { _tag: "VoteResponse", ErrorCode: 0, LeaderId: -1, LeaderEpoch: 1, VoteGranted: true }
+    response: { _tag: "VoteResponse", errorCode: 0, leaderId: -1, leaderEpoch: 1, voteGranted: true }
   })
   return v
 }
 
 const fetch = (from: number, epoch: number, offset: number, lastEpoch: number): FetchRequest => ({
   _tag: "FetchRequest",
-  ClusterId: "clustermirror",
-  ReplicaId: from,
-  ReplicaEpoch: epoch,
-  MaxWaitMs: 500,
-  CurrentLeaderEpoch: epoch,
-  FetchOffset: offset,
-  LastFetchedEpoch: lastEpoch,
-  LogStartOffset: 0
+  clusterId: "clustermirror",
+  replicaId: from,
+  replicaEpoch: epoch,
+  maxWaitMs: 500,
+  currentLeaderEpoch: epoch,
+  fetchOffset: offset,
+  lastFetchedEpoch: lastEpoch,
+  logStartOffset: 0
 })
 
 describe("RaftNode votes", () => {
@@ -90,56 +90,56 @@ describe("RaftNode votes", () => {
     const v = voter(3)
     const first = v.on({ _tag: "Request", from: 1, request: vote(1, 3, 1, [0, 0]) })
     expect(tags(first).indexOf("PersistQuorumState")).toBeLessThan(tags(first).indexOf("Respond"))
-    expect(first.find((o) => o._tag === "PersistQuorumState")).toMatchObject({ state: { LeaderEpoch: 1, VotedId: 1 } })
-    expect(responses(first)).toEqual([expect.objectContaining({ VoteGranted: true, LeaderEpoch: 1 })])
+    expect(first.find((o) => o._tag === "PersistQuorumState")).toMatchObject({ state: { leaderEpoch: 1, votedId: 1 } })
+    expect(responses(first)).toEqual([expect.objectContaining({ voteGranted: true, leaderEpoch: 1 })])
     const second = v.on({ _tag: "Request", from: 2, request: vote(2, 3, 1, [0, 0]) })
-    expect(responses(second)).toEqual([expect.objectContaining({ VoteGranted: false, LeaderEpoch: 1 })])
+    expect(responses(second)).toEqual([expect.objectContaining({ voteGranted: false, leaderEpoch: 1 })])
     expect(tags(second)).not.toContain("PersistQuorumState")
     // The same candidate asking again (a duplicate) gets the same answer.
     expect(responses(v.on({ _tag: "Request", from: 1, request: vote(1, 3, 1, [0, 0]) }))).toEqual([
-      expect.objectContaining({ VoteGranted: true })
+      expect.objectContaining({ voteGranted: true })
     ])
   })
 
   it("refuses a candidate whose log is behind (last epoch first, then end offset)", () => {
     const log = RaftLog.append(RaftLog.empty, records(2, 0, 5))
-    const v = voter(3, { LeaderEpoch: 2, VotedId: -1, LeaderId: -1 }, log)
+    const v = voter(3, { leaderEpoch: 2, votedId: -1, leaderId: -1 }, log)
     expect(responses(v.on({ _tag: "Request", from: 1, request: vote(1, 3, 3, [2, 4]) }))[0]).toMatchObject({
-      VoteGranted: false
+      voteGranted: false
     })
     expect(responses(v.on({ _tag: "Request", from: 2, request: vote(2, 3, 3, [1, 100]) }))[0]).toMatchObject({
-      VoteGranted: false
+      voteGranted: false
     })
     // The refusals bumped the epoch and voted for no one: a candidate with a log as long still wins.
-    expect(v.state.quorum).toEqual({ LeaderEpoch: 3, VotedId: -1, LeaderId: -1 })
+    expect(v.state.quorum).toEqual({ leaderEpoch: 3, votedId: -1, leaderId: -1 })
     expect(responses(v.on({ _tag: "Request", from: 1, request: vote(1, 3, 3, [2, 5]) }))[0]).toMatchObject({
-      VoteGranted: true
+      voteGranted: true
     })
   })
 
   it("a pre-vote changes nothing, and a follower with a live leader refuses it", () => {
-    const v = voter(3, { LeaderEpoch: 1, VotedId: -1, LeaderId: 1 })
+    const v = voter(3, { leaderEpoch: 1, votedId: -1, leaderId: 1 })
     expect(v.state.role._tag).toBe("Follower")
     const outputs = v.on({ _tag: "Request", from: 2, request: vote(2, 3, 2, [0, 0], true) })
-    expect(responses(outputs)[0]).toMatchObject({ VoteGranted: false, LeaderId: 1, LeaderEpoch: 1 })
+    expect(responses(outputs)[0]).toMatchObject({ voteGranted: false, leaderId: 1, leaderEpoch: 1 })
     expect(tags(outputs)).not.toContain("PersistQuorumState")
     // After the fetch timeout it grants pre-votes (as a prospective itself), still without persisting.
     v.on({ _tag: "TimerFired", timer: "fetchTimeout" }, 1000)
     expect(v.state.role._tag).toBe("Prospective")
     const later = v.on({ _tag: "Request", from: 2, request: vote(2, 3, 2, [0, 0], true) })
-    expect(responses(later)[0]).toMatchObject({ VoteGranted: true, LeaderEpoch: 1 })
-    expect(v.state.quorum.LeaderEpoch).toBe(1)
+    expect(responses(later)[0]).toMatchObject({ voteGranted: true, leaderEpoch: 1 })
+    expect(v.state.quorum.leaderEpoch).toBe(1)
   })
 
   it("answers a stale epoch with FENCED_LEADER_EPOCH and a foreign cluster with INCONSISTENT_CLUSTER_ID", () => {
-    const v = voter(3, { LeaderEpoch: 5, VotedId: -1, LeaderId: -1 })
+    const v = voter(3, { leaderEpoch: 5, votedId: -1, leaderId: -1 })
     expect(responses(v.on({ _tag: "Request", from: 1, request: vote(1, 3, 4, [0, 0]) }))[0]).toMatchObject({
-      ErrorCode: ErrorCode.FENCED_LEADER_EPOCH,
-      LeaderEpoch: 5
+      errorCode: ErrorCode.FENCED_LEADER_EPOCH,
+      leaderEpoch: 5
     })
     expect(
-      responses(v.on({ _tag: "Request", from: 1, request: { ...vote(1, 3, 6, [0, 0]), ClusterId: "other" } }))[0]
-    ).toMatchObject({ ErrorCode: ErrorCode.INCONSISTENT_CLUSTER_ID, VoteGranted: false })
+      responses(v.on({ _tag: "Request", from: 1, request: { ...vote(1, 3, 6, [0, 0]), clusterId: "other" } }))[0]
+    ).toMatchObject({ errorCode: ErrorCode.INCONSISTENT_CLUSTER_ID, voteGranted: false })
   })
 })
 
@@ -148,10 +148,10 @@ describe("RaftNode leader", () => {
     const v = leader()
     expect(v.state.role._tag).toBe("Leader")
     const append = v.outputs.find((o) => o._tag === "AppendLog")
-    expect(append).toMatchObject({ records: [{ _tag: "LeaderChange", Offset: 0, Epoch: 1, Value: { LeaderId: 1 } }] })
+    expect(append).toMatchObject({ records: [{ _tag: "LeaderChange", offset: 0, epoch: 1, value: { leaderId: 1 } }] })
     expect(sent(v.outputs).filter((m) => m._tag === "BeginQuorumEpochRequest").length).toBe(2)
     expect(v.outputs.find((o) => o._tag === "PersistQuorumState")).toMatchObject({
-      state: { LeaderEpoch: 1, LeaderId: 1 }
+      state: { leaderEpoch: 1, leaderId: 1 }
     })
   })
 
@@ -172,13 +172,13 @@ describe("RaftNode leader", () => {
     v.on({ _tag: "FlushCompleted", endOffset: 4 })
     // Follower at offset 6 of epoch 1: the leader's epoch 1 ends at 4.
     const diverging = responses(v.on({ _tag: "Request", from: 2, request: fetch(2, 1, 6, 1) }))[0]
-    expect(diverging).toMatchObject({ DivergingEpoch: { Epoch: 1, EndOffset: 4 } })
+    expect(diverging).toMatchObject({ divergingEpoch: { epoch: 1, endOffset: 4 } })
     v.on({ _tag: "Request", from: 2, request: fetch(2, 1, 4, 1) })
     expect(v.state.highWatermark).toBe(4)
     const snap = v.on({ _tag: "CreateSnapshot", endOffset: 3 })
-    expect(snap).toEqual([{ _tag: "CreateSnapshot", snapshotId: { EndOffset: 3, Epoch: 1 } }])
+    expect(snap).toEqual([{ _tag: "CreateSnapshot", snapshotId: { endOffset: 3, epoch: 1 } }])
     const below = responses(v.on({ _tag: "Request", from: 3, request: fetch(3, 1, 0, 0) }))[0]
-    expect(below).toMatchObject({ SnapshotId: { EndOffset: 3, Epoch: 1 }, DivergingEpoch: null })
+    expect(below).toMatchObject({ snapshotId: { endOffset: 3, epoch: 1 }, divergingEpoch: null })
   })
 
   it("refuses appends when not the leader", () => {
@@ -192,9 +192,9 @@ describe("RaftNode leader", () => {
 describe("RaftNode follower", () => {
   it("fetches again only after the fetched records are flushed, truncates on DivergingEpoch, learns the HW", () => {
     const log = RaftLog.flushed(RaftLog.append(RaftLog.empty, records(1, 0, 5)), 5)
-    const v = voter(2, { LeaderEpoch: 2, VotedId: -1, LeaderId: 1 }, log)
+    const v = voter(2, { leaderEpoch: 2, votedId: -1, leaderId: 1 }, log)
     const first = sent(v.outputs)[0]
-    expect(first).toMatchObject({ _tag: "FetchRequest", FetchOffset: 5, LastFetchedEpoch: 1 })
+    expect(first).toMatchObject({ _tag: "FetchRequest", fetchOffset: 5, lastFetchedEpoch: 1 })
     if (first === undefined) throw new Error("no fetch")
     const truncated = v.on({
       _tag: "Response",
@@ -202,18 +202,18 @@ describe("RaftNode follower", () => {
       request: first,
       response: {
         _tag: "FetchResponse",
-        ErrorCode: 0,
-        HighWatermark: 2,
-        LogStartOffset: 0,
-        DivergingEpoch: { Epoch: 1, EndOffset: 3 },
-        CurrentLeader: { LeaderId: 1, LeaderEpoch: 2 },
-        SnapshotId: null,
-        Records: []
+        errorCode: 0,
+        highWatermark: 2,
+        logStartOffset: 0,
+        divergingEpoch: { epoch: 1, endOffset: 3 },
+        currentLeader: { leaderId: 1, leaderEpoch: 2 },
+        snapshotId: null,
+        records: []
       }
     })
     expect(truncated).toContainEqual({ _tag: "TruncateLog", endOffset: 3 })
     const second = sent(truncated)[0]
-    expect(second).toMatchObject({ FetchOffset: 3, LastFetchedEpoch: 1 })
+    expect(second).toMatchObject({ fetchOffset: 3, lastFetchedEpoch: 1 })
     if (second === undefined) throw new Error("no fetch")
     const appended = v.on({
       _tag: "Response",
@@ -221,38 +221,38 @@ describe("RaftNode follower", () => {
       request: second,
       response: {
         _tag: "FetchResponse",
-        ErrorCode: 0,
-        HighWatermark: 4,
-        LogStartOffset: 0,
-        DivergingEpoch: null,
-        CurrentLeader: { LeaderId: 1, LeaderEpoch: 2 },
-        SnapshotId: null,
-        Records: records(2, 3, 2)
+        errorCode: 0,
+        highWatermark: 4,
+        logStartOffset: 0,
+        divergingEpoch: null,
+        currentLeader: { leaderId: 1, leaderEpoch: 2 },
+        snapshotId: null,
+        records: records(2, 3, 2)
       }
     })
     expect(tags(appended)).toEqual(expect.arrayContaining(["AppendLog", "Flush", "HighWatermark"]))
     expect(v.state.highWatermark).toBe(4)
     expect(sent(appended)).toEqual([])
     const afterFlush = v.on({ _tag: "FlushCompleted", endOffset: 5 })
-    expect(sent(afterFlush)).toEqual([expect.objectContaining({ FetchOffset: 5, LastFetchedEpoch: 2 })])
+    expect(sent(afterFlush)).toEqual([expect.objectContaining({ fetchOffset: 5, lastFetchedEpoch: 2 })])
   })
 
   it("becomes prospective when the fetch times out, and a leader's BeginQuorumEpoch makes it follow", () => {
-    const v = voter(2, { LeaderEpoch: 1, VotedId: -1, LeaderId: 1 })
+    const v = voter(2, { leaderEpoch: 1, votedId: -1, leaderId: 1 })
     v.on({ _tag: "TimerFired", timer: "fetchTimeout" }, 500)
     expect(v.state.role._tag).toBe("Prospective")
-    expect(sent(v.outputs).every((m) => m._tag === "VoteRequest" && m.PreVote && m.ReplicaEpoch === 2)).toBe(true)
+    expect(sent(v.outputs).every((m) => m._tag === "VoteRequest" && m.preVote && m.replicaEpoch === 2)).toBe(true)
     v.on({
       _tag: "Request",
       from: 3,
-      request: { _tag: "BeginQuorumEpochRequest", ClusterId: "clustermirror", VoterId: 2, LeaderId: 3, LeaderEpoch: 2 }
+      request: { _tag: "BeginQuorumEpochRequest", clusterId: "clustermirror", voterId: 2, leaderId: 3, leaderEpoch: 2 }
     })
     expect(v.state.role).toMatchObject({ _tag: "Follower", leaderId: 3 })
-    expect(v.state.quorum).toEqual({ LeaderEpoch: 2, VotedId: -1, LeaderId: 3 })
+    expect(v.state.quorum).toEqual({ leaderEpoch: 2, votedId: -1, leaderId: 3 })
   })
 
   it("ignores a timer whose deadline was replaced", () => {
-    const v = voter(2, { LeaderEpoch: 1, VotedId: -1, LeaderId: 1 })
+    const v = voter(2, { leaderEpoch: 1, votedId: -1, leaderId: 1 })
     expect(v.on({ _tag: "TimerFired", timer: "fetchTimeout" }, 5)).toEqual([])
     expect(v.state.role._tag).toBe("Follower")
   })
