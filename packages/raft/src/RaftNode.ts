@@ -845,3 +845,45 @@ const onCreateSnapshot = <V>(ctx: Ctx<V>, endOffset: number): void => {
   ctx.out.push({ _tag: "CreateSnapshot", snapshotId })
   ctx.s = { ...ctx.s, log: RaftLog.snapshotTaken(log, snapshotId) }
 }
+
+/** A replica's line in DescribeQuorum (`CurrentVoters`). */
+export interface ReplicaDescription {
+  readonly replicaId: number
+  /** -1 when unknown (a voter that has not fetched in this epoch). */
+  readonly logEndOffset: number
+  /** -1 when unknown. */
+  readonly lastFetchTimestamp: number
+}
+
+/** What DescribeQuorum answers from this voter: the leader's view of the voters, or only the epoch elsewhere. */
+export interface QuorumDescription {
+  readonly leaderId: number
+  readonly leaderEpoch: number
+  readonly highWatermark: number
+  /** Empty unless this voter is the leader. */
+  readonly currentVoters: ReadonlyArray<ReplicaDescription>
+}
+
+export const describeQuorum = (state: RaftState): QuorumDescription => {
+  const r = state.role
+  const voters: Array<ReplicaDescription> = []
+  if (r._tag === "Leader")
+    for (const id of state.config.voters) {
+      const p = r.replicas.get(id)
+      voters.push(
+        id === state.config.nodeId
+          ? { replicaId: id, logEndOffset: state.log.endOffset, lastFetchTimestamp: -1 }
+          : {
+              replicaId: id,
+              logEndOffset: p?.endOffset ?? -1,
+              lastFetchTimestamp: p !== undefined && p.endOffset >= 0 ? p.lastFetchMs : -1
+            }
+      )
+    }
+  return {
+    leaderId: leaderId(state),
+    leaderEpoch: state.quorum.leaderEpoch,
+    highWatermark: state.highWatermark,
+    currentVoters: voters
+  }
+}

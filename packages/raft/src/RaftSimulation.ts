@@ -163,7 +163,7 @@ type SimEvent =
   | { readonly _tag: "Restart"; readonly node: number }
   | { readonly _tag: "Partition"; readonly isolated: ReadonlyArray<number>; readonly healAfter: number }
   | { readonly _tag: "HealPartition"; readonly id: number }
-  | { readonly _tag: "Resign" }
+  | { readonly _tag: "Resign"; readonly shutdown: boolean }
   | { readonly _tag: "Snapshot"; readonly node: number }
   | { readonly _tag: "PowerLoss"; readonly count: number; readonly restartAfter: number }
   | {
@@ -435,6 +435,7 @@ export const run = (options: SimulationOptions): SimulationResult => {
           nd.log.length = Math.max(0, o.endOffset - nd.logStart)
           nd.durableEnd = Math.min(nd.durableEnd, o.endOffset)
           for (const p of nd.pending) p.cap = Math.min(p.cap, o.endOffset)
+          checkDurableMajority(`the truncation of n${nd.id} to ${o.endOffset}`)
           break
         case "Flush": {
           const flush = { cap: o.endOffset }
@@ -539,6 +540,21 @@ export const run = (options: SimulationOptions): SimulationResult => {
     nd.log.length = Math.max(0, nd.durableEnd - nd.logStart)
     nd.pending = []
     log(`n${nd.id} CRASH (log kept to ${endOffset(nd)})`)
+    checkDurableMajority(`the crash of n${nd.id}`)
+  }
+
+  /** Every committed record is durable (flushed log or snapshot) on a majority of the voters. */
+  const checkDurableMajority = (after: string) => {
+    const needed = Math.floor(n / 2) + 1
+    for (let off = 0; off < committed.length; off++) {
+      let count = 0
+      for (const nd of nodes) {
+        const r = off < nd.logStart ? nd.snapshot?.records[off] : off < nd.durableEnd ? recordAt(nd, off) : undefined
+        if (r !== undefined && recordKey(r) === committed[off]) count++
+      }
+      if (count < needed)
+        fail(`committed ${committed[off]} at ${off} is durable on ${count} voters only, after ${after}`)
+    }
   }
 
   const currentLeader = (): SimNode | undefined => {
@@ -632,7 +648,11 @@ export const run = (options: SimulationOptions): SimulationResult => {
       case "Resign": {
         if (faultsOver) return
         const leader = currentLeader()
-        if (leader !== undefined) deliver(leader, { _tag: "Resign" })
+        if (leader === undefined) return
+        deliver(leader, { _tag: "Resign" })
+        // A graceful shutdown: the resigned leader stops a moment later and comes back.
+        if (e.shutdown)
+          queue.push(now + rng.int(0, 30), { _tag: "Crash", node: leader.id, restartAfter: rng.int(50, 400) })
         return
       }
       case "Snapshot": {
@@ -686,7 +706,7 @@ export const run = (options: SimulationOptions): SimulationResult => {
       const size = rng.int(1, n - 1)
       const shuffled = [...ids].sort(() => rng.float() - 0.5)
       queue.push(t, { _tag: "Partition", isolated: shuffled.slice(0, size), healAfter: rng.int(50, 800) })
-    } else if (kind === 5) queue.push(t, { _tag: "Resign" })
+    } else if (kind === 5) queue.push(t, { _tag: "Resign", shutdown: rng.chance(0.5) })
     else if (kind === 6) queue.push(t, { _tag: "Snapshot", node: some() })
     else if (kind === 7)
       queue.push(t, { _tag: "PowerLoss", count: rng.int(Math.floor(n / 2) + 1, n), restartAfter: rng.int(5, 300) })
@@ -776,6 +796,7 @@ export const run = (options: SimulationOptions): SimulationResult => {
   }
 
   function finalChecks(): void {
+    checkDurableMajority("the run")
     // Every voter's log equals the committed log below the lowest high watermark; nothing committed is lost.
     const minHw = Math.min(...nodes.map((nd) => nd.core.highWatermark))
     for (const nd of nodes)

@@ -181,6 +181,26 @@ describe("RaftNode leader", () => {
     expect(below).toMatchObject({ snapshotId: { endOffset: 3, epoch: 1 }, divergingEpoch: null })
   })
 
+  it("describes the quorum as the leader sees it", () => {
+    const v = leader()
+    v.on({ _tag: "FlushCompleted", endOffset: 1 })
+    v.on({ _tag: "Request", from: 2, request: fetch(2, 1, 1, 1) }, 2000)
+    expect(RaftNode.describeQuorum(v.state)).toEqual({
+      leaderId: 1,
+      leaderEpoch: 1,
+      highWatermark: 1,
+      currentVoters: [
+        { replicaId: 1, logEndOffset: 1, lastFetchTimestamp: -1 },
+        { replicaId: 2, logEndOffset: 1, lastFetchTimestamp: 2000 },
+        { replicaId: 3, logEndOffset: -1, lastFetchTimestamp: -1 }
+      ]
+    })
+    expect(RaftNode.describeQuorum(voter(2, { leaderEpoch: 1, votedId: -1, leaderId: 1 }).state)).toMatchObject({
+      leaderId: 1,
+      currentVoters: []
+    })
+  })
+
   it("refuses appends when not the leader", () => {
     const v = voter(2)
     expect(v.on({ _tag: "Append", values: ["x"] })).toEqual([

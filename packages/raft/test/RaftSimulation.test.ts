@@ -53,13 +53,13 @@ describe("RaftSimulation", () => {
     return null
   }
 
-  it("acknowledging fetched offsets before their fsync is caught: a committed record is lost after a crash", () => {
-    const found = firstFailure({ ackBeforeFlush: true }, 200)
+  it("acknowledging fetched offsets before their fsync is caught within 50 seeds: a crash leaves a committed record durable on a minority", () => {
+    const found = firstFailure({ ackBeforeFlush: true }, 50)
     expect(found).not.toBeNull()
-    expect(found?.violation).toMatch(/committed|truncated|no record/)
+    expect(found?.violation).toMatch(/durable on|committed/)
   })
 
-  it("granting a second vote in an epoch is caught: two leaders in one epoch", () => {
+  it("granting a second vote in an epoch is caught within 200 seeds: two leaders in one epoch", () => {
     const found = firstFailure({ voteTwice: true }, 200)
     expect(found).not.toBeNull()
     expect(found?.violation).toMatch(/two leaders in epoch/)
