@@ -277,3 +277,41 @@ describe("RaftNode follower", () => {
     expect(v.state.role._tag).toBe("Follower")
   })
 })
+
+describe("RaftNode restarts and resignation", () => {
+  it("a voter restarting from a quorum state naming itself leader is Resigned and elects after its timeout", () => {
+    const v = voter(1, { leaderEpoch: 4, votedId: 1, leaderId: 1 })
+    expect(v.state.role._tag).toBe("Resigned")
+    expect(v.state.highWatermark).toBe(-1)
+    expect(v.on({ _tag: "Append", values: ["x"] })).toEqual([
+      { _tag: "AppendRejected", errorCode: ErrorCode.NOT_LEADER_OR_FOLLOWER, leaderId: -1 }
+    ])
+    v.on({ _tag: "TimerFired", timer: "election" }, 1000)
+    expect(v.state.role._tag).toBe("Prospective")
+    expect(sent(v.outputs)).toEqual([
+      expect.objectContaining({ preVote: true, replicaEpoch: 5 }),
+      expect.objectContaining({ preVote: true, replicaEpoch: 5 })
+    ])
+  })
+
+  it("a resigning leader names the furthest voter first, which campaigns at once", () => {
+    const v = leader()
+    v.on({ _tag: "FlushCompleted", endOffset: 1 })
+    v.on({ _tag: "Request", from: 3, request: fetch(3, 1, 1, 1) })
+    const out = v.on({ _tag: "Resign" })
+    expect(v.state.role._tag).toBe("Resigned")
+    const end = sent(out).find((m) => m._tag === "EndQuorumEpochRequest")
+    expect(end).toMatchObject({
+      leaderId: 1,
+      leaderEpoch: 1,
+      preferredCandidates: [{ candidateId: 3 }, { candidateId: 2 }]
+    })
+    if (end === undefined) throw new Error("no EndQuorumEpoch")
+    const follower = voter(3, { leaderEpoch: 1, votedId: 1, leaderId: 1 })
+    follower.on({ _tag: "Request", from: 1, request: end }, 10)
+    expect(follower.state.role).toMatchObject({ _tag: "Follower", leaderResigned: true })
+    expect(follower.state.timers.election).toBe(10)
+    follower.on({ _tag: "TimerFired", timer: "election" }, 10)
+    expect(follower.state.role._tag).toBe("Prospective")
+  })
+})

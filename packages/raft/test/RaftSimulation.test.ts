@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import { FastCheck as fc } from "effect"
 import * as RaftSimulation from "../src/RaftSimulation.js"
 
 /** Runs seeds [from, from + count) and fails with the first violation's seed, its message and trace tail. */
@@ -44,6 +45,17 @@ describe("RaftSimulation", () => {
       expect(a.trace.length).toBeGreaterThan(100)
     }
   })
+
+  it.prop(
+    "any seed runs to its end and replays to the same figures",
+    [fc.integer({ min: 0, max: 0xffffffff })],
+    ([seed]) => {
+      const a = RaftSimulation.run({ seed })
+      expect(a.violation).toBeNull()
+      expect(RaftSimulation.run({ seed }).stats).toEqual(a.stats)
+    },
+    { fastCheck: { numRuns: 200 } }
+  )
 
   const firstFailure = (broken: RaftSimulation.SimulationOptions["broken"], seeds: number) => {
     for (let seed = 0; seed < seeds; seed++) {
