@@ -147,7 +147,7 @@ const handle = <V>(ctx: Ctx<V>, event: RaftEvent<V>): void => {
 }
 
 // ---------------------------------------------------------------------------------------------
-// helpers
+// small pieces
 
 /** A random number in [0, 1) (mulberry32 over the input's random). */
 const rand = (ctx: Ctx<unknown>): number => {

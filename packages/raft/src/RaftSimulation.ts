@@ -357,9 +357,9 @@ export const run = (options: SimulationOptions): SimulationResult => {
   const describe = (e: RaftEvent<Value>): string => {
     switch (e._tag) {
       case "Request":
-        return `<- ${e.from} ${brief(e.request)}`
+        return `<- ${e.from} ${requestLine(e.request)}`
       case "Response":
-        return `<- ${e.from} ${briefResponse(e.response)} (for ${brief(e.request)})`
+        return `<- ${e.from} ${responseLine(e.response)} (for ${requestLine(e.request)})`
       case "TimerFired":
         return `timer ${e.timer}`
       case "Append":
@@ -826,7 +826,7 @@ export const run = (options: SimulationOptions): SimulationResult => {
 // ---------------------------------------------------------------------------------------------
 // trace lines
 
-const brief = (r: RaftRequest): string => {
+const requestLine = (r: RaftRequest): string => {
   switch (r._tag) {
     case "VoteRequest":
       return `${r.preVote ? "PreVote" : "Vote"}(e${r.replicaEpoch} last e${r.lastOffsetEpoch}@${r.lastOffset})`
@@ -841,7 +841,7 @@ const brief = (r: RaftRequest): string => {
   }
 }
 
-const briefResponse = (r: RaftResponse<Value>): string => {
+const responseLine = (r: RaftResponse<Value>): string => {
   const err = r.errorCode !== 0 ? ` err ${r.errorCode}` : ""
   switch (r._tag) {
     case "VoteResponse":
@@ -868,15 +868,15 @@ const summarizeOne = (o: RaftOutput<Value>): string => {
     case "PersistQuorumState":
       return `persist(e${o.state.leaderEpoch} voted ${o.state.votedId} leader ${o.state.leaderId})`
     case "Send":
-      return `-> ${o.to} ${brief(o.message)}`
+      return `-> ${o.to} ${requestLine(o.message)}`
     case "Respond":
-      return `-> ${o.to} ${briefResponse(o.response)}`
+      return `-> ${o.to} ${responseLine(o.response)}`
     case "RespondFetch":
       return o.readTo > o.readFrom
         ? `-> ${o.to} FetchResponse(hw ${o.response.highWatermark} records [${o.readFrom}, ${o.readTo}))`
-        : `-> ${o.to} ${briefResponse(o.response)}`
+        : `-> ${o.to} ${responseLine(o.response)}`
     case "RespondFetchSnapshot":
-      return `-> ${o.to} ${briefResponse(o.response)}`
+      return `-> ${o.to} ${responseLine(o.response)}`
     case "AppendLog":
       return `append ${o.records.map(recordKey).join(" ")}`
     case "TruncateLog":
