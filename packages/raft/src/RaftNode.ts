@@ -106,7 +106,7 @@ export const init = <V>(
   }
   const self = config.nodeId
   if (quorum.leaderId === self) becomeResigned(ctx)
-  else if (quorum.leaderId >= 0) becomeFollower(ctx, quorum.leaderEpoch, quorum.leaderId)
+  else if (quorum.leaderId >= 0) becomeFollower(ctx, quorum.leaderEpoch, quorum.leaderId, false)
   else if (config.voters.length === 1) becomeProspective(ctx)
   else becomeUnattached(ctx, quorum.leaderEpoch, quorum.votedId)
   return { state: ctx.s, outputs: ctx.out }
@@ -209,15 +209,27 @@ const becomeUnattached = <V>(ctx: Ctx<V>, epoch: number, votedId: number): void 
   setTimer(ctx, "election", electionDeadline(ctx))
 }
 
-const becomeFollower = <V>(ctx: Ctx<V>, epoch: number, leader: number): void => {
+/**
+ * Follows `leader`. `heardFrom`: the leader (or a voter vouching for it) just showed it leads, so
+ * pre-votes are refused until the fetch timeout; a voter going back to a leader it lost, or starting
+ * from its persisted state, does not refuse them until a fetch succeeds.
+ */
+const becomeFollower = <V>(ctx: Ctx<V>, epoch: number, leader: number, heardFrom = true): void => {
   const votedId = epoch === ctx.s.quorum.leaderEpoch ? ctx.s.quorum.votedId : -1
-  const fetchDeadline = ctx.now + ctx.s.config.fetchTimeoutMs
+  const timeout = ctx.now + ctx.s.config.fetchTimeoutMs
   transition(
     ctx,
     { leaderEpoch: epoch, votedId: votedId, leaderId: leader },
-    { _tag: "Follower", leaderId: leader, inFlight: null, awaitingFlush: false, leaderResigned: false, fetchDeadline }
+    {
+      _tag: "Follower",
+      leaderId: leader,
+      inFlight: null,
+      awaitingFlush: false,
+      leaderResigned: false,
+      fetchDeadline: heardFrom ? timeout : ctx.now
+    }
   )
-  setTimer(ctx, "fetchTimeout", fetchDeadline)
+  setTimer(ctx, "fetchTimeout", timeout)
   sendFetch(ctx)
 }
 
@@ -514,6 +526,12 @@ const onBeginQuorumEpoch = <V>(
   const following = r._tag === "Follower" && r.leaderId === req.leaderId
   if (req.leaderEpoch > ctx.s.quorum.leaderEpoch || (!following && r._tag !== "Leader" && r._tag !== "Resigned"))
     becomeFollower(ctx, req.leaderEpoch, req.leaderId)
+  else if (r._tag === "Follower" && following && !r.leaderResigned) {
+    // The leader it follows is alive: refuse pre-votes again until the fetch timeout.
+    const fetchDeadline = ctx.now + ctx.s.config.fetchTimeoutMs
+    setRole(ctx, { ...r, fetchDeadline })
+    setTimer(ctx, "fetchTimeout", fetchDeadline)
+  }
   respond(ctx, from, req, { _tag: "BeginQuorumEpochResponse", errorCode: ErrorCode.NONE, ...currentLeader(ctx) })
 }
 
@@ -795,7 +813,7 @@ const onTimer = <V>(ctx: Ctx<V>, timer: TimerName): void => {
       if (r._tag === "Follower" && !r.leaderResigned) return
       // A prospective that could not win goes back to the leader it lost, if it had one in this epoch.
       if (r._tag === "Prospective" && r.leaderId >= 0 && r.leaderId === ctx.s.quorum.leaderId)
-        return becomeFollower(ctx, ctx.s.quorum.leaderEpoch, r.leaderId)
+        return becomeFollower(ctx, ctx.s.quorum.leaderEpoch, r.leaderId, false)
       return becomeProspective(ctx)
     case "fetchTimeout":
       if (r._tag === "Follower") becomeProspective(ctx)

@@ -120,6 +120,15 @@ describe("RaftNode votes", () => {
   it("a pre-vote changes nothing, and a follower with a live leader refuses it", () => {
     const v = voter(3, { leaderEpoch: 1, votedId: -1, leaderId: 1 })
     expect(v.state.role._tag).toBe("Follower")
+    // Restarted from its quorum state, it has not heard from that leader yet: it grants.
+    expect(responses(v.on({ _tag: "Request", from: 2, request: vote(2, 3, 2, [0, 0], true) }))[0]).toMatchObject({
+      voteGranted: true
+    })
+    v.on({
+      _tag: "Request",
+      from: 1,
+      request: { _tag: "BeginQuorumEpochRequest", clusterId: "clustermirror", voterId: 3, leaderId: 1, leaderEpoch: 1 }
+    })
     const outputs = v.on({ _tag: "Request", from: 2, request: vote(2, 3, 2, [0, 0], true) })
     expect(responses(outputs)[0]).toMatchObject({ voteGranted: false, leaderId: 1, leaderEpoch: 1 })
     expect(tags(outputs)).not.toContain("PersistQuorumState")
