@@ -70,6 +70,10 @@ import * as AllocateProducerIds from "./apis/AllocateProducerIds.js"
 import * as Envelope from "./apis/Envelope.js"
 import * as UpdateFeatures from "./apis/UpdateFeatures.js"
 import * as DescribeQuorum from "./apis/DescribeQuorum.js"
+import * as Vote from "./apis/Vote.js"
+import * as BeginQuorumEpoch from "./apis/BeginQuorumEpoch.js"
+import * as EndQuorumEpoch from "./apis/EndQuorumEpoch.js"
+import * as FetchSnapshot from "./apis/FetchSnapshot.js"
 import * as ElectLeaders from "./apis/ElectLeaders.js"
 import * as AlterPartitionReassignments from "./apis/AlterPartitionReassignments.js"
 import * as ListPartitionReassignments from "./apis/ListPartitionReassignments.js"
@@ -151,6 +155,10 @@ export const all: ReadonlyArray<AnyApi> = [
   Envelope.api,
   UpdateFeatures.api,
   DescribeQuorum.api,
+  Vote.api,
+  BeginQuorumEpoch.api,
+  EndQuorumEpoch.api,
+  FetchSnapshot.api,
   ElectLeaders.api,
   AlterPartitionReassignments.api,
   ListPartitionReassignments.api,
