@@ -236,6 +236,25 @@ describe("refusals, as Kafka answers them", () => {
     expect(described.brokers.map((b) => [b.brokerId, `${b.host}:${b.port}`])).toEqual([[CONTROLLER_ID, ourController]])
   })
 
+  it("kafka-features describe through the controller lists both features, as through a broker", async () => {
+    const features = async (flag: string, at: string) =>
+      JavaTools.expectSuccess("kafka-features", await JavaTools.features([flag, at, "describe"])).stdout
+    const [viaController, viaBroker] = await Promise.all([
+      features("--bootstrap-controller", ourController),
+      features("--bootstrap-server", ourBrokers.split(",")[0]!)
+    ])
+    for (const out of [viaController, viaBroker]) {
+      expect(out).toMatch(
+        /Feature: metadata\.version\s+SupportedMinVersion: \S+\s+SupportedMaxVersion: \S+\s+FinalizedVersionLevel: \S+/
+      )
+      expect(out).toMatch(
+        /Feature: mirror\.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: 1\s+FinalizedVersionLevel: 1/
+      )
+    }
+    // Kafka answers the same through its controller.
+    expect(await features("--bootstrap-controller", kafkaController)).toContain("Feature: metadata.version")
+  })
+
   it("DescribeQuorum of another partition: UNKNOWN_TOPIC_OR_PARTITION", async () => {
     const answers = await Promise.all([
       describeQuorum(ourBrokers.split(",")[0]!, "__cluster_metadata", 1),
