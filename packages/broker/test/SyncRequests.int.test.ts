@@ -4,13 +4,20 @@
  * and the admin form of the group calls (find, describe, commit, fetch, list).
  */
 import { ClusterClient } from "@clustermirror/client"
-import { BumpLeaderEpochs, CreateTopics, Produce, RecordBatch } from "@clustermirror/protocol"
+import {
+  BumpLeaderEpochs,
+  ConsumerGroupHeartbeat,
+  CreateTopics,
+  Produce,
+  RecordBatch,
+  Uuid
+} from "@clustermirror/protocol"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as BrokerConfig from "@clustermirror/broker-config/BrokerConfig"
-import { SyncRequests } from "@clustermirror/mirror"
+import { MirrorSync, SyncRequests } from "@clustermirror/mirror"
 import * as Node from "../src/Node.js"
 
 const TOPIC = "epochs"
@@ -124,5 +131,27 @@ describe("mirror sync requests", () => {
     ])
     expect((await SyncRequests.describeGroupStates(client, node, ["g"])).get("g")).toBe("Empty")
     expect(await SyncRequests.listGroups(client)).toEqual([{ groupId: "g", protocolType: "" }])
+  })
+
+  it("describes a consumer group of the KIP-848 protocol with a member as active, so the offset sync skips it", async () => {
+    const node = await SyncRequests.findGroupCoordinator(client, "cg")
+    const joined = await client.sendToNode(node, ConsumerGroupHeartbeat.api, {
+      groupId: "cg",
+      memberId: Uuid.random(),
+      memberEpoch: 0,
+      instanceId: null,
+      rackId: null,
+      rebalanceTimeoutMs: 30_000,
+      subscribedTopicNames: [TOPIC],
+      subscribedTopicRegex: null,
+      serverAssignor: null,
+      topicPartitions: []
+    })
+    expect(joined.errorCode).toBe(0)
+    // Classic DescribeGroups does not know it; the sync must still see it as a group with members.
+    const states = await SyncRequests.describeGroupStates(client, node, ["cg", "unknown"])
+    expect(states.get("unknown")).toBe("Dead")
+    expect(states.get("cg")).not.toBe("Dead")
+    expect(MirrorSync.isActiveGroupState(states.get("cg")!)).toBe(true)
   })
 })

@@ -1,15 +1,16 @@
 /**
  * The requests of the mirror-level sync (KIP-1279 §5.9 step c) over a `ClusterClient.Client`: topic
  * configs (DescribeConfigs, IncrementalAlterConfigs), consumer groups (ListGroups on every broker,
- * FindCoordinator, DescribeGroups, OffsetFetch, OffsetCommit in the admin form) and the bounds of
+ * FindCoordinator, DescribeGroups and ConsumerGroupDescribe, OffsetFetch, OffsetCommit in the admin form) and the bounds of
  * partition logs (ListOffsets, OffsetForLeaderEpoch), and ACLs (DescribeAcls, CreateAcls, DeleteAcls). Each call is written to work with any version the
  * peer negotiates, so a real Apache Kafka source answers as well as ours.
  *
  * Translation only: what to copy, skip or clamp is decided in `MirrorSync`.
  */
 import { Acl } from "@clustermirror/authorizer"
-import { ClusterClient, MirrorAdmin } from "@clustermirror/client"
+import { ClientError, ClusterClient, MirrorAdmin } from "@clustermirror/client"
 import {
+  ConsumerGroupDescribe,
   CreateAcls,
   DeleteAcls,
   DescribeAcls,
@@ -180,10 +181,27 @@ export const describeGroupStates = async (
 ): Promise<ReadonlyMap<string, string>> => {
   const res = await client.sendToNode(nodeId, DescribeGroups.api, { groups, includeAuthorizedOperations: false })
   const out = new Map<string, string>()
+  const notClassic: Array<string> = []
   for (const g of res.groups) {
-    if (g.errorCode === Errors.ErrorCode.GROUP_ID_NOT_FOUND) out.set(g.groupId, "Dead")
-    else if (g.errorCode !== 0) throw new SyncRequestError(g.errorCode, `DescribeGroups ${g.groupId}`, g.errorMessage)
+    if (g.errorCode === Errors.ErrorCode.GROUP_ID_NOT_FOUND) {
+      out.set(g.groupId, "Dead")
+      notClassic.push(g.groupId)
+    } else if (g.errorCode !== 0) throw new SyncRequestError(g.errorCode, `DescribeGroups ${g.groupId}`, g.errorMessage)
     else out.set(g.groupId, g.groupState)
+  }
+  // DescribeGroups does not describe consumer groups of the KIP-848 protocol: ConsumerGroupDescribe does,
+  // where the coordinator serves it (a coordinator without it has no such groups).
+  if (notClassic.length === 0) return out
+  const consumer = await client
+    .sendToNode(nodeId, ConsumerGroupDescribe.api, { groupIds: notClassic, includeAuthorizedOperations: false })
+    .catch((e: unknown) => {
+      if (e instanceof ClientError.UnsupportedVersion) return undefined
+      throw e
+    })
+  for (const g of consumer?.groups ?? []) {
+    if (g.errorCode === Errors.ErrorCode.GROUP_ID_NOT_FOUND) continue
+    if (g.errorCode !== 0) throw new SyncRequestError(g.errorCode, `ConsumerGroupDescribe ${g.groupId}`, g.errorMessage)
+    out.set(g.groupId, g.groupState)
   }
   return out
 }
