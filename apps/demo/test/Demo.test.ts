@@ -108,7 +108,9 @@ describe("Demo", () => {
       batches: 4,
       records: 40,
       bytes: 4000,
+      sourceStart: 0,
       sourceEnd: 50,
+      destinationStart: 0,
       destinationEnd: 50
     }
     expect(
