@@ -26,6 +26,8 @@ import {
   CreatePartitions,
   CreateTopics,
   DeleteClusterMirror,
+  ConsumerGroupDescribe,
+  ConsumerGroupHeartbeat,
   DeleteGroups,
   DeleteRecords,
   DeleteTopics,
@@ -921,6 +923,39 @@ const installChecks = (handlers: Handlers, ctx: AuthorizationContext): void => {
         : g
     )
     return { throttleTimeMs: 0, ...out, groups: [...groups, ...refusedGroups] }
+  })
+
+  // KIP-848, as KafkaApis: READ on the group to heartbeat; DESCRIBE on each group to describe it.
+  guard(handlers, src, ConsumerGroupHeartbeat.api, (c, req, request, next) =>
+    c.group(Op.READ, request.groupId)
+      ? next(req, request)
+      : {
+          throttleTimeMs: 0,
+          errorCode: E.GROUP_AUTHORIZATION_FAILED,
+          errorMessage: Errors.message(E.GROUP_AUTHORIZATION_FAILED),
+          memberId: null,
+          memberEpoch: -1,
+          heartbeatIntervalMs: 0,
+          assignment: null
+        }
+  )
+  guard(handlers, src, ConsumerGroupDescribe.api, async (c, req, request, next) => {
+    const [allowed, refused] = partition(request.groupIds, (g) => c.group(Op.DESCRIBE, g))
+    if (refused.length === 0) return next(req, request)
+    const out = allowed.length === 0 ? { groups: [] } : await resolved(next(req, { ...request, groupIds: allowed }))
+    if (out === NoResponse) return out
+    const refusedGroups = refused.map((groupId) => ({
+      errorCode: E.GROUP_AUTHORIZATION_FAILED,
+      errorMessage: Errors.message(E.GROUP_AUTHORIZATION_FAILED),
+      groupId,
+      groupState: "",
+      groupEpoch: 0,
+      assignmentEpoch: 0,
+      assignorName: "",
+      members: [],
+      authorizedOperations: UNSET_OPS
+    }))
+    return { throttleTimeMs: 0, ...out, groups: [...(out.groups ?? []), ...refusedGroups] }
   })
 
   // KafkaApis: DELETE on each group; the refused ones answer GROUP_AUTHORIZATION_FAILED.

@@ -7,6 +7,8 @@ import {
   AlterReplicaLogDirs,
   Api,
   type Apis,
+  ConsumerGroupDescribe,
+  ConsumerGroupHeartbeat,
   DeleteGroups,
   DescribeCluster,
   DescribeLogDirs,
@@ -469,6 +471,96 @@ describe("Authorization.install", () => {
       results: [{ feature: "mirror.version", errorCode: refused, errorMessage: message }]
     })
     expect(await call(UpdateFeatures.api, 2, update, "User:ops")).toMatchObject({ errorCode: 0 })
+  })
+
+  it("checks the KIP-848 APIs as Kafka: READ on the group to heartbeat, DESCRIBE on each group to describe it", async () => {
+    const allow = (principal: string, operation: number) => ({
+      resourceType: Acl.ResourceType.GROUP,
+      resourceName: "g",
+      patternType: Acl.PatternType.LITERAL,
+      principal,
+      host: "*",
+      operation,
+      permissionType: Acl.AclPermissionType.ALLOW
+    })
+    const acls = StandardAuthorizer.StandardAuthorizer.make(
+      { superUsers: new Set(), allowEveryoneIfNoAclFound: false },
+      [allow("User:member", Acl.AclOperation.READ), allow("User:viewer", Acl.AclOperation.DESCRIBE)]
+    )
+    const handlers = new Handlers()
+      .register(ConsumerGroupHeartbeat.api, (_req, request) => ({
+        throttleTimeMs: 0,
+        errorCode: 0,
+        errorMessage: null,
+        memberId: request.memberId,
+        memberEpoch: 1,
+        heartbeatIntervalMs: 5000,
+        assignment: null
+      }))
+      .register(ConsumerGroupDescribe.api, (_req, request) => ({
+        throttleTimeMs: 0,
+        groups: request.groupIds.map((groupId) => ({
+          errorCode: 0,
+          errorMessage: null,
+          groupId,
+          groupState: "Stable",
+          groupEpoch: 1,
+          assignmentEpoch: 1,
+          assignorName: "uniform",
+          members: []
+        }))
+      }))
+    Authorization.install(handlers, {
+      authorizer: () => acls,
+      topicNameById: () => undefined,
+      topicExists: () => true,
+      autoCreateTopicsEnable: () => false
+    })
+    const respond = async <Req extends Spec.Fields, Res extends Spec.Fields>(
+      api: Api.ApiDef<Req, Res>,
+      body: Spec.StructInput<Req>,
+      principal: string
+    ) => {
+      const frame = Either.getOrThrow(Api.encodeRequest(api, 1, 1, "t", body)).subarray(4)
+      const r = await handlers.frameHandler(() => {})(frame, connection(principal))
+      if (r._tag !== "Respond") throw new Error(`no response: ${r._tag}`)
+      const bytes = Buffer.concat(r.chunks.map((c) => Buffer.from(c))).subarray(4)
+      return Either.getOrThrow(Api.decodeResponse(api, 1, bytes)).body
+    }
+    const E = Errors.ErrorCode
+    const heartbeat = {
+      groupId: "g",
+      memberId: "m",
+      memberEpoch: 0,
+      instanceId: null,
+      rackId: null,
+      rebalanceTimeoutMs: 30_000,
+      subscribedTopicNames: ["t"],
+      subscribedTopicRegex: null,
+      serverAssignor: null,
+      topicPartitions: []
+    }
+    expect((await respond(ConsumerGroupHeartbeat.api, heartbeat, "User:member")).errorCode).toBe(0)
+    // DESCRIBE on the group is not READ.
+    expect((await respond(ConsumerGroupHeartbeat.api, heartbeat, "User:viewer")).errorCode).toBe(
+      E.GROUP_AUTHORIZATION_FAILED
+    )
+    const described = async (principal: string) =>
+      (
+        await respond(
+          ConsumerGroupDescribe.api,
+          { groupIds: ["g", "h"], includeAuthorizedOperations: false },
+          principal
+        )
+      ).groups.map((g) => [g.groupId, g.errorCode])
+    expect(await described("User:viewer")).toEqual([
+      ["g", 0],
+      ["h", E.GROUP_AUTHORIZATION_FAILED]
+    ])
+    expect(await described("User:nobody")).toEqual([
+      ["g", E.GROUP_AUTHORIZATION_FAILED],
+      ["h", E.GROUP_AUTHORIZATION_FAILED]
+    ])
   })
 
   it("names the host of an IPv4-mapped address as Kafka does", () => {
