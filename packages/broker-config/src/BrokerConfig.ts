@@ -492,9 +492,22 @@ const checkOnly =
   }
 
 /** `host:port[,...]` or Kafka's voters form `id@host:port[,...]`: the first entry. */
+/**
+ * The controller a broker registers with. A cluster has one controller (the KRaft quorum of several is
+ * not wired in yet), so a list of several entries is refused rather than all but the first ignored.
+ */
 const controllerBootstrap: Parser = (v, key) => {
-  const m = /^(?:\d+@)?([^:,]+):(\d+)/.exec(v.trim())
-  if (!m) throw new Error(`${key}=${v}: expected host:port`)
+  const entries = v
+    .split(",")
+    .map((e) => e.trim())
+    .filter((e) => e !== "")
+  const expected = key === "controller.quorum.voters" ? "id@host:port" : "host:port"
+  const m = entries.length === 1 ? /^(?:\d+@)?([^:@]+):(\d+)$/.exec(entries[0]!) : null
+  if (entries.length > 1)
+    throw new Error(
+      `${key}=${v}: a quorum of ${entries.length} controllers is not supported; this cluster runs one controller, give exactly one ${expected}`
+    )
+  if (!m) throw new Error(`${key}=${v}: expected ${expected}`)
   return { controllerBootstrap: { host: m[1]!, port: Number(m[2]) } }
 }
 

@@ -436,3 +436,30 @@ describe("SaslConfig.parseAddScram", () => {
     }
   })
 })
+
+describe("BrokerConfig controller quorum", () => {
+  it("takes one controller from controller.quorum.voters or controller.quorum.bootstrap.servers", () => {
+    expect(parse({ "controller.quorum.voters": "1@10.0.0.1:9093" })().controllerBootstrap).toEqual({
+      host: "10.0.0.1",
+      port: 9093
+    })
+    expect(parse({ "controller.quorum.bootstrap.servers": " ctl:19093 " })().controllerBootstrap).toEqual({
+      host: "ctl",
+      port: 19093
+    })
+  })
+
+  it("refuses several controllers instead of silently using the first", () => {
+    expect(parse({ "controller.quorum.voters": "1@a:9093,2@b:9093,3@c:9093" })).toThrow(
+      "controller.quorum.voters=1@a:9093,2@b:9093,3@c:9093: a quorum of 3 controllers is not supported; this cluster runs one controller, give exactly one id@host:port"
+    )
+    expect(parse({ "controller.quorum.bootstrap.servers": "a:9093,b:9093" })).toThrow(
+      "a quorum of 2 controllers is not supported"
+    )
+  })
+
+  it("refuses a malformed entry", () => {
+    expect(parse({ "controller.quorum.bootstrap.servers": "a:9093x" })).toThrow("expected host:port")
+    expect(parse({ "controller.quorum.voters": "1@a" })).toThrow("expected id@host:port")
+  })
+})
