@@ -491,7 +491,6 @@ const checkOnly =
     return {}
   }
 
-/** `host:port[,...]` or Kafka's voters form `id@host:port[,...]`: the first entry. */
 /**
  * The controller a broker registers with. A cluster has one controller (the KRaft quorum of several is
  * not wired in yet), so a list of several entries is refused rather than all but the first ignored.
