@@ -51,6 +51,8 @@ export interface BrokerConfig {
   readonly numPartitions: number
   readonly defaultReplicationFactor: number
   readonly socketRequestMaxBytes: number
+  /** `max.request.partition.size.limit` (2000): at most this many partitions in one DescribeTopicPartitions answer. */
+  readonly maxRequestPartitionSizeLimit: number
   readonly messageMaxBytes: number
   readonly logSegmentBytes: number
   readonly logRetentionMs: number
@@ -199,6 +201,7 @@ export const defaults: BrokerConfig = {
   numPartitions: 1,
   defaultReplicationFactor: 1,
   socketRequestMaxBytes: 104857600,
+  maxRequestPartitionSizeLimit: 2000,
   messageMaxBytes: 1048588,
   logSegmentBytes: 1024 * 1024 * 1024,
   logRetentionMs: 168 * HOUR,
@@ -564,6 +567,7 @@ const parsers: Record<string, Parser> = {
   "num.partitions": int("numPartitions", 1),
   "default.replication.factor": int("defaultReplicationFactor", 1),
   "socket.request.max.bytes": int("socketRequestMaxBytes", 1),
+  "max.request.partition.size.limit": int("maxRequestPartitionSizeLimit", 1),
   "message.max.bytes": int("messageMaxBytes", 0),
   "log.segment.bytes": int("logSegmentBytes", 14),
   "log.retention.ms": long("logRetentionMs"),

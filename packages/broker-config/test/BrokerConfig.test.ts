@@ -368,6 +368,14 @@ describe("BrokerConfig", () => {
     expect(parse({ "log.dirs": " , " })).toThrow("log.dirs= , : expected one log directory")
   })
 
+  it("caps DescribeTopicPartitions at max.request.partition.size.limit, 2000 by default, at least 1", () => {
+    expect(BrokerConfig.defaults.maxRequestPartitionSizeLimit).toBe(2000)
+    expect(parse({ "max.request.partition.size.limit": "3" })().maxRequestPartitionSizeLimit).toBe(3)
+    expect(parse({ "max.request.partition.size.limit": "0" })).toThrow(
+      "max.request.partition.size.limit=0: expected an integer >= 1"
+    )
+  })
+
   it("has Kafka's leader rebalance defaults", () => {
     expect(BrokerConfig.defaults).toMatchObject({
       autoLeaderRebalanceEnable: true,

@@ -52,6 +52,7 @@ import * as BrokerConfigs from "@clustermirror/broker-config/BrokerConfig"
 import type { BrokerConfig } from "@clustermirror/broker-config/BrokerConfig"
 import * as DynamicBrokerConfig from "@clustermirror/broker-config/DynamicBrokerConfig"
 import * as AclApis from "@clustermirror/security/AclApis"
+import * as DescribeTopicPartitionsApi from "@clustermirror/security/DescribeTopicPartitionsApi"
 import * as Authorization from "@clustermirror/security/Authorization"
 import * as GroupApis from "./GroupApis.js"
 import {
@@ -679,6 +680,7 @@ export const start = async (
   const txnRf = () => rf(config.transactionStateLogReplicationFactor)
   TransactionApis.register(handlers, ctx, txns, () => TransactionApis.ensureTransactionStateTopic(ctx, txnRf()))
   const current = authorizer === undefined ? undefined : () => authorizer!
+  DescribeTopicPartitionsApi.register(handlers, ctx, { internalTopics: INTERNAL_TOPICS, authorizer: current })
   AclApis.register(handlers, {
     authorizer: current,
     createAcls: async (request) => {

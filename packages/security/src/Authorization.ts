@@ -215,7 +215,8 @@ const clusterOperations = (c: Checks): number =>
 
 /**
  * APIs without a rule here: ApiVersions and SASL need no permission (a client negotiates and
- * authenticates before any authorization), the ACL APIs check their own (`AclApis`).
+ * authenticates before any authorization), the ACL APIs and DescribeTopicPartitions check their own
+ * (`AclApis`, `DescribeTopicPartitionsApi`).
  */
 const NOT_GUARDED_HERE: ReadonlySet<string> = new Set([
   "ApiVersions",
@@ -224,6 +225,7 @@ const NOT_GUARDED_HERE: ReadonlySet<string> = new Set([
   "CreateAcls",
   "DescribeAcls",
   "DeleteAcls",
+  "DescribeTopicPartitions",
   // Refused to everyone: delegation tokens are not implemented (see DelegationTokenApis).
   "CreateDelegationToken",
   "RenewDelegationToken",
