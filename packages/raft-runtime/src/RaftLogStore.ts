@@ -153,9 +153,12 @@ const over = (log: PartitionLog.PartitionLog): RaftLogStore => {
     },
     truncateTo: (offset) => {
       if (offset >= log.logEndOffset) return
+      // The storage log cuts whole batches: a cut inside one would lose records the core still counts.
+      const { records } = log.read(offset, RecordBatch.HEADER_SIZE)
+      const base = records.length >= RecordBatch.LOG_OVERHEAD ? RecordBatch.baseOffset(records, 0) : offset
+      if (base !== offset)
+        throw new InvalidBatches(`truncation to ${offset} is inside the batch starting at ${base}`)
       log.truncateTo(offset)
-      if (log.logEndOffset !== offset)
-        throw new InvalidBatches(`truncation to ${offset} is inside a batch (the log now ends at ${log.logEndOffset})`)
       log.flush()
     },
     flush: () => {
