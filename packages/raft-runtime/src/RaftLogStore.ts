@@ -156,8 +156,7 @@ const over = (log: PartitionLog.PartitionLog): RaftLogStore => {
       // The storage log cuts whole batches: a cut inside one would lose records the core still counts.
       const { records } = log.read(offset, RecordBatch.HEADER_SIZE)
       const base = records.length >= RecordBatch.LOG_OVERHEAD ? RecordBatch.baseOffset(records, 0) : offset
-      if (base !== offset)
-        throw new InvalidBatches(`truncation to ${offset} is inside the batch starting at ${base}`)
+      if (base !== offset) throw new InvalidBatches(`truncation to ${offset} is inside the batch starting at ${base}`)
       log.truncateTo(offset)
       log.flush()
     },
