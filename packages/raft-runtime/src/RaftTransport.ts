@@ -113,3 +113,24 @@ export const tcp = (options: TcpOptions): Effect.Effect<RaftTransportService, ne
     }
     return { send }
   })
+
+/** The voters of an in-process quorum, for `memory`: who answers, and who is cut off. */
+export interface MemoryNetwork {
+  readonly voters: Map<number, (from: number, request: RaftMessages.RaftRequest) => Effect.Effect<RaftWire.Response>>
+  /** Voters cut off from every other: their requests and the requests to them fail. */
+  readonly isolated: Set<number>
+}
+
+export const makeMemoryNetwork = (): MemoryNetwork => ({ voters: new Map(), isolated: new Set() })
+
+/** The transport of voter `self` in an in-process network (deterministic tests). */
+export const memory = (network: MemoryNetwork, self: number): RaftTransportService => ({
+  send: (to, request) =>
+    Effect.suspend(() => {
+      const handle = network.voters.get(to)
+      if (handle === undefined) return Effect.fail(new TransportError({ to, reason: "not running" }))
+      if (network.isolated.has(self) || network.isolated.has(to))
+        return Effect.fail(new TransportError({ to, reason: "isolated" }))
+      return handle(self, request)
+    })
+})
