@@ -12,12 +12,14 @@ import * as RaftRuntime from "../src/RaftRuntime.js"
 import * as RaftTransport from "../src/RaftTransport.js"
 
 const VOTERS = [1, 2, 3]
+// Kafka's fetch timeout (a leader resigns after 1.5 x it without a majority fetching: generous on a
+// loaded machine), a shorter election timeout, and a short wait between fetches (no long poll yet).
 const TIMEOUTS = {
   clusterId: "raft-runtime-test",
-  electionTimeoutMs: 300,
-  fetchTimeoutMs: 600,
-  electionBackoffMaxMs: 300,
-  requestTimeoutMs: 500,
+  electionTimeoutMs: 500,
+  fetchTimeoutMs: 2000,
+  electionBackoffMaxMs: 500,
+  requestTimeoutMs: 1000,
   fetchWaitMs: 20
 }
 
@@ -47,7 +49,11 @@ const start = async (v: Voter): Promise<void> => {
   const scope = Effect.runSync(Scope.make())
   const runtime = await Effect.runPromise(
     Effect.gen(function* () {
-      const transport = yield* RaftTransport.tcp({ voters: endpoints, nodeId: v.id, requestTimeoutMs: 500 })
+      const transport = yield* RaftTransport.tcp({
+        voters: endpoints,
+        nodeId: v.id,
+        requestTimeoutMs: TIMEOUTS.requestTimeoutMs
+      })
       return yield* RaftRuntime.make({ config: RaftConfig.make(v.id, VOTERS, TIMEOUTS), dataDir: v.dir, transport })
     }).pipe(Scope.extend(scope))
   )
@@ -81,7 +87,7 @@ const running = () => voters.filter((v) => v.runtime !== null)
 
 /** The voter every running voter agrees leads, in one epoch. */
 const agreedLeader = () =>
-  waitFor("an agreed leader", 8000, async () => {
+  waitFor("an agreed leader", 12_000, async () => {
     const views = await Promise.all(running().map((v) => run(v.runtime!.leader)))
     const first = views[0]
     if (first === undefined || first.leaderId < 0) return undefined
@@ -101,7 +107,7 @@ const appendMany = (leader: Voter, from: number, count: number) =>
 
 /** Every running voter has committed below `hw`; their logs are byte-identical up to it. */
 const allCommitted = async (hw: number) => {
-  await waitFor(`every voter at high watermark ${hw}`, 8000, async () => {
+  await waitFor(`every voter at high watermark ${hw}`, 12_000, async () => {
     const hws = await Promise.all(running().map((v) => run(v.runtime!.highWatermark)))
     return hws.every((h) => h >= hw) ? true : undefined
   })
@@ -177,5 +183,5 @@ describe("RaftRuntime on TCP with 3 voters", () => {
       expect(v.lastCaughtUpTimestamp).toBeGreaterThan(0)
       if (v.replicaId !== newLeader.id) expect(v.lastFetchTimestamp).toBeGreaterThan(0)
     }
-  }, 30_000)
+  }, 45_000)
 })
