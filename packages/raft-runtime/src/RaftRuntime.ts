@@ -275,10 +275,23 @@ export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFi
       Queue.take(queue).pipe(
         Effect.flatMap(run),
         Effect.forever,
-        Effect.tapErrorCause((cause) => Effect.logError(`raft voter ${config.nodeId} stopped`, cause))
+        Effect.tapErrorCause((cause) => Effect.logError(`raft voter ${config.nodeId} stopped`, cause)),
+        // A stopped voter answers nothing more: whoever waits on it is released (see `ask`).
+        Effect.ensuring(Queue.shutdown(queue))
       ),
       scope
     )
+
+    /** Queues `item` and waits for its answer; a voter that stops first answers with `stopped`. */
+    const ask = <A, E>(item: Item, reply: Deferred.Deferred<A, E>, stopped: Effect.Effect<A, E>) =>
+      Effect.flatMap(Queue.isShutdown(queue), (down) =>
+        down
+          ? stopped
+          : Effect.raceFirst(
+              Queue.offer(queue, item).pipe(Effect.zipRight(Deferred.await(reply))),
+              Queue.awaitShutdown(queue).pipe(Effect.zipRight(stopped))
+            )
+      )
 
     const committed: Stream.Stream<Committed> = Stream.unwrapScoped(
       Effect.gen(function* () {
@@ -298,7 +311,11 @@ export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFi
       nodeId: config.nodeId,
       append: (values) =>
         Effect.flatMap(Deferred.make<number, NotLeader>(), (reply) =>
-          Queue.offer(queue, { _tag: "Append", values, reply }).pipe(Effect.zipRight(Deferred.await(reply)))
+          ask(
+            { _tag: "Append", values, reply },
+            reply,
+            Effect.suspend(() => Effect.fail(new NotLeader({ leaderId: -1, leaderEpoch: RaftNode.epoch(state) })))
+          )
         ),
       committed,
       leader: Effect.sync(() => ({ leaderId: RaftNode.leaderId(state), leaderEpoch: RaftNode.epoch(state) })),
@@ -316,7 +333,7 @@ export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFi
       }),
       handle: (from, request) =>
         Effect.flatMap(Deferred.make<RaftWire.Response>(), (reply) =>
-          Queue.offer(queue, { _tag: "Request", from, request, reply }).pipe(Effect.zipRight(Deferred.await(reply)))
+          ask({ _tag: "Request", from, request, reply }, reply, Effect.interrupt)
         ),
       resign: Queue.offer(queue, { _tag: "Event", event: { _tag: "Resign" } }).pipe(Effect.asVoid)
     }

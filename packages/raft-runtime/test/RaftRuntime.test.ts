@@ -1,6 +1,6 @@
 import { RaftConfig } from "@clustermirror/raft"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Exit, Fiber, Stream, TestClock } from "effect"
+import { Chunk, Effect, Exit, Fiber, Scope, Stream, TestClock } from "effect"
 import { Buffer } from "node:buffer"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -138,6 +138,27 @@ describe("RaftRuntime", () => {
       expect(common).toBeGreaterThan(0)
       for (const bytes of everyLog)
         expect(bytes.subarray(0, common).equals(everyLog[0]!.subarray(0, common))).toBe(true)
+    })
+  )
+
+  it.effect("a single voter elects itself, commits on its own flush, and answers NotLeader once stopped", () =>
+    Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const network = RaftTransport.makeMemoryNetwork()
+      const runtime = yield* RaftRuntime.make({
+        config: RaftConfig.make(7, [7]),
+        dataDir: path.join(root, `single${n++}`),
+        transport: RaftTransport.memory(network, 7)
+      }).pipe(Scope.extend(scope))
+      yield* advanceUntil(
+        3000,
+        Effect.map(runtime.leader, (l) => (l.leaderId === 7 ? l : undefined))
+      )
+      expect(yield* whileAdvancing(runtime.append([Buffer.from("alone")]))).toBe(1)
+      yield* Scope.close(scope, Exit.void)
+      const refused = yield* Effect.flip(runtime.append([Buffer.from("after stop")]))
+      expect(refused).toBeInstanceOf(NotLeader)
+      expect(refused.leaderId).toBe(-1)
     })
   )
 })
