@@ -40,7 +40,7 @@ export interface RaftLogStore {
   readonly close: () => void
 }
 
-/** Thrown by `decodeBatches` on bytes that are not valid metadata log batches. */
+/** Thrown on opening a log this runtime cannot serve (it starts past 0) and on a truncation inside a batch. */
 export class InvalidBatches extends Error {}
 
 /** The records of whole batches (data records with their values, LeaderChange control records). */
