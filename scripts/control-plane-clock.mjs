@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Fails when `setTimeout`, `setInterval` or `Date.now` appears in the src of the control-plane packages
-// (authorizer, coordinator, coordinator-runtime, group-coordinator, transaction-coordinator, mirror, controller, raft): their time comes from
+// (authorizer, coordinator, coordinator-runtime, group-coordinator, transaction-coordinator, mirror, controller, raft, raft-runtime): their time comes from
 // Effect's `Clock` (`Clock.currentTimeMillis`, `Effect.sleep`, `Schedule`), so their tests run on
 // `TestClock`. The one allowed place is a package's bridge for non-Effect callers, `src/internal/Clock.ts`.
 // Comments are ignored. Prints every offending line. `--warn`: print them but exit 0.
@@ -15,7 +15,8 @@ const PACKAGES = [
   "transaction-coordinator",
   "mirror",
   "controller",
-  "raft"
+  "raft",
+  "raft-runtime"
 ]
 const ALLOWED = `${sep}internal${sep}Clock.ts`
 
