@@ -8,6 +8,10 @@
  * Produce with acks=-1 waits until the high watermark passes the appended batches. Fetches long-poll until
  * `minBytes` or `maxWaitMs`. Record data moves as bytes: never decoded record by record here. Must not
  * decode wire requests (handlers translate) nor decide leadership (the controller does).
+ *
+ * It holds the broker's replication quotas (`ReplicationQuota`): as leader it serves no records to an
+ * out-of-sync follower of a throttled partition while the leader quota is exceeded, and counts what it sends
+ * for throttled partitions; the replica and mirror fetchers ask `followerThrottle` / `mirrorThrottle`.
  */
 import { Errors, RecordBatch, TopicPartitionMap } from "@clustermirror/protocol"
 import { LeaderEpochChecks, type PartitionLog, type PartitionLogStore, StorageError } from "@clustermirror/storage"
