@@ -4,10 +4,12 @@
  *
  * 1. A plan for a topic with RF=2 and data that moves a follower (partition 0: 1,2 → 1,3) and a leader
  *    (partition 1: 2,1 → 3,1) to the third broker (`--generate` proposes one from the broker list first),
- *    started with `--execute`, then `--verify` until complete (it then clears throttles). The new replica's segment files are
- *    byte-identical to the leader's, the removed replicas' directories are gone, `kafka-topics --describe`
- *    shows the new replicas, leader and ISR, kcat reads every record, and new records replicate to the new
- *    replicas. The throttles of `--throttle` are refused.
+ *    started with `--execute --throttle` (KIP-73 replication quotas: the rates on brokers 1-3, the throttled
+ *    replicas on the topic, both seen with `kafka-configs --describe` while the ~2.5 MB move takes several
+ *    seconds at the rate), then `--verify` until complete, which clears the throttles. The new replica's segment
+ *    files are byte-identical to the leader's, the removed replicas' directories are gone, `kafka-topics
+ *    --describe` shows the new replicas, leader and ISR, kcat reads every record, and new records replicate to
+ *    the new replicas.
  * 2. A mirror topic (mirrored from a server of ours) whose leader is moved off by a reassignment keeps
  *    mirroring on the new leader: new source records arrive, lag back to 0, logs identical to the source.
  */
@@ -20,7 +22,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ClusterServer, type ServerHandle, cli, startCluster, startServer } from "./harness.js"
 
 const TOPIC = "moved"
-const RECORDS = 300
+/** Records per partition before the move, ~1 KB each: about 2.5 MB to move at `THROTTLE`. */
+const RECORDS = 1250
+const PAD = "x".repeat(1000)
+/** `--throttle`, bytes/s: the move of both partitions (all on broker 3) takes several seconds. */
+const THROTTLE = 300_000
+
+/** The value of record `i` of a partition; padded for the records written before the move. */
+const recordValue = (topic: string, partition: number, i: number): string =>
+  `${topic}-${partition}-${i}${topic === TOPIC && i < RECORDS ? PAD : ""}`
 
 /** A partition directory's segment files (`*.log`) and their bytes. */
 const segments = (broker: ClusterServer, topic: string, partition: number): ReadonlyMap<string, Buffer> => {
@@ -100,7 +110,7 @@ describe("partition reassignment on a 3-broker cluster (separate processes)", ()
             acks: -1,
             messages: Array.from({ length: Math.min(50, n - i) }, (_, j) => ({
               partition,
-              value: `${topic}-${partition}-${from + i + j}`
+              value: recordValue(topic, partition, from + i + j)
             }))
           })
     } finally {
@@ -149,21 +159,6 @@ describe("partition reassignment on a 3-broker cluster (separate processes)", ()
     })
     await produce(b1, TOPIC, [0, 1], 0, RECORDS)
 
-    // The throttles `--throttle` would set are refused (brokers do not throttle replication).
-    const throttled = await JavaTools.configs([
-      "--bootstrap-server",
-      bootstrap,
-      "--alter",
-      "--entity-type",
-      "topics",
-      "--entity-name",
-      TOPIC,
-      "--add-config",
-      "leader.replication.throttled.replicas=0:1"
-    ])
-    expect(throttled.code).not.toBe(0)
-    expect(throttled.stdout + throttled.stderr).toContain("replication throttling is not implemented yet")
-
     const generated = JavaTools.expectSuccess(
       "--generate",
       await reassign([
@@ -190,10 +185,60 @@ describe("partition reassignment on a 3-broker cluster (separate processes)", ()
         { topic: TOPIC, partition: 1, replicas: [3, 1] }
       ]
     })
-    expect(await execute(plan)).toMatch(started([`${TOPIC}-0`, `${TOPIC}-1`]))
+    const moving = [0, 1].reduce(
+      (n, p) => n + [...segments(p === 0 ? b1 : b2, TOPIC, p).values()].reduce((m, b) => m + b.length, 0),
+      0
+    )
+    expect(moving).toBeGreaterThan(2_400_000)
+    const executed = JavaTools.expectSuccess(
+      "--execute --throttle",
+      await reassign(["--execute", "--reassignment-json-file", plan, "--throttle", String(THROTTLE)])
+    ).stdout
+    expect(executed).toMatch(started([`${TOPIC}-0`, `${TOPIC}-1`]))
+    expect(executed).toContain(`The inter-broker throttle limit was set to ${THROTTLE} B/s`)
+    // Timed from the tool's exit, so the move's time is under-counted, never over.
+    const since = performance.now()
+    const moved = Wait.eventually(
+      "broker 3 in both ISRs",
+      async () => ((await metadata(b1, TOPIC)).every((p) => p.isr.includes(3)) ? performance.now() - since : undefined),
+      120_000,
+      100
+    )
+    void moved.catch(() => undefined)
+    // While it moves, the throttles are in force: the rates on every broker of the move, the replicas on the topic.
+    const describe = async (...entity: ReadonlyArray<string>) =>
+      JavaTools.expectSuccess(
+        "kafka-configs --describe",
+        await JavaTools.configs(["--bootstrap-server", bootstrap, "--describe", "--entity-type", ...entity])
+      ).stdout
+    /** Each broker's dynamic configs, from `kafka-configs --describe --entity-type brokers` (every broker). */
+    const brokerConfigs = async () =>
+      new Map(
+        (await describe("brokers"))
+          .split("Dynamic configs for broker ")
+          .slice(1)
+          .map((block) => [block.slice(0, block.indexOf(" ")), block] as const)
+      )
+    const rates = await brokerConfigs()
+    expect([...rates.keys()].sort()).toEqual(["1", "2", "3"])
+    for (const block of rates.values()) {
+      expect(block).toContain(`leader.replication.throttled.rate=${THROTTLE} `)
+      expect(block).toContain(`follower.replication.throttled.rate=${THROTTLE} `)
+    }
+    const topicThrottles = await describe("topics", "--entity-name", TOPIC)
+    const listed = (key: string) =>
+      (new RegExp(`${key.replaceAll(".", "\\.")}=([0-9:,*]+)`).exec(topicThrottles)?.[1] ?? "").split(",").sort()
+    expect(listed("leader.replication.throttled.replicas")).toEqual(["0:1", "0:2", "1:1", "1:2"])
+    expect(listed("follower.replication.throttled.replicas")).toEqual(["0:3", "1:3"])
+    // At the rate the move takes bytes/rate (less the first window's burst); unthrottled it takes well under 1 s.
+    const tookMs = await moved
+    expect(tookMs).toBeGreaterThanOrEqual(0.4 * (moving / THROTTLE) * 1000)
+
     const verified = await verifyUntilDone(plan, [`${TOPIC}-0`, `${TOPIC}-1`])
     expect(verified).toContain("Clearing broker-level throttles on brokers 1,2,3")
     expect(verified).toContain(`Clearing topic-level throttles on topic ${TOPIC}`)
+    for (const block of (await brokerConfigs()).values()) expect(block).not.toContain("replication.throttled")
+    expect(await describe("topics", "--entity-name", TOPIC)).not.toContain("replication.throttled")
 
     const described = JavaTools.expectSuccess(
       "kafka-topics --describe",
@@ -227,7 +272,7 @@ describe("partition reassignment on a 3-broker cluster (separate processes)", ()
     for (const partition of [0, 1]) {
       const out = await kcat(["-C", "-t", TOPIC, "-p", String(partition), "-o", "beginning", "-e", "-q"])
       const values = out.stdout.split("\n").filter((l) => l !== "")
-      expect(values).toEqual(Array.from({ length: RECORDS + 50 }, (_, i) => `${TOPIC}-${partition}-${i}`))
+      expect(values).toEqual(Array.from({ length: RECORDS + 50 }, (_, i) => recordValue(TOPIC, partition, i)))
     }
     await Wait.eventually(
       "the new records on every new replica",

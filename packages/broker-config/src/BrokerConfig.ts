@@ -140,6 +140,16 @@ export interface BrokerConfig {
   readonly mirrorStateTopicReplicationFactor: number
   /** `mirror.metadata.refresh.interval.ms` (§5.9): the periodic mirror refresh; 0 disables it. Dynamic too. */
   readonly mirrorMetadataRefreshIntervalMs: number
+  /** `leader.replication.throttled.rate` (dynamic): bytes/s a leader sends to out-of-sync throttled replicas. */
+  readonly leaderReplicationThrottledRate: number
+  /** `follower.replication.throttled.rate` (dynamic): bytes/s a follower fetches for its throttled replicas. */
+  readonly followerReplicationThrottledRate: number
+  /** `mirror.replication.throttled.rate` (dynamic, KIP-1279): bytes/s a mirror leader fetches for throttled partitions. */
+  readonly mirrorReplicationThrottledRate: number
+  /** `replication.quota.window.num`: the samples of the replication quotas' rate. */
+  readonly replicationQuotaWindowNum: number
+  /** `replication.quota.window.size.seconds`: the length of each sample. */
+  readonly replicationQuotaWindowSizeSeconds: number
   /** `mirror.failed.retry.initial.backoff.ms`: the delay before the first retry of a FAILED partition. */
   readonly mirrorFailedRetryInitialBackoffMs: number
   /** `mirror.failed.retry.max.backoff.ms`: the longest delay between retries. */
@@ -255,6 +265,11 @@ export const defaults: BrokerConfig = {
   mirrorStateTopicNumPartitions: 50,
   mirrorStateTopicReplicationFactor: 3,
   mirrorMetadataRefreshIntervalMs: 60000,
+  leaderReplicationThrottledRate: Number.MAX_SAFE_INTEGER,
+  followerReplicationThrottledRate: Number.MAX_SAFE_INTEGER,
+  mirrorReplicationThrottledRate: Number.MAX_SAFE_INTEGER,
+  replicationQuotaWindowNum: 11,
+  replicationQuotaWindowSizeSeconds: 1,
   mirrorFailedRetryInitialBackoffMs: 1000,
   mirrorFailedRetryMaxBackoffMs: 300000,
   mirrorFailedRetryMaxAttempts: 100,
@@ -284,6 +299,14 @@ const long =
   (v, key) => {
     const n = Number(v.trim())
     if (!Number.isFinite(n)) throw new Error(`${key}=${v}: expected a number`)
+    return { [field]: Math.min(n, Number.MAX_SAFE_INTEGER) } as Partial<BrokerConfig>
+  }
+/** A replication throttle in bytes/s: a long >= 0, Long.MAX_VALUE (or more) meaning no limit. */
+const rate =
+  (field: keyof BrokerConfig): Parser =>
+  (v, key) => {
+    const n = Number(v.trim())
+    if (!Number.isInteger(n) || n < 0) throw new Error(`${key}=${v}: expected an integer >= 0`)
     return { [field]: Math.min(n, Number.MAX_SAFE_INTEGER) } as Partial<BrokerConfig>
   }
 const bool =
@@ -674,6 +697,11 @@ const parsers: Record<string, Parser> = {
   "mirror.state.topic.num.partitions": int("mirrorStateTopicNumPartitions", 1),
   "mirror.state.topic.replication.factor": int("mirrorStateTopicReplicationFactor", 1),
   "mirror.metadata.refresh.interval.ms": int("mirrorMetadataRefreshIntervalMs", 0),
+  "leader.replication.throttled.rate": rate("leaderReplicationThrottledRate"),
+  "follower.replication.throttled.rate": rate("followerReplicationThrottledRate"),
+  "mirror.replication.throttled.rate": rate("mirrorReplicationThrottledRate"),
+  "replication.quota.window.num": int("replicationQuotaWindowNum", 1),
+  "replication.quota.window.size.seconds": int("replicationQuotaWindowSizeSeconds", 1),
   "mirror.failed.retry.initial.backoff.ms": int("mirrorFailedRetryInitialBackoffMs", 1),
   "mirror.failed.retry.max.backoff.ms": int("mirrorFailedRetryMaxBackoffMs", 1),
   "mirror.failed.retry.max.attempts": int("mirrorFailedRetryMaxAttempts", 0),

@@ -122,6 +122,42 @@ describe("DynamicBrokerConfig", () => {
     expect(entry(described, "num.partitions")).toMatchObject({ readOnly: true, configSource: Source.DEFAULT_CONFIG })
   })
 
+  it("takes the replication throttle rates from every layer, unlimited (Long.MAX) by default", () => {
+    const base = props({ "leader.replication.throttled.rate": "5000", "replication.quota.window.num": "4" })
+    expect(base).toMatchObject({
+      leaderReplicationThrottledRate: 5000,
+      followerReplicationThrottledRate: Number.MAX_SAFE_INTEGER,
+      mirrorReplicationThrottledRate: Number.MAX_SAFE_INTEGER,
+      replicationQuotaWindowNum: 4,
+      replicationQuotaWindowSizeSeconds: 1
+    })
+    const c = DynamicBrokerConfig.effective(
+      layers(
+        base,
+        { "follower.replication.throttled.rate": "7000", "mirror.replication.throttled.rate": "9000" },
+        { "leader.replication.throttled.rate": "6000" }
+      )
+    )
+    expect(c).toMatchObject({
+      leaderReplicationThrottledRate: 6000,
+      followerReplicationThrottledRate: 7000,
+      mirrorReplicationThrottledRate: 9000
+    })
+    const described = DynamicBrokerConfig.describeBroker(layers(BrokerConfig.defaults), "1", false)
+    expect(entry(described, "follower.replication.throttled.rate")).toMatchObject({
+      value: "9223372036854775807",
+      readOnly: false,
+      isDefault: true
+    })
+    expect(entry(described, "replication.quota.window.num")).toMatchObject({ value: "11", readOnly: true })
+    expect(() => props({ "follower.replication.throttled.rate": "-1" })).toThrow(
+      "follower.replication.throttled.rate=-1: expected an integer >= 0"
+    )
+    expect(() => props({ "replica.alter.log.dirs.io.max.bytes.per.second": "1" })).toThrow(
+      /is not supported: a broker has one log directory/
+    )
+  })
+
   it("the cluster default resource lists only its dynamic entries", () => {
     const described = DynamicBrokerConfig.describeBroker(
       layers(BrokerConfig.defaults, { "message.max.bytes": "2000" }),

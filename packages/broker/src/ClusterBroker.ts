@@ -283,6 +283,8 @@ export const start = async (
     replicaLagTimeMaxMs: config.replicaLagTimeMaxMs,
     log,
     isBrokerAlive: (id) => image.cluster.brokers.get(id)?.fenced === false,
+    replicationQuotas: () => effectiveConfig,
+    topicConfigs: (t) => MetadataImage.configsOf(image, MetadataImage.ConfigResourceType.TOPIC, t),
     ...(config.transactionPartitionVerificationEnable && {
       verifier: TxnVerification.make({
         transactionStateLeaders: () => {
@@ -347,6 +349,7 @@ export const start = async (
       }),
       // KIP-1279 §6.4: followers of mirror partitions validate batches with MirrorLeaderEpoch.
       isMirrorTopic: (topic) => (MetadataImage.topicByName(image, topic)?.mirrorName ?? null) !== null,
+      throttle: replicas.followerThrottle,
       events: {
         fetched: (tp) => replicas.notifyChanged(tp.topic, tp.partition),
         truncated: (tp, offset) => log(`truncated ${tp.topic}-${tp.partition} to ${offset}`),

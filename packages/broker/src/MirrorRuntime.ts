@@ -238,6 +238,7 @@ export const make = (options: MirrorRuntimeOptions): MirrorRuntime => {
       // A partition that cannot fetch for the mirror's request timeout fails (and retries with backoff).
       failAfterMs: Math.max(1000, Number(configs.get("request.timeout.ms") ?? 30_000) || 30_000),
       log,
+      throttle: replicas.mirrorThrottle,
       events: {
         fetched: (tp, p) => {
           manager.fetched(tp.topic, tp.partition)

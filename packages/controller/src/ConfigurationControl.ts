@@ -82,13 +82,6 @@ const throttledReplicas = (v: string): string | null => {
     : "must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],..."
 }
 
-/**
- * The replication throttles' replica lists: Kafka's format, but only the empty list, since brokers do not
- * throttle replication (`kafka-reassign-partitions --throttle` fails here before it moves anything).
- */
-const unthrottledReplicas = (v: string): string | null =>
-  throttledReplicas(v) ?? (splitList(v).length === 0 ? null : `is not supported: ${THROTTLING}`)
-
 /** A list of regular expressions: a mirror's topic and group filters (KIP-1279 §5.3). */
 const replicationFactor = (v: string): string | null =>
   Number(v) === -1 || Number(v) >= 1 ? null : "Value must be at least 1, or -1 for the default"
@@ -120,9 +113,9 @@ export const TOPIC_CONFIG_DEFS: ReadonlyMap<string, ConfigDef> = table([
   def("file.delete.delay.ms", "long", "60000", atLeast(0)),
   def("flush.messages", "long", LONG_MAX, atLeast(1)),
   def("flush.ms", "long", LONG_MAX, atLeast(0)),
-  def("follower.replication.throttled.replicas", "list", "", unthrottledReplicas),
+  def("follower.replication.throttled.replicas", "list", "", throttledReplicas),
   def("index.interval.bytes", "int", "4096", atLeast(0)),
-  def("leader.replication.throttled.replicas", "list", "", unthrottledReplicas),
+  def("leader.replication.throttled.replicas", "list", "", throttledReplicas),
   def("local.retention.bytes", "long", "-2", atLeast(-2)),
   def("local.retention.ms", "long", "-2", atLeast(-2)),
   def("max.compaction.lag.ms", "long", LONG_MAX, atLeast(1)),
@@ -159,6 +152,8 @@ export const TOPIC_CONFIGS: ReadonlyMap<string, string> = new Map(
  */
 export const BROKER_CONFIG_DEFS: ReadonlyMap<string, ConfigDef> = table([
   def("background.threads", "int", "10", atLeast(1)),
+  def("follower.replication.throttled.rate", "long", LONG_MAX, atLeast(0)),
+  def("leader.replication.throttled.rate", "long", LONG_MAX, atLeast(0)),
   def("log.cleaner.backoff.ms", "long", "15000", atLeast(0)),
   def("log.cleaner.dedupe.buffer.size", "long", "134217728", atLeast(48)),
   def("log.cleaner.delete.retention.ms", "long", "86400000", atLeast(0)),
@@ -180,6 +175,7 @@ export const BROKER_CONFIG_DEFS: ReadonlyMap<string, ConfigDef> = table([
   def("message.max.bytes", "int", "1048588", atLeast(0)),
   def("min.insync.replicas", "int", "1", atLeast(1)),
   def("mirror.metadata.refresh.interval.ms", "long", "60000", atLeast(0)),
+  def("mirror.replication.throttled.rate", "long", LONG_MAX, atLeast(0)),
   def("num.io.threads", "int", "8", atLeast(1)),
   def("num.network.threads", "int", "3", atLeast(1)),
   def("num.recovery.threads.per.data.dir", "int", "2", atLeast(1)),
@@ -243,6 +239,8 @@ export const BROKER_READ_ONLY_CONFIGS: ReadonlySet<string> = new Set([
   "offsets.topic.segment.bytes",
   "process.roles",
   "replica.lag.time.max.ms",
+  "replication.quota.window.num",
+  "replication.quota.window.size.seconds",
   "socket.receive.buffer.bytes",
   "socket.request.max.bytes",
   "socket.send.buffer.bytes",
@@ -258,7 +256,7 @@ export const BROKER_READ_ONLY_CONFIGS: ReadonlySet<string> = new Set([
 
 const CLEANER_IO =
   "the log cleaner reads segments through a shared 64 KiB window, writes in 1 MiB chunks and fills its offset map to 90 %: not configurable"
-const THROTTLING = "replication throttling is not implemented yet"
+const LOG_DIR_THROTTLING = "a broker has one log directory, so replicas never move between directories"
 const QUOTAS = "connection quotas are not implemented yet"
 const CLIENT_QUOTAS = "client quotas are not enforced: AlterClientQuotas refuses them"
 const SECURITY = "listener security settings are read from the server properties at start and cannot change dynamically"
@@ -271,10 +269,7 @@ export const BROKER_UNSUPPORTED_CONFIGS: ReadonlyMap<string, string> = new Map([
   ["log.cleaner.io.buffer.size", CLEANER_IO],
   ["log.cleaner.io.buffer.load.factor", CLEANER_IO],
   ["compression.type", "broker-side recompression is not implemented yet: batches are stored as producers send them"],
-  ["follower.replication.throttled.rate", THROTTLING],
-  ["leader.replication.throttled.rate", THROTTLING],
-  ["mirror.replication.throttled.rate", THROTTLING],
-  ["replica.alter.log.dirs.io.max.bytes.per.second", THROTTLING],
+  ["replica.alter.log.dirs.io.max.bytes.per.second", LOG_DIR_THROTTLING],
   ["max.connections", QUOTAS],
   ["max.connections.per.ip", QUOTAS],
   ["max.connections.per.ip.overrides", QUOTAS],
@@ -764,7 +759,7 @@ export const incrementalAlterConfigs = (
     const unchanged = new Set<string>()
     for (const c of r.configs) {
       const d = defs.get(c.name)
-      // Deleting a broker key that can never be set (the throttle rates kafka-reassign-partitions
+      // Deleting a broker key that can never be set (the log-dir throttle kafka-reassign-partitions
       // clears after a reassignment) leaves nothing to change.
       if (d === undefined && c.configOperation === OpType.DELETE && unsupportedBroker(r.resourceType, c.name)) {
         unchanged.add(c.name)

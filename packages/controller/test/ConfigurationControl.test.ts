@@ -97,13 +97,33 @@ describe("ConfigurationControl.incrementalAlterConfigs", () => {
       )
   })
 
-  it("refuses replication throttles (kafka-reassign-partitions --throttle) and lets their clearing pass", () => {
+  it("accepts the replication throttles kafka-reassign-partitions --throttle sets, and refuses malformed ones", () => {
     start
       .when(
         incremental([
           resource(TOPIC, "orders", [op("leader.replication.throttled.replicas", SET, "0:1,0:2")]),
           resource(TOPIC, "events", [op("follower.replication.throttled.replicas", SET, "*")]),
-          resource(BROKER, "1", [op("leader.replication.throttled.rate", SET, "1000")])
+          resource(BROKER, "1", [
+            op("leader.replication.throttled.rate", SET, "1000"),
+            op("follower.replication.throttled.rate", SET, "2000")
+          ])
+        ])
+      )
+      .then(
+        [
+          config(TOPIC, "orders", "leader.replication.throttled.replicas", "0:1,0:2"),
+          config(TOPIC, "events", "follower.replication.throttled.replicas", "*"),
+          config(BROKER, "1", "leader.replication.throttled.rate", "1000"),
+          config(BROKER, "1", "follower.replication.throttled.rate", "2000")
+        ],
+        [ok(TOPIC, "orders"), ok(TOPIC, "events"), ok(BROKER, "1")]
+      )
+    start
+      .when(
+        incremental([
+          resource(TOPIC, "orders", [op("leader.replication.throttled.replicas", SET, "0-1")]),
+          resource(BROKER, "1", [op("leader.replication.throttled.rate", SET, "-1")]),
+          resource(BROKER, "2", [op("replica.alter.log.dirs.io.max.bytes.per.second", SET, "1000")])
         ])
       )
       .then(
@@ -113,23 +133,24 @@ describe("ConfigurationControl.incrementalAlterConfigs", () => {
             TOPIC,
             "orders",
             Errors.ErrorCode.INVALID_CONFIG,
-            "Invalid value 0:1,0:2 for configuration leader.replication.throttled.replicas: is not supported: replication throttling is not implemented yet"
-          ),
-          err(
-            TOPIC,
-            "events",
-            Errors.ErrorCode.INVALID_CONFIG,
-            "Invalid value * for configuration follower.replication.throttled.replicas: is not supported: replication throttling is not implemented yet"
+            "Invalid value 0-1 for configuration leader.replication.throttled.replicas: must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],..."
           ),
           err(
             BROKER,
             "1",
             Errors.ErrorCode.INVALID_CONFIG,
-            "Broker config leader.replication.throttled.rate is not supported: replication throttling is not implemented yet"
+            "Invalid value -1 for configuration leader.replication.throttled.rate: Value must be at least 0"
+          ),
+          err(
+            BROKER,
+            "2",
+            Errors.ErrorCode.INVALID_CONFIG,
+            "Broker config replica.alter.log.dirs.io.max.bytes.per.second is not supported: a broker has one log directory, so replicas never move between directories"
           )
         ]
       )
-    // What the tool's --verify deletes when a reassignment is done: nothing is set, nothing changes.
+    // What the tool's --verify deletes when a reassignment is done: with nothing set, the broker rates are
+    // deleted again (a broker resource always gets its records, as in Kafka), the log-dir one changes nothing.
     start
       .when(
         incremental([
@@ -144,7 +165,13 @@ describe("ConfigurationControl.incrementalAlterConfigs", () => {
           ])
         ])
       )
-      .then([], [ok(BROKER, "1"), ok(TOPIC, "orders")])
+      .then(
+        [
+          config(BROKER, "1", "leader.replication.throttled.rate", null),
+          config(BROKER, "1", "follower.replication.throttled.rate", null)
+        ],
+        [ok(BROKER, "1"), ok(TOPIC, "orders")]
+      )
   })
 
   it("fails APPEND on a non-list key with INVALID_CONFIG", () => {

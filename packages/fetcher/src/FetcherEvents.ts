@@ -10,6 +10,16 @@ export interface TopicPartition {
   readonly partition: number
 }
 
+/**
+ * A replication quota as a fetcher uses it (KIP-73, KIP-1279 §6.1): whether to leave a partition out of the
+ * next Fetch (it is throttled and the quota is exceeded; for a replica fetcher, also not in its ISR), and
+ * the bytes received for a partition (counted when the partition is throttled).
+ */
+export interface FetchThrottle {
+  readonly shouldThrottle: (tp: TopicPartition) => boolean
+  readonly record: (tp: TopicPartition, bytes: number) => void
+}
+
 /** A follower's log position after a fetch round. */
 export interface Position {
   readonly logEndOffset: number

@@ -29,7 +29,7 @@ import {
   ZERO_UUID
 } from "@clustermirror/protocol"
 import type { PartitionLog } from "@clustermirror/storage"
-import type { TopicPartition } from "./FetcherEvents.js"
+import type { FetchThrottle, TopicPartition } from "./FetcherEvents.js"
 import { toBuffer } from "./internal/Bytes.js"
 import { MIN_FETCH_VERSION, TOPIC_ID_FETCH_VERSION } from "./LeaderEndpoint.js"
 import type { SourceConnection, SourceConnector } from "./SourceCluster.js"
@@ -238,6 +238,8 @@ export interface MirrorFetcherOwner {
   readonly epochAhead: (state: PartitionState, batchEpoch: number) => void
   /** E_b > E_s: the source epoch known is stale; removed and reported failed after a metadata refresh. */
   readonly staleSourceEpoch: (state: PartitionState) => void
+  /** The mirror replication quota (`mirror.replication.throttled.*`); nothing is throttled without it. */
+  readonly throttle?: FetchThrottle
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -477,7 +479,10 @@ export class MirrorFetcher {
   private ready(phase: Phase): PartitionState[] {
     const now = monotonicNow()
     const out: PartitionState[] = []
-    for (const s of this.states) if (s.phase === phase && s.delayedUntil <= now) out.push(s)
+    // Throttled partitions sit out while the mirror quota is exceeded (ISR status is irrelevant for mirrors).
+    const throttle = phase === "Fetching" ? this.options.owner.throttle : undefined
+    for (const s of this.states)
+      if (s.phase === phase && s.delayedUntil <= now && throttle?.shouldThrottle(s.tp) !== true) out.push(s)
     return out
   }
 
@@ -698,8 +703,10 @@ export class MirrorFetcher {
         // The source leader epoch moved on while the request was in flight (KAFKA-18723): the answer may hold
         // batches the new leader truncated, so it is dropped and the partition fetched again at the new epoch.
         if (a.state.sourceLeaderEpoch !== a.currentLeaderEpoch) continue
-        if (p.errorCode === ErrorCode.NONE) bytes += this.processPartitionData(a.state, p)
-        else if (p.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE) outOfRange.push(a)
+        if (p.errorCode === ErrorCode.NONE) {
+          owner.throttle?.record(a.state.tp, p.records === null ? 0 : p.records.byteLength)
+          bytes += this.processPartitionData(a.state, p)
+        } else if (p.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE) outOfRange.push(a)
         else this.partitionError(a.state, p.errorCode, "Fetch")
       }
     if (outOfRange.length > 0) {

@@ -14,7 +14,7 @@
  * lag in time and append times.
  */
 import { Errors, Metadata, TopicPartitionMap, ZERO_UUID } from "@clustermirror/protocol"
-import type { TopicPartition } from "./FetcherEvents.js"
+import type { FetchThrottle, TopicPartition } from "./FetcherEvents.js"
 import {
   describeError,
   errorName,
@@ -63,6 +63,8 @@ export interface MirrorFetcherManagerOptions {
   readonly failAfterMs?: number
   readonly now?: () => number
   readonly log?: (line: string) => void
+  /** The broker's mirror replication quota (KIP-1279 §6.1); nothing is throttled without it. */
+  readonly throttle?: FetchThrottle
 }
 
 /** A partition's lag: in offsets (source HW - local HW) and in time (since it was last caught up). */
@@ -113,7 +115,8 @@ export class MirrorFetcherManager {
       retry: (state, error, refreshMetadata) => this.retry(state, error, refreshMetadata),
       fail: (state, message, retryable) => this.fail(state, message, retryable),
       epochAhead: (state, batchEpoch) => this.epochAhead(state, batchEpoch),
-      staleSourceEpoch: (state) => this.staleSourceEpoch(state)
+      staleSourceEpoch: (state) => this.staleSourceEpoch(state),
+      ...(options.throttle !== undefined && { throttle: options.throttle })
     }
   }
 

@@ -23,7 +23,7 @@ import { Errors, type Fetch, RecordBatch, ZERO_UUID } from "@clustermirror/proto
 import type { PartitionLog } from "@clustermirror/storage"
 import * as FetcherConfig from "./FetcherConfig.js"
 import { LeaderRequestError, LeaderResponseError, UnsupportedFetchVersionError } from "./FetcherError.js"
-import { type FetcherEvents, ignore, type TopicPartition } from "./FetcherEvents.js"
+import { type FetchThrottle, type FetcherEvents, ignore, type TopicPartition } from "./FetcherEvents.js"
 import { errorCodeOf, toBuffer } from "./internal/Bytes.js"
 import {
   type LeaderEndpoint,
@@ -90,6 +90,8 @@ export interface ReplicaFetcherOptions {
    * the usual rule. No topic is a mirror topic unless given.
    */
   readonly isMirrorTopic?: (topic: string) => boolean
+  /** Replication throttling (KIP-73) of this broker's follower quota; nothing is throttled without it. */
+  readonly throttle?: FetchThrottle
 }
 
 /** What one round did. */
@@ -252,7 +254,10 @@ export class ReplicaFetcher {
     }
     this.truncateToHighWatermark()
     const now = this.now()
-    const ready = [...this.states.values()].filter((s) => s.phase === "Fetching" && s.delayedUntil <= now)
+    const throttle = this.options.throttle
+    const ready = [...this.states.values()].filter(
+      (s) => s.phase === "Fetching" && s.delayedUntil <= now && throttle?.shouldThrottle(s) !== true
+    )
     if (ready.length === 0) {
       let nextReadyAt: number | undefined
       for (const s of this.states.values())
@@ -295,6 +300,7 @@ export class ReplicaFetcher {
         if (state.fetchOffset !== request.fetchOffset || !this.isReady(state)) continue
         switch (p.errorCode) {
           case ErrorCode.NONE: {
+            throttle?.record(state, p.records === null ? 0 : p.records.byteLength)
             bytes += this.processPartitionData(k, state, request, p, withErrors)
             if (p.divergingEpoch.epoch >= 0)
               diverging.push([k, p.divergingEpoch.epoch, Number(p.divergingEpoch.endOffset)])

@@ -2,7 +2,7 @@ import { Buffer } from "node:buffer"
 import { Errors, RecordBatch } from "@clustermirror/protocol"
 import { type PartitionLog, PartitionLogStore } from "@clustermirror/storage"
 import { describe, expect, it, onTestFinished, vi } from "@effect/vitest"
-import type { TopicPartition } from "../src/FetcherEvents.js"
+import type { FetchThrottle, TopicPartition } from "../src/FetcherEvents.js"
 import { MemorySourceCluster, type MemorySourceClusterOptions } from "../src/MemorySourceCluster.js"
 import type { MirrorFetchConfig, MirrorFetcherEvents, MirrorPartition } from "../src/MirrorFetcher.js"
 import { MirrorFetcherManager, SOURCE_TOPIC_DELETED, STALE_SOURCE_EPOCH } from "../src/MirrorFetcherManager.js"
@@ -87,6 +87,7 @@ const setup = (
     readonly failAfterMs?: number
     readonly connector?: (source: MemorySourceCluster) => SourceConnector
     readonly onFetched?: (h: Harness, tp: TopicPartition) => void
+    readonly throttle?: FetchThrottle
   } = {}
 ): Harness => {
   const clock = { now: T0 }
@@ -116,6 +117,7 @@ const setup = (
     events: callbacks,
     now: () => clock.now,
     ...(options.failAfterMs === undefined ? {} : { failAfterMs: options.failAfterMs }),
+    ...(options.throttle === undefined ? {} : { throttle: options.throttle }),
     log: (line) => lines.push(line)
   })
   onTestFinished(() => manager.close())
@@ -161,6 +163,35 @@ const fetchedPartitions = (request: {
 }) => request.topics.reduce((n, t) => n + t.partitions.length, 0)
 
 describe("MirrorFetcherManager", () => {
+  it("leaves out of its Fetches the partitions the mirror throttle holds, and reports the bytes received", async () => {
+    let holding = true
+    const received = new Map<number, number>()
+    const h = setup({
+      // The free partition's idle long poll is short, so the held one joins the next Fetch soon.
+      config: { mirrorFetchWaitMaxMs: 20 },
+      throttle: {
+        shouldThrottle: (t) => holding && t.partition === 0,
+        record: (t, bytes) => received.set(t.partition, (received.get(t.partition) ?? 0) + bytes)
+      }
+    })
+    h.source.addTopic({ name: ORDERS, topicId: ORDERS_ID, partitions: 2, leaders: [1, 1], leaderEpoch: 1 })
+    for (const p of [0, 1]) produce(h, ORDERS, p, 3, `o${p}`)
+    const [held, free] = [0, 1].map((p) => destination(ORDERS, ORDERS_ID, p))
+    h.manager.addPartitions([held!.partition, free!.partition])
+
+    await eventually(() => expect(batches(free!.log)).toEqual(sourceBatches(h, ORDERS, 1)))
+    await settle()
+    expect(held!.log.logEndOffset).toBe(0)
+    expect(
+      h.source.fetches.every((f) => f.request.topics.every((t) => t.partitions.every((x) => x.partition !== 0)))
+    ).toBe(true)
+    expect(received.get(1)).toBe(sourceBatches(h, ORDERS, 1).reduce((n, b) => n + b.length, 0))
+
+    holding = false
+    await eventually(() => expect(batches(held!.log)).toEqual(sourceBatches(h, ORDERS, 0)))
+    expect(received.get(0)).toBe(sourceBatches(h, ORDERS, 0).reduce((n, b) => n + b.length, 0))
+  })
+
   it("copies batches byte for byte at the source offsets, one Fetch per source broker for all its partitions", async () => {
     // Given a source with orders-0/2 led by broker 1, orders-1 and payments-0 by broker 2, with gzip and
     // idempotent batches

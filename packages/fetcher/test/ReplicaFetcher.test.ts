@@ -539,3 +539,42 @@ describe("ReplicaFetcher", () => {
     expect(batch("a")).not.toEqual(batch("b"))
   })
 })
+
+describe("ReplicaFetcher replication throttling", () => {
+  it("leaves out of its Fetch the partitions the throttle holds, and reports the bytes it receives", async () => {
+    let holding = true
+    const recorded: Array<[string, number, number]> = []
+    const p = pair({
+      config: { replicaFetchMaxBytes: 300 },
+      fetcher: {
+        throttle: {
+          shouldThrottle: () => holding,
+          record: (tp, bytes) => recorded.push([tp.topic, tp.partition, bytes])
+        }
+      }
+    })
+    write(p.leaderLog, 0, 6, "a", 3)
+    p.leaderLog.updateHighWatermark(p.leaderLog.logEndOffset)
+    p.leader.host({ topic: TOPIC, topicId: TOPIC_ID, partition: 0, log: p.leaderLog, leaderEpoch: 0 })
+    follow(p, 0)
+
+    const held = await p.fetcher.runOnce()
+    expect(held._tag).toBe("Idle")
+    expect(p.followerLog.logEndOffset).toBe(0)
+    expect(recorded).toEqual([])
+    expect(p.leader.followerFetchOffsets.get("orders-0/2")).toBeUndefined()
+
+    holding = false
+    const fetched = await p.fetcher.runOnce()
+    expect(fetched._tag).toBe("Fetched")
+    expect(p.followerLog.logEndOffset).toBeGreaterThan(0)
+    expect(recorded).toHaveLength(1)
+    expect(recorded[0]!.slice(0, 2)).toEqual([TOPIC, 0])
+    expect(recorded[0]![2]).toBeGreaterThan(0)
+    expect(recorded[0]![2]).toBeLessThanOrEqual(300)
+    holding = true
+    const offset = p.followerLog.logEndOffset
+    expect((await p.fetcher.runOnce())._tag).toBe("Idle")
+    expect(p.followerLog.logEndOffset).toBe(offset)
+  })
+})

@@ -8,9 +8,14 @@
  * Produce with acks=-1 waits until the high watermark passes the appended batches. Fetches long-poll until
  * `minBytes` or `maxWaitMs`. Record data moves as bytes: never decoded record by record here. Must not
  * decode wire requests (handlers translate) nor decide leadership (the controller does).
+ *
+ * It holds the broker's replication quotas (`ReplicationQuota`): as leader it serves no records to an
+ * out-of-sync follower of a throttled partition while the leader quota is exceeded, and counts what it sends
+ * for throttled partitions; the replica and mirror fetchers ask `followerThrottle` / `mirrorThrottle`.
  */
 import { Errors, RecordBatch, TopicPartitionMap } from "@clustermirror/protocol"
 import { LeaderEpochChecks, type PartitionLog, type PartitionLogStore, StorageError } from "@clustermirror/storage"
+import * as ReplicationQuota from "./ReplicationQuota.js"
 import type { Verifier } from "./TxnVerification.js"
 
 /** A partition's registration in the metadata: who leads, who replicates, with which epochs. */
@@ -135,9 +140,26 @@ export interface ReplicaManagerOptions {
    * log start of every live replica, in the ISR or not. Every broker counts as alive without it.
    */
   readonly isBrokerAlive?: (brokerId: number) => boolean
+  /**
+   * The replication throttle settings in force (`*.replication.throttled.rate`, `replication.quota.window.*`),
+   * read at every use; no throttling without it.
+   */
+  readonly replicationQuotas?: () => ReplicationQuota.QuotaConfig
+  /** A topic's dynamic configs, for its `*.replication.throttled.replicas`; none without it. */
+  readonly topicConfigs?: (topic: string) => ReadonlyMap<string, string>
+}
+
+/**
+ * What a replica or mirror fetcher asks about throttling (KIP-73, KIP-1279 §6.1): whether to leave a partition
+ * out of its next Fetch, and the bytes it received for a partition.
+ */
+export interface FollowerThrottle {
+  readonly shouldThrottle: (tp: { readonly topic: string; readonly partition: number }) => boolean
+  readonly record: (tp: { readonly topic: string; readonly partition: number }, bytes: number) => void
 }
 
 const EMPTY = Buffer.alloc(0)
+const NO_CONFIGS: ReadonlyMap<string, string> = new Map()
 const NO_LEADER = { leaderId: -1, leaderEpoch: -1 }
 
 const errorCodeOf = (e: unknown): number => {
@@ -201,6 +223,16 @@ export class ReplicaManager {
    * producer clears its guard, so a batch verified before its transaction ended is refused, not appended.
    */
   private readonly guards = new Map<string, Map<bigint, object>>()
+  /** Bytes this leader sends to followers of its throttled partitions. */
+  readonly leaderQuota: ReplicationQuota.ReplicationQuota
+  /** Bytes this broker's replica fetchers receive for throttled partitions. */
+  readonly followerQuota: ReplicationQuota.ReplicationQuota
+  /** Bytes this broker's mirror fetchers receive from source clusters for throttled mirror partitions. */
+  readonly mirrorQuota: ReplicationQuota.ReplicationQuota
+  /** The follower quota as the replica fetchers use it: in-sync partitions are never left out. */
+  readonly followerThrottle: FollowerThrottle
+  /** The mirror quota as the mirror fetchers use it: the ISR does not matter (KIP-1279 §6.1). */
+  readonly mirrorThrottle: FollowerThrottle
 
   constructor(options: ReplicaManagerOptions) {
     this.store = options.store
@@ -215,6 +247,33 @@ export class ReplicaManager {
       options.storageErrorLogIntervalMs ?? 10_000,
       this.now
     )
+    const quota = (type: ReplicationQuota.QuotaType) =>
+      new ReplicationQuota.ReplicationQuota({
+        type,
+        brokerId: this.nodeId,
+        config: options.replicationQuotas ?? (() => ReplicationQuota.unlimitedConfig),
+        topicConfigs: options.topicConfigs ?? (() => NO_CONFIGS),
+        now: this.now
+      })
+    this.leaderQuota = quota("leader")
+    this.followerQuota = quota("follower")
+    this.mirrorQuota = quota("mirror")
+    this.followerThrottle = {
+      shouldThrottle: ({ topic, partition }) =>
+        this.followerQuota.isThrottled(topic, partition) &&
+        this.get(topic, partition)?.isr.includes(this.nodeId) !== true &&
+        this.followerQuota.isQuotaExceeded(),
+      record: ({ topic, partition }, bytes) => {
+        if (this.followerQuota.isThrottled(topic, partition)) this.followerQuota.record(bytes)
+      }
+    }
+    this.mirrorThrottle = {
+      shouldThrottle: ({ topic, partition }) =>
+        this.mirrorQuota.isThrottled(topic, partition) && this.mirrorQuota.isQuotaExceeded(),
+      record: ({ topic, partition }, bytes) => {
+        if (this.mirrorQuota.isThrottled(topic, partition)) this.mirrorQuota.record(bytes)
+      }
+    }
   }
 
   /** The error code for a failure of a partition's log, logging storage errors (rate-limited). */
@@ -611,9 +670,15 @@ export class ReplicaManager {
       )
   }
 
-  private readOnce(params: FetchParams): { results: FetchPartitionResult[]; bytes: number; anyError: boolean } {
+  private readOnce(params: FetchParams): {
+    results: FetchPartitionResult[]
+    bytes: number
+    throttledBytes: number
+    anyError: boolean
+  } {
     let budget = params.maxBytes
     let bytes = 0
+    let throttledBytes = 0
     let anyError = false
     const follower = params.replicaId >= 0
     const results: FetchPartitionResult[] = []
@@ -685,12 +750,17 @@ export class ReplicaManager {
         : params.isolationLevel === 1
           ? log.lastStableOffset
           : log.highWatermark
+      // KIP-73: a follower out of the ISR of a throttled partition gets no records while the quota is exceeded.
+      const throttled = follower && this.leaderQuota.isThrottled(rp.topic, rp.partition)
+      const held = throttled && !p.isr.includes(params.replicaId) && this.leaderQuota.isQuotaExceeded()
       try {
         const limit = Math.max(0, Math.min(rp.partitionMaxBytes, budget))
-        const info = log.read(rp.fetchOffset, limit, { maxOffset, minOneMessage: bytes === 0 })
-        const records = info.records
+        const records = held
+          ? EMPTY
+          : log.read(rp.fetchOffset, limit, { maxOffset, minOneMessage: bytes === 0 }).records
         budget -= records.length
         bytes += records.length
+        if (throttled) throttledBytes += records.length
         const aborted =
           params.isolationLevel === 1 && !follower
             ? records.length > 0
@@ -723,7 +793,7 @@ export class ReplicaManager {
         })
       }
     }
-    return { results, bytes, anyError }
+    return { results, bytes, throttledBytes, anyError }
   }
 
   /** A fetch with Kafka's long-poll semantics: answers once `minBytes` are available or `maxWaitMs` passed. */
@@ -732,7 +802,10 @@ export class ReplicaManager {
     for (;;) {
       const r = this.readOnce(params)
       const remaining = deadline - this.now()
-      if (r.bytes >= params.minBytes || r.anyError || remaining <= 0 || params.partitions.length === 0) return r.results
+      if (r.bytes >= params.minBytes || r.anyError || remaining <= 0 || params.partitions.length === 0) {
+        this.leaderQuota.record(r.throttledBytes)
+        return r.results
+      }
       await this.waitForAppend(params.partitions, remaining)
     }
   }

@@ -5,6 +5,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { ControlRecord, Errors, RecordBatch } from "@clustermirror/protocol"
 import { PartitionLog, PartitionLogStore, StorageTest } from "@clustermirror/storage"
 import { ReplicaManager, type Registration } from "../src/ReplicaManager.js"
+import * as ReplicationQuota from "../src/ReplicationQuota.js"
 
 const batch = (n: number) =>
   RecordBatch.build({ records: Array.from({ length: n }, (_, i) => ({ value: Buffer.from(`v${i}`) })), timestamp: 1 })
@@ -625,5 +626,155 @@ describe("ReplicaManager DeleteRecords", () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true })
     }
+  })
+})
+
+describe("ReplicaManager replication throttling (KIP-73)", () => {
+  const bigBatch = (n: number) =>
+    RecordBatch.build({
+      records: Array.from({ length: n }, (_, i) => ({ value: Buffer.alloc(100, i) })),
+      timestamp: 1
+    })
+
+  /** Leader 1 of t-0 and u-0 (replicas 1,2,3, ISR 1,2), `leader.replication.throttled.replicas` of t: 0:1. */
+  const throttled = (rate: number) => {
+    let now = 1_000
+    const topicConfigs = new Map([
+      ["t", new Map([["leader.replication.throttled.replicas", "0:1"]])],
+      ["u", new Map([["leader.replication.throttled.replicas", "0:2"]])]
+    ])
+    const rm = new ReplicaManager({
+      store: PartitionLogStore.makeMemoryStore(),
+      nodeId: 1,
+      now: () => now,
+      replicationQuotas: () => ({ ...ReplicationQuota.unlimitedConfig, leaderReplicationThrottledRate: rate }),
+      topicConfigs: (t) => topicConfigs.get(t) ?? new Map(),
+      isrChannel: {
+        alterPartition: async () => ({ errorCode: Errors.ErrorCode.OPERATION_NOT_ATTEMPTED, registration: null })
+      }
+    })
+    for (const topic of ["t", "u"])
+      rm.applyRegistration(
+        topic,
+        0,
+        "q83vEjRWeJCrze8SNFZ4kA",
+        { replicas: [1, 2, 3], isr: [1, 2], leader: 1, leaderEpoch: 5, partitionEpoch: 0 },
+        PartitionLog.defaultConfig,
+        false
+      )
+    const fetch = async (topic: string, replicaId: number) => {
+      const [r] = await rm.fetch({
+        replicaId,
+        maxWaitMs: 0,
+        minBytes: 0,
+        maxBytes: 1 << 20,
+        isolationLevel: 0,
+        partitions: [
+          {
+            topic,
+            partition: 0,
+            fetchOffset: 0,
+            currentLeaderEpoch: 5,
+            lastFetchedEpoch: -1,
+            partitionMaxBytes: 1 << 20
+          }
+        ]
+      })
+      return r!
+    }
+    return { rm, fetch, advance: (ms: number) => (now += ms) }
+  }
+
+  it("sends no records to an out-of-sync follower of a throttled partition while the leader quota is exceeded", async () => {
+    const { rm, fetch, advance } = throttled(1_000)
+    await rm.appendAsLeader("t", 0, bigBatch(20), true, 1)
+    await rm.appendAsLeader("u", 0, bigBatch(20), true, 1)
+    const first = await fetch("t", 3)
+    expect(first.records.length).toBeGreaterThan(2_000)
+    expect(rm.leaderQuota.isQuotaExceeded()).toBe(true)
+    // Exceeded: replica 3 (not in the ISR) gets the positions without records.
+    const held = await fetch("t", 3)
+    expect(held.errorCode).toBe(0)
+    expect(held.records.length).toBe(0)
+    expect(held.highWatermark).toBe(0n)
+    expect(held.logStartOffset).toBe(0n)
+    expect(rm.get("t", 0)!.log.logEndOffset).toBe(20)
+    // In-sync replicas, consumers and partitions this broker does not throttle are served.
+    expect((await fetch("t", 2)).records.length).toBe(first.records.length)
+    expect((await fetch("t", -1)).records.length).toBe(0)
+    expect((await fetch("u", 3)).records.length).toBeGreaterThan(2_000)
+    // The bytes of the throttled partition (to replica 3 and 2) count; u's do not.
+    expect(rm.leaderQuota.rate()).toBe(2 * first.records.length)
+    // Once the rate is back under the bound the follower is served again.
+    advance(Math.ceil(2 * first.records.length) + 1)
+    expect((await fetch("t", 3)).records.length).toBe(first.records.length)
+  })
+
+  it("throttles nothing with the default (unlimited) rate", async () => {
+    const { rm, fetch } = throttled(ReplicationQuota.UNLIMITED)
+    await rm.appendAsLeader("t", 0, bigBatch(20), true, 1)
+    for (let i = 0; i < 5; i++) expect((await fetch("t", 3)).records.length).toBeGreaterThan(2_000)
+    expect(rm.leaderQuota.isQuotaExceeded()).toBe(false)
+  })
+
+  it("leaves out of the follower's fetches throttled partitions it is not in sync for, while the follower quota is exceeded", () => {
+    let now = 0
+    const topicConfigs = new Map([["follower.replication.throttled.replicas", "0:1,1:1"]])
+    const rm = new ReplicaManager({
+      store: PartitionLogStore.makeMemoryStore(),
+      nodeId: 1,
+      now: () => now,
+      replicationQuotas: () => ({ ...ReplicationQuota.unlimitedConfig, followerReplicationThrottledRate: 1_000 }),
+      topicConfigs: (t) => (t === "t" ? topicConfigs : new Map())
+    })
+    // Broker 1 follows t-0 (not in its ISR), t-1 (in its ISR) and t-2 (not throttled).
+    for (const [partition, isr] of [
+      [0, [2]],
+      [1, [1, 2]],
+      [2, [2]]
+    ] as const)
+      rm.applyRegistration(
+        "t",
+        partition,
+        "q83vEjRWeJCrze8SNFZ4kA",
+        { replicas: [2, 1], isr, leader: 2, leaderEpoch: 1, partitionEpoch: 0 },
+        PartitionLog.defaultConfig,
+        false
+      )
+    const left = () => [0, 1, 2].filter((partition) => rm.followerThrottle.shouldThrottle({ topic: "t", partition }))
+    expect(left()).toEqual([])
+    rm.followerThrottle.record({ topic: "t", partition: 2 }, 5_000)
+    expect(left()).toEqual([])
+    rm.followerThrottle.record({ topic: "t", partition: 1 }, 1_500)
+    expect(left()).toEqual([0])
+    now += 1_600
+    expect(left()).toEqual([])
+  })
+
+  it("throttles mirror partitions listed for this broker whatever the ISR", () => {
+    let now = 0
+    const rm = new ReplicaManager({
+      store: PartitionLogStore.makeMemoryStore(),
+      nodeId: 1,
+      now: () => now,
+      replicationQuotas: () => ({ ...ReplicationQuota.unlimitedConfig, mirrorReplicationThrottledRate: 1_000 }),
+      topicConfigs: (t) => (t === "m" ? new Map([["mirror.replication.throttled.replicas", "*"]]) : new Map())
+    })
+    rm.applyRegistration(
+      "m",
+      0,
+      "q83vEjRWeJCrze8SNFZ4kA",
+      { replicas: [1, 2], isr: [1, 2], leader: 1, leaderEpoch: 1, partitionEpoch: 0 },
+      PartitionLog.defaultConfig,
+      false
+    )
+    const m0 = { topic: "m", partition: 0 }
+    rm.mirrorThrottle.record(m0, 2_000)
+    rm.mirrorThrottle.record({ topic: "other", partition: 0 }, 50_000)
+    expect(rm.mirrorQuota.rate()).toBe(2_000)
+    expect(rm.mirrorThrottle.shouldThrottle(m0)).toBe(true)
+    expect(rm.mirrorThrottle.shouldThrottle({ topic: "other", partition: 0 })).toBe(false)
+    now += 2_001
+    expect(rm.mirrorThrottle.shouldThrottle(m0)).toBe(false)
   })
 })
