@@ -46,6 +46,7 @@ import { Handlers } from "@clustermirror/network/RequestChannel"
 import type * as SocketServer from "@clustermirror/network/SocketServer"
 import * as Listeners from "@clustermirror/security/Listeners"
 import * as AclApis from "@clustermirror/security/AclApis"
+import * as ClientQuotaApis from "@clustermirror/security/ClientQuotaApis"
 import * as Authorization from "@clustermirror/security/Authorization"
 
 export interface ControllerServerOptions {
@@ -257,6 +258,7 @@ export const start = async (options: ControllerServerOptions): Promise<Controlle
       }))
     })
   })
+  ClientQuotaApis.registerController(handlers, controller)
   if (current !== undefined) {
     Authorization.installController(handlers, {
       authorizer: current,
