@@ -2,10 +2,10 @@
  * Client quotas end to end with Kafka's own tools, on a controller process and a broker process:
  * `kafka-configs` sets `producer_byte_rate` and `consumer_byte_rate` on client-ids and describes them;
  * `kafka-producer-perf-test` with a quota'd client-id takes at least a generous share of the time the
- * quota allows (bytes / rate, less the burst the quota window lets through at once), while a client-id
+ * quota allows (0.4 x bytes / rate, generous for the burst the quota window lets through), while a client-id
  * without quota is faster; a console consumer with a quota'd client-id is throttled likewise; the quotas
- * survive a restart of the controller and then of the broker. Keys that brokers do not enforce are
- * refused by name.
+ * survive a restart of the controller and then of the broker. (Validation, the keys refused and the
+ * output of `kafka-configs` next to Kafka's own are in api-surface.int.test.ts.)
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -16,9 +16,9 @@ import { type Cluster, startCluster } from "./harness.js"
 
 const RATE = 20_000
 const RECORD_BYTES = 1000
-/** 25 s at the quota; the first 10 windows' worth (200 KB) goes at once. */
-const PRODUCED = 500
-/** 15 s at the quota. */
+/** 15 s at the quota, of which the first 10 windows' worth (200 KB) may go at once. */
+const PRODUCED = 300
+/** As many (all the unthrottled producer wrote): 15 s at the quota. */
 const CONSUMED = 300
 const PERF_JVM = ["-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx384m"]
 
@@ -36,7 +36,7 @@ describe("client quotas", () => {
       brokerConfig: { "offsets.topic.replication.factor": 1, "default.replication.factor": 1, "num.partitions": 1 }
     })
     bootstrap = cluster.brokers[0]!.bootstrap
-  }, 120_000)
+  }, 180_000)
 
   afterAll(async () => {
     await cluster?.stop()
@@ -77,42 +77,11 @@ describe("client quotas", () => {
       expect(r.code, r.stdout + r.stderr).toBe(0)
       expect(r.stdout).toContain(`Completed updating config for client ${client}.`)
     }
-    const r = await configs([
-      "--alter",
-      "--add-config",
-      "producer_byte_rate=1",
-      "--entity-type",
-      "users",
-      "--entity-default"
-    ])
-    expect(r.code, r.stdout + r.stderr).toBe(0)
-    const removed = await configs([
-      "--alter",
-      "--delete-config",
-      "producer_byte_rate",
-      "--entity-type",
-      "users",
-      "--entity-default"
-    ])
-    expect(removed.code, removed.stdout + removed.stderr).toBe(0)
     const described = [
       `Quota configs for client-id 'c1' are consumer_byte_rate=${RATE}.0`,
       `Quota configs for client-id 'q1' are producer_byte_rate=${RATE}.0`
     ]
     expect([...(await describeClients())].sort()).toEqual(described)
-    const users = await configs(["--describe", "--entity-type", "users"])
-    expect(users.code).toBe(0)
-    expect(users.stdout.trim()).toBe("")
-
-    // A key brokers do not enforce is refused by name, and nothing is stored.
-    const refused = await configs([
-      ...["--alter", "--add-config", "request_percentage=50", "--entity-type", "clients", "--entity-name", "q1"]
-    ])
-    expect(refused.code).not.toBe(0)
-    expect(refused.stdout + refused.stderr).toContain(
-      "InvalidRequestException: Quota request_percentage is not enforced by this cluster"
-    )
-
     // Without a quota the producer runs free (this also fills the topic the consumer reads).
     const free = await producePerf("quotas-free", "free")
     // With one, what passes the burst (10 windows x the rate) waits for the rate: at least 0.4 x bytes / rate.
@@ -131,11 +100,13 @@ describe("client quotas", () => {
             { timeoutMs: 120_000 }
           )
         )
-        expect(JavaTools.lines(c.stdout)).toHaveLength(CONSUMED)
+        expect(JavaTools.lines(c.stdout).filter((l) => l === "x".repeat(RECORD_BYTES))).toHaveLength(CONSUMED)
         return (performance.now() - started) / 1000
       })()
     ])
     const bytes = (n: number) => n * RECORD_BYTES
+    if (process.env.CM_QUOTAS_TIMINGS !== undefined)
+      process.stderr.write(`produce free ${free} s, throttled ${throttled} s; consume throttled ${consumed} s\n`)
     expect(throttled).toBeGreaterThanOrEqual((0.4 * bytes(PRODUCED)) / RATE)
     expect(throttled).toBeGreaterThan(free)
     expect(consumed).toBeGreaterThanOrEqual((0.4 * bytes(CONSUMED)) / RATE)
@@ -168,5 +139,5 @@ describe("client quotas", () => {
       "Quota configs for client-id 'c2' are consumer_byte_rate=1000000.0",
       described[1]
     ])
-  }, 120_000)
+  }, 180_000)
 })
