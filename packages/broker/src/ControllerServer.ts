@@ -1,7 +1,7 @@
 /**
  * A controller node's network face: the Kafka API server on the controller listener, translating
  * the controller-bound requests (broker registration and heartbeats, AlterPartition, topic and config
- * changes, reassignments, producer-id blocks, BumpLeaderEpochs, AlterUserScramCredentials) into `QuorumController`
+ * changes, reassignments, producer-id blocks, BumpLeaderEpochs, SCRAM credentials, client quotas) into `QuorumController`
  * operations (after SASL authentication on a SASL_PLAINTEXT or SASL_SSL listener), serving the metadata
  * log to brokers (Fetch), DescribeQuorum and DescribeCluster (controllers). Decisions live in the controller package.
  */
