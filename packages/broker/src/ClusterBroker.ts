@@ -18,6 +18,7 @@ import {
   AlterConfigs,
   AlterPartition,
   AlterPartitionReassignments,
+  AlterClientQuotas,
   AlterUserScramCredentials,
   BrokerHeartbeat,
   BrokerRegistration,
@@ -664,11 +665,12 @@ export const start = async (
   forward(ListPartitionReassignments.api)
   forward(BumpLeaderEpochs.api)
   forward(AlterUserScramCredentials.api)
+  forward(AlterClientQuotas.api)
   handlers.register(DescribeQuorum.api, (_req, request) => controller.request(DescribeQuorum.api, request))
   forward(UpdateFeatures.api)
   handlers.wrap(UpdateFeatures.api, (next) => (req, r) => next(req, FeatureControl.withUpgradeTypes(r)))
   ScramApis.register(handlers, () => image)
-  DelegationTokenApis.register(ClientQuotaApis.register(handlers))
+  DelegationTokenApis.register(ClientQuotaApis.register(handlers, { image: () => image }))
   handlers.register(ListConfigResources.api, (req, request) => ConfigResources.list(image, req.apiVersion, request))
   forward(UnregisterBroker.api)
   // KIP-1279: mirrors are created by the controller; the topic operations are validated here first (§5.8).

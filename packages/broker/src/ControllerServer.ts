@@ -1,7 +1,7 @@
 /**
  * A controller node's network face: the Kafka API server on the controller listener, translating
  * the controller-bound requests (broker registration and heartbeats, AlterPartition, topic and config
- * changes, reassignments, producer-id blocks, BumpLeaderEpochs, AlterUserScramCredentials) into `QuorumController`
+ * changes, reassignments, producer-id blocks, BumpLeaderEpochs, SCRAM credentials, client quotas) into `QuorumController`
  * operations (after SASL authentication on a SASL_PLAINTEXT or SASL_SSL listener), serving the metadata
  * log to brokers (Fetch), DescribeQuorum and DescribeCluster (controllers). Decisions live in the controller package.
  */
@@ -46,6 +46,7 @@ import { Handlers } from "@clustermirror/network/RequestChannel"
 import type * as SocketServer from "@clustermirror/network/SocketServer"
 import * as Listeners from "@clustermirror/security/Listeners"
 import * as AclApis from "@clustermirror/security/AclApis"
+import * as ClientQuotaApis from "@clustermirror/security/ClientQuotaApis"
 import * as Authorization from "@clustermirror/security/Authorization"
 
 export interface ControllerServerOptions {
@@ -257,6 +258,7 @@ export const start = async (options: ControllerServerOptions): Promise<Controlle
       }))
     })
   })
+  ClientQuotaApis.registerController(handlers, controller)
   if (current !== undefined) {
     Authorization.installController(handlers, {
       authorizer: current,

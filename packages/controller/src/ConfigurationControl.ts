@@ -258,7 +258,10 @@ const CLEANER_IO =
   "the log cleaner reads segments through a shared 64 KiB window, writes in 1 MiB chunks and fills its offset map to 90 %: not configurable"
 const LOG_DIR_THROTTLING = "a broker has one log directory, so replicas never move between directories"
 const QUOTAS = "connection quotas are not implemented yet"
-const CLIENT_QUOTAS = "client quotas are not enforced: AlterClientQuotas refuses them"
+const QUOTA_WINDOW = "client quotas measure rates over Kafka's default window, 11 samples of 1 second: not configurable"
+const QUOTA_CALLBACK = "client quotas resolve as Kafka's default callback does: a custom callback is not supported"
+const CONTROLLER_QUOTAS =
+  "controller mutation quotas are not implemented yet: AlterClientQuotas refuses controller_mutation_rate"
 const SECURITY = "listener security settings are read from the server properties at start and cannot change dynamically"
 
 /**
@@ -289,11 +292,11 @@ export const BROKER_UNSUPPORTED_CONFIGS: ReadonlyMap<string, string> = new Map([
     "delegation.token.",
     "delegation tokens are not implemented: token requests are refused as by Kafka without a secret key"
   ],
-  ["client.quota.callback.class", CLIENT_QUOTAS],
-  ["quota.window.num", CLIENT_QUOTAS],
-  ["quota.window.size.seconds", CLIENT_QUOTAS],
-  ["controller.quota.window.num", CLIENT_QUOTAS],
-  ["controller.quota.window.size.seconds", CLIENT_QUOTAS]
+  ["client.quota.callback.class", QUOTA_CALLBACK],
+  ["quota.window.num", QUOTA_WINDOW],
+  ["quota.window.size.seconds", QUOTA_WINDOW],
+  ["controller.quota.window.num", CONTROLLER_QUOTAS],
+  ["controller.quota.window.size.seconds", CONTROLLER_QUOTAS]
 ])
 
 const unsupportedBroker = (resourceType: number, key: string): boolean =>

@@ -8,6 +8,7 @@
  */
 import type { MetadataRecords } from "@clustermirror/protocol"
 import * as AclControl from "./AclControl.js"
+import * as ClientQuotaControl from "./ClientQuotaControl.js"
 import * as ClusterControl from "./ClusterControl.js"
 import * as ConfigurationControl from "./ConfigurationControl.js"
 import * as FeatureControl from "./FeatureControl.js"
@@ -17,6 +18,7 @@ import * as ScramControl from "./ScramControl.js"
 
 export interface ControllerState {
   readonly acls: AclControl.State
+  readonly clientQuotas: ClientQuotaControl.State
   readonly cluster: ClusterControl.State
   readonly configs: ConfigurationControl.State
   readonly features: FeatureControl.State
@@ -27,6 +29,7 @@ export interface ControllerState {
 
 export const empty: ControllerState = {
   acls: AclControl.empty,
+  clientQuotas: ClientQuotaControl.empty,
   cluster: ClusterControl.empty,
   configs: ConfigurationControl.empty,
   features: FeatureControl.empty,
@@ -102,6 +105,8 @@ const replaySlices = (state: ControllerState, record: MetadataRecords.MetadataRe
     case "AccessControlEntryRecord":
     case "RemoveAccessControlEntryRecord":
       return { ...state, acls: AclControl.replay(state.acls, record) }
+    case "ClientQuotaRecord":
+      return { ...state, clientQuotas: ClientQuotaControl.replay(state.clientQuotas, record) }
     // Replication's alone.
     case "PartitionRecord":
     case "PartitionChangeRecord":

@@ -16,6 +16,7 @@ import {
   type CreatePartitions,
   type CreateTopics,
   type DeleteTopics,
+  type AlterClientQuotas,
   type AlterUserScramCredentials,
   Errors,
   type Fetch,
@@ -54,6 +55,7 @@ import * as MetadataQuorum from "./MetadataQuorum.js"
 import * as MirrorControl from "./MirrorControl.js"
 import * as ProducerIdControl from "./ProducerIdControl.js"
 import * as ReplicationControl from "./ReplicationControl.js"
+import * as ClientQuotaControl from "./ClientQuotaControl.js"
 import * as ScramControl from "./ScramControl.js"
 
 export interface QuorumControllerOptions {
@@ -867,6 +869,11 @@ export class QuorumController {
         topicExists: (name) => ReplicationControl.topicByName(state.replication, name) !== undefined
       })
     )
+  }
+
+  /** AlterClientQuotas (49): see `ClientQuotaControl.alterClientQuotas`. */
+  alterClientQuotas(request: AlterClientQuotas.Request): Promise<ReadonlyArray<ClientQuotaControl.EntryResult>> {
+    return this.write((state) => ClientQuotaControl.alterClientQuotas(state.clientQuotas, request), "AlterClientQuotas")
   }
 
   /** AlterUserScramCredentials (51): see `ScramControl.alterUserScramCredentials`. */

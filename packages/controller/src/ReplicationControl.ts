@@ -311,6 +311,7 @@ const apply = (draft: Draft, record: MetadataRecords.MetadataRecord, offset: big
     case "RemoveAccessControlEntryRecord":
     case "UserScramCredentialRecord":
     case "RemoveUserScramCredentialRecord":
+    case "ClientQuotaRecord":
     case "NoOpRecord":
     case "BeginTransactionRecord":
     case "EndTransactionRecord":

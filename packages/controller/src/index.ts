@@ -3,6 +3,7 @@
  * functions over one immutable state, and the harness to test them.
  */
 export * as AclControl from "./AclControl.js"
+export * as ClientQuotaControl from "./ClientQuotaControl.js"
 export * as BrokerHeartbeats from "./BrokerHeartbeats.js"
 export * as ClusterControl from "./ClusterControl.js"
 export * as ConfigurationControl from "./ConfigurationControl.js"

@@ -13,6 +13,7 @@ import { type MetadataRecords, MirrorPartitionState, type Uuid } from "@clusterm
 import { Option } from "effect"
 import type {
   AclEntry,
+  ClientQuotaEntityPart,
   ScramCredential,
   BrokerId,
   BrokerRegistration,
@@ -26,6 +27,8 @@ import type {
   TopicImage
 } from "./MetadataImage.js"
 import {
+  canonicalEntity,
+  clientQuotaEntityKey,
   ConfigResourceType,
   LeaderRecoveryState,
   NO_LEADER_CHANGE,
@@ -246,6 +249,11 @@ export class MetadataDelta {
   private readonly aclChanges = new Map<Uuid.Uuid, AclEntry | null>()
   /** By user, then mechanism id; null removes. */
   private readonly scramChanges = new Map<string, Map<number, ScramCredential | null>>()
+  /** By entity key: the entity's parts and its quota changes (null removes). */
+  private readonly quotaChanges = new Map<
+    string,
+    { readonly entity: ReadonlyArray<ClientQuotaEntityPart>; readonly changes: Map<string, number | null> }
+  >()
   private replayed = 0
 
   constructor(readonly image: MetadataImage) {}
@@ -343,6 +351,16 @@ export class MetadataDelta {
         this.scramDraft(name).set(mechanism, null)
         break
       }
+      case "ClientQuotaRecord": {
+        const key = clientQuotaEntityKey(record.data.entity)
+        let d = this.quotaChanges.get(key)
+        if (d === undefined) {
+          d = { entity: canonicalEntity(record.data.entity), changes: new Map() }
+          this.quotaChanges.set(key, d)
+        }
+        d.changes.set(record.data.key, record.data.remove ? null : record.data.value)
+        break
+      }
       case "NoOpRecord":
       case "BeginTransactionRecord":
       case "EndTransactionRecord":
@@ -386,6 +404,25 @@ export class MetadataDelta {
       const creds = applyChanges(scram.get(user) ?? new Map<number, ScramCredential>(), changes)
       if (creds.size === 0) out.delete(user)
       else out.set(user, creds)
+    }
+    return out
+  }
+
+  // ------------------------------------------------------------------------------ client quotas
+
+  /** Whether a client quota changed. */
+  clientQuotasChanged(): boolean {
+    return this.quotaChanges.size > 0
+  }
+
+  private applyClientQuotas(): MetadataImage["clientQuotas"] {
+    const quotas = this.image.clientQuotas
+    if (this.quotaChanges.size === 0) return quotas
+    const out = new Map(quotas)
+    for (const [key, { entity, changes }] of this.quotaChanges) {
+      const values = applyChanges(quotas.get(key)?.quotas ?? new Map<string, number>(), changes)
+      if (values.size === 0) out.delete(key)
+      else out.set(key, { entity, quotas: values })
     }
     return out
   }
@@ -617,7 +654,8 @@ export class MetadataDelta {
       configs: this.applyConfigs(),
       producerIds: this.producerIds ?? image.producerIds,
       acls: applyChanges(image.acls, this.aclChanges),
-      scram: this.applyScram()
+      scram: this.applyScram(),
+      clientQuotas: this.applyClientQuotas()
     }
   }
 

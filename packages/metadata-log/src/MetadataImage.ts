@@ -177,6 +177,31 @@ export interface ScramCredential {
 /** SCRAM credentials by user name, then by mechanism id (1 SCRAM-SHA-256, 2 SCRAM-SHA-512). */
 export type ScramImage = ReadonlyMap<string, ReadonlyMap<number, ScramCredential>>
 
+/** One component of a client quota entity: `user`, `client-id` or `ip`, with a null name for the type's default. */
+export interface ClientQuotaEntityPart {
+  readonly entityType: string
+  readonly entityName: string | null
+}
+
+/** An entity's client quotas (`producer_byte_rate`, `consumer_byte_rate`, ...), its parts in entity type order. */
+export interface ClientQuotaImage {
+  readonly entity: ReadonlyArray<ClientQuotaEntityPart>
+  readonly quotas: ReadonlyMap<string, number>
+}
+
+/** Client quotas by `clientQuotaEntityKey`; an entity without quotas is absent. */
+export type ClientQuotasImage = ReadonlyMap<string, ClientQuotaImage>
+
+/** An entity's parts in a canonical order (by entity type), whatever order a request named them in. */
+export const canonicalEntity = (entity: ReadonlyArray<ClientQuotaEntityPart>): ReadonlyArray<ClientQuotaEntityPart> =>
+  [...entity]
+    .map((e) => ({ entityType: e.entityType, entityName: e.entityName }))
+    .sort((a, b) => (a.entityType < b.entityType ? -1 : a.entityType > b.entityType ? 1 : 0))
+
+/** The key of an entity in `MetadataImage.clientQuotas`: the same for any order of its parts. */
+export const clientQuotaEntityKey = (entity: ReadonlyArray<ClientQuotaEntityPart>): string =>
+  JSON.stringify(canonicalEntity(entity).map((e) => [e.entityType, e.entityName]))
+
 // ---------------------------------------------------------------------------------------------------
 // The image
 
@@ -190,6 +215,7 @@ export interface MetadataImage {
   readonly producerIds: ProducerIdsImage
   readonly acls: ReadonlyMap<Uuid.Uuid, AclEntry>
   readonly scram: ScramImage
+  readonly clientQuotas: ClientQuotasImage
 }
 
 export const emptyTopics: TopicsImage = { byId: new Map(), byName: new Map() }
@@ -202,7 +228,8 @@ export const empty: MetadataImage = {
   configs: new Map(),
   producerIds: { nextProducerId: -1n, floor: -1n },
   acls: new Map(),
-  scram: new Map()
+  scram: new Map(),
+  clientQuotas: new Map()
 }
 
 /** Whether the image holds no metadata at all (its provenance aside). */
@@ -213,7 +240,8 @@ export const isEmpty = (image: MetadataImage): boolean =>
   image.configs.size === 0 &&
   image.producerIds.nextProducerId < 0n &&
   image.acls.size === 0 &&
-  image.scram.size === 0
+  image.scram.size === 0 &&
+  image.clientQuotas.size === 0
 
 /** The key of a config resource in `MetadataImage.configs`. */
 export const resourceKey = (type: number, name: string): string => `${type}:${name}`
@@ -242,3 +270,9 @@ export const featureLevel = (image: MetadataImage, name: string): number => imag
 /** A user's SCRAM credential for a mechanism id, if set. */
 export const scramCredential = (image: MetadataImage, user: string, mechanism: number): ScramCredential | undefined =>
   image.scram.get(user)?.get(mechanism)
+
+/** The quotas of an entity given by its parts (a null name: the default of that type); empty when it has none. */
+export const clientQuotasOf = (
+  image: MetadataImage,
+  entity: ReadonlyArray<ClientQuotaEntityPart>
+): ReadonlyMap<string, number> => image.clientQuotas.get(clientQuotaEntityKey(entity))?.quotas ?? new Map()

@@ -83,6 +83,9 @@ export const imageToRecords = (image: MetadataImage.MetadataImage): Array<Metada
   for (const [name, creds] of image.scram)
     for (const [mechanism, c] of creds)
       out.push(MetadataRecords.make("UserScramCredentialRecord", { name, mechanism, ...c }))
+  for (const q of image.clientQuotas.values())
+    for (const [key, value] of q.quotas)
+      out.push(MetadataRecords.make("ClientQuotaRecord", { entity: [...q.entity], key, value, remove: false }))
   return out
 }
 

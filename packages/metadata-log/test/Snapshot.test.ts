@@ -69,6 +69,75 @@ describe("Snapshot", () => {
     expect(out[4]).toMatchObject({ data: { topicId: T, mirrorName: "east", desiredState: 4 } })
   })
 
+  it("client quotas: set, changed and removed by key, the entity the same in any order of its parts", () => {
+    const quota = (entity: Array<[string, string | null]>, key: string, value: number, remove = false) =>
+      MetadataRecords.make("ClientQuotaRecord", {
+        entity: entity.map(([entityType, entityName]) => ({ entityType, entityName })),
+        key,
+        value,
+        remove
+      })
+    const image = MetadataDelta.make(MetadataImage.empty, [
+      quota(
+        [
+          ["user", "alice"],
+          ["client-id", null]
+        ],
+        "producer_byte_rate",
+        100
+      ),
+      quota(
+        [
+          ["client-id", null],
+          ["user", "alice"]
+        ],
+        "producer_byte_rate",
+        200
+      ),
+      quota(
+        [
+          ["client-id", null],
+          ["user", "alice"]
+        ],
+        "consumer_byte_rate",
+        300
+      ),
+      quota([["client-id", "c"]], "consumer_byte_rate", 5),
+      quota([["client-id", "c"]], "consumer_byte_rate", 0, true),
+      quota([["user", "bob"]], "producer_byte_rate", 0, true)
+    ]).apply(P)
+    expect(
+      MetadataImage.clientQuotasOf(image, [
+        { entityType: "user", entityName: "alice" },
+        { entityType: "client-id", entityName: null }
+      ])
+    ).toEqual(
+      new Map([
+        ["producer_byte_rate", 200],
+        ["consumer_byte_rate", 300]
+      ])
+    )
+    expect(image.clientQuotas.size).toBe(1)
+    expect(Snapshot.imageToRecords(image)).toEqual([
+      quota(
+        [
+          ["client-id", null],
+          ["user", "alice"]
+        ],
+        "producer_byte_rate",
+        200
+      ),
+      quota(
+        [
+          ["client-id", null],
+          ["user", "alice"]
+        ],
+        "consumer_byte_rate",
+        300
+      )
+    ])
+  })
+
   it("the empty image has no records", () => {
     expect(Snapshot.imageToRecords(MetadataImage.empty)).toEqual([])
     expect(Snapshot.recordsToImage([])).toEqual(MetadataImage.empty)

@@ -50,6 +50,13 @@ type Command =
       readonly mechanism: number
       readonly iterations: number
     }
+  | {
+      readonly op: "quota"
+      readonly user: string | null | undefined
+      readonly client: string | null | undefined
+      readonly key: string
+      readonly value: number | null
+    }
   | { readonly op: "noop" }
 
 const BROKERS = 5
@@ -128,6 +135,14 @@ const command: fc.Arbitrary<Command> = fc.oneof(
     user: fc.nat(2),
     mechanism: fc.constantFrom(1, 2),
     iterations: fc.integer({ min: 4096, max: 16384 })
+  }),
+  fc.record({
+    op: fc.constant("quota" as const),
+    // undefined: the entity has no such part; null: the type's default.
+    user: fc.constantFrom("alice", null, undefined),
+    client: fc.constantFrom("q1", null, undefined),
+    key: fc.constantFrom("producer_byte_rate", "consumer_byte_rate"),
+    value: fc.option(fc.integer({ min: 1, max: 1_000_000 }), { nil: null })
   }),
   fc.constant({ op: "noop" as const })
 )
@@ -308,6 +323,21 @@ const toRecords = (m: Model, c: Command): MetadataRecord[] => {
       return [
         MetadataRecords.make("RemoveUserScramCredentialRecord", { name: `user-${c.user}`, mechanism: c.mechanism })
       ]
+    case "quota": {
+      const entity = [
+        ...(c.client === undefined ? [] : [{ entityType: "client-id", entityName: c.client }]),
+        ...(c.user === undefined ? [] : [{ entityType: "user", entityName: c.user }])
+      ]
+      if (entity.length === 0) return []
+      return [
+        MetadataRecords.make("ClientQuotaRecord", {
+          entity,
+          key: c.key,
+          value: c.value ?? 0,
+          remove: c.value === null
+        })
+      ]
+    }
     case "noop":
       return [MetadataRecords.make("NoOpRecord", {})]
   }

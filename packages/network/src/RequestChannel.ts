@@ -16,6 +16,13 @@ export interface RequestContext {
   readonly correlationId: number
   readonly clientId: string | null
   readonly connection: Connection
+  /** The request's size on the wire (its frame, header included, without the size prefix). */
+  readonly requestBytes: number
+  /**
+   * Mutes the connection for `ms` once this request is answered (Kafka's throttling since KIP-219):
+   * no further request of the connection is read until then. The longest of several calls counts.
+   */
+  readonly throttle: (ms: number) => void
 }
 
 /** Returned by a handler when the request gets no response (Produce with acks=0). */
@@ -69,12 +76,13 @@ export class Handlers {
   ): this {
     const served: Api.ApiShape =
       versions === undefined ? api : { ...api, minVersion: versions.min, maxVersion: versions.max }
-    const respond = (ctx: RequestContext, body: Spec.StructInput<Res> | NoResponse): FrameResult => {
-      if (body === NoResponse) return { _tag: "NoResponse" }
+    const respond = (ctx: RequestContext, body: Spec.StructInput<Res> | NoResponse, muteMs: number): FrameResult => {
+      const mute = muteMs > 0 ? { muteMs } : {}
+      if (body === NoResponse) return { _tag: "NoResponse", ...mute }
       const chunks = Api.encodeResponseChunks(api, ctx.apiVersion, ctx.correlationId, body)
       return Either.isLeft(chunks)
         ? { _tag: "Close", reason: `cannot encode ${api.name} response: ${chunks.left.message}` }
-        : { _tag: "Respond", chunks: chunks.right }
+        : { _tag: "Respond", chunks: chunks.right, ...mute }
     }
     this.byKey.set(api.key, {
       api: served,
@@ -83,9 +91,16 @@ export class Handlers {
       run: (ctx, frame) => {
         const decoded = Api.decodeRequest(api, frame)
         if (Either.isLeft(decoded)) return { _tag: "Close", reason: `malformed request: ${decoded.left.message}` }
-        const full: RequestContext = { ...ctx, clientId: decoded.right.header.clientId }
+        let muteMs = 0
+        const full: RequestContext = {
+          ...ctx,
+          clientId: decoded.right.header.clientId,
+          throttle: (ms) => {
+            if (ms > muteMs) muteMs = ms
+          }
+        }
         const out = handle(full, decoded.right.body)
-        return out instanceof Promise ? out.then((b) => respond(full, b)) : respond(full, out)
+        return out instanceof Promise ? out.then((b) => respond(full, b, muteMs)) : respond(full, out, muteMs)
       }
     })
     return this
@@ -110,7 +125,15 @@ export class Handlers {
         if (apiKey === Api.API_VERSIONS_KEY) return this.unsupportedApiVersions(correlationId)
         return { _tag: "Close", reason: `unsupported version ${apiVersion} of ${entry.api.name}` }
       }
-      const ctx: RequestContext = { apiKey, apiVersion, correlationId, clientId: null, connection }
+      const ctx: RequestContext = {
+        apiKey,
+        apiVersion,
+        correlationId,
+        clientId: null,
+        connection,
+        requestBytes: frame.length,
+        throttle: () => {}
+      }
       try {
         return entry.run(ctx, frame)
       } catch (e) {

@@ -46,8 +46,10 @@ export type FrameResult =
       readonly chunks: ReadonlyArray<Buffer>
       /** Close the connection once the response is written (e.g. after a failed authentication). */
       readonly closeAfter?: string
+      /** Read no further request of the connection for this long once the response is written (a quota's throttle). */
+      readonly muteMs?: number
     }
-  | { readonly _tag: "NoResponse" }
+  | { readonly _tag: "NoResponse"; readonly muteMs?: number }
   | { readonly _tag: "Close"; readonly reason: string }
 
 export type FrameHandler = (frame: Buffer, connection: Connection) => FrameResult | Promise<FrameResult>
@@ -143,6 +145,7 @@ export const start = (options: SocketServerOptions): Promise<SocketServer> =>
       const queue: Buffer[] = []
       let busy = false
       let closed = false
+      let muted = false
 
       const close = (reason: string) => {
         if (closed) return
@@ -193,6 +196,22 @@ export const start = (options: SocketServerOptions): Promise<SocketServer> =>
                   socket.once("drain", done).once("close", done)
                 })
             }
+            if (result.muteMs !== undefined && result.muteMs > 0) {
+              // Muted as Kafka mutes a throttled channel: nothing more is read until the time is up.
+              muted = true
+              socket.pause()
+              await new Promise<void>((resolve) => {
+                const done = () => {
+                  clearTimeout(timer)
+                  socket.off("close", done)
+                  resolve()
+                }
+                const timer = setTimeout(done, result.muteMs)
+                socket.once("close", done)
+              })
+              muted = false
+              if (closed) return
+            }
             if (socket.isPaused() && queue.length < MAX_QUEUED_FRAMES / 2) socket.resume()
           }
         } finally {
@@ -205,7 +224,7 @@ export const start = (options: SocketServerOptions): Promise<SocketServer> =>
         if (Either.isLeft(frames)) return close(frames.left.message)
         if (frames.right.length === 0) return
         for (const f of frames.right) queue.push(f)
-        if (queue.length >= MAX_QUEUED_FRAMES) socket.pause()
+        if (queue.length >= MAX_QUEUED_FRAMES || muted) socket.pause()
         if (!busy) void pump()
       })
       socket.on("error", () => close("socket error"))

@@ -124,3 +124,41 @@ describe("SocketServer logging of closed connections", () => {
     expect(lines[5]).toBe("suppressed 35 more closed connections in the last 600 s")
   })
 })
+
+describe("SocketServer: a throttled connection is muted", () => {
+  it("answers the throttled request at once, then reads nothing more of that connection until the time is up", async () => {
+    const handlers = new Handlers()
+    const answered: Array<{ id: number; at: number }> = []
+    handlers.register(ApiVersions.api, (ctx) => {
+      answered.push({ id: ctx.correlationId, at: performance.now() })
+      if (ctx.correlationId === 1) ctx.throttle(400)
+      return { errorCode: 0, apiKeys: [] }
+    })
+    const server = await SocketServer.start({
+      host: "127.0.0.1",
+      port: 0,
+      maxFrameBytes: 1024 * 1024,
+      handle: handlers.frameHandler(() => {})
+    })
+    try {
+      const frame = (id: number) =>
+        Either.getOrThrow(
+          Api.encodeRequest(ApiVersions.api, 3, id, "t", { clientSoftwareName: "t", clientSoftwareVersion: "1" })
+        )
+      const start = performance.now()
+      const muted = exchange(server.port, [frame(1), frame(2)], 2)
+      // Another connection is not muted by the first one's throttle.
+      const other = await exchange(server.port, [frame(3)], 1)
+      expect(other.frames).toHaveLength(1)
+      const otherAt = performance.now() - start
+      const { frames } = await muted
+      expect(frames.map((f) => f.readInt32BE(0))).toEqual([1, 2])
+      const first = answered.find((a) => a.id === 1)!
+      const second = answered.find((a) => a.id === 2)!
+      expect(second.at - first.at).toBeGreaterThanOrEqual(390)
+      expect(otherAt).toBeLessThan(second.at - start)
+    } finally {
+      await server.close()
+    }
+  })
+})

@@ -193,6 +193,17 @@ export const RemoveUserScramCredentialRecord = record("RemoveUserScramCredential
   S.int8("Mechanism")
 ])
 
+/**
+ * One client quota of an entity (user, client-id, or ip; a null name is the entity type's default):
+ * set to `Value`, or removed when `Remove` is true.
+ */
+export const ClientQuotaRecord = record("ClientQuotaRecord", 14, "0", [
+  S.array("Entity", [S.string("EntityType"), S.string("EntityName", { nullableVersions: "0+" })]),
+  S.string("Key"),
+  S.float64("Value"),
+  S.bool("Remove")
+])
+
 export const NoOpRecord = record("NoOpRecord", 20, "0", [])
 
 /** Starts a metadata transaction: the records up to EndTransactionRecord apply atomically. */
@@ -227,6 +238,7 @@ const catalog = {
   RemoveAccessControlEntryRecord,
   UserScramCredentialRecord,
   RemoveUserScramCredentialRecord,
+  ClientQuotaRecord,
   NoOpRecord,
   BeginTransactionRecord,
   EndTransactionRecord,

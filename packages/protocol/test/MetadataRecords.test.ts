@@ -50,6 +50,7 @@ const TYPES: ReadonlyArray<readonly [MetadataRecords.MetadataRecordType, number,
   ["AccessControlEntryRecord", 18, "0"],
   ["RemoveAccessControlEntryRecord", 19, "0"],
   ["UserScramCredentialRecord", 11, "0"],
+  ["ClientQuotaRecord", 14, "0"],
   ["NoOpRecord", 20, "0"],
   ["RemoveUserScramCredentialRecord", 22, "0"],
   ["BeginTransactionRecord", 23, "0"],
@@ -111,6 +112,38 @@ describe("MetadataRecords", () => {
     })
     const named = MetadataRecords.encode(MetadataRecords.mirrorTopicStateChange(TOPIC_ID, "m", "MIRRORING"))
     expect(hex(named)).toBe("011d00" + UUID_HEX + "026d" + "02" + "00")
+  })
+
+  it("ClientQuotaRecord with a default entity name, byte for byte", () => {
+    const record = MetadataRecords.make("ClientQuotaRecord", {
+      entity: [
+        { entityType: "user", entityName: "u" },
+        { entityType: "client-id", entityName: null }
+      ],
+      key: "producer_byte_rate",
+      value: 1024,
+      remove: false
+    })
+    const bytes = MetadataRecords.encode(record)
+    expect(hex(bytes)).toBe(
+      "010e00" + // frame version 1, type 14, version 0
+        "03" + // Entity: compact array of 2
+        "05" +
+        Buffer.from("user").toString("hex") +
+        "02" +
+        Buffer.from("u").toString("hex") +
+        "00" + // EntityType "user", EntityName "u", no tagged fields
+        "0a" +
+        Buffer.from("client-id").toString("hex") +
+        "00" +
+        "00" + // EntityType "client-id", EntityName null (the default)
+        "13" +
+        Buffer.from("producer_byte_rate").toString("hex") + // Key
+        "4090000000000000" + // Value 1024.0 as a float64
+        "00" + // Remove false
+        "00" // no tagged fields
+    )
+    expect(Either.getOrThrow(MetadataRecords.decode(bytes))).toEqual(record)
   })
 
   it("PartitionChangeRecord v3 carries LeaderEpoch after PartitionId and TopicId, byte for byte", () => {

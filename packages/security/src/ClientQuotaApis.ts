@@ -1,85 +1,158 @@
 /**
- * Client quotas (AlterClientQuotas 49, DescribeClientQuotas 48) on brokers that do not throttle clients.
- * AlterClientQuotas validates each entry as Apache Kafka does (entity types and combinations, IP names,
- * keys per entity, values) and then refuses every quota it would set with INVALID_REQUEST naming the key:
- * a quota that is not enforced is never stored. Removing a quota succeeds (none is stored). So
- * DescribeClientQuotas matches nothing.
+ * Client quotas on the request path: DescribeClientQuotas (48) from the broker's metadata image,
+ * AlterClientQuotas (49) on the controller (brokers forward it there), and the enforcement of
+ * `producer_byte_rate` and `consumer_byte_rate` around Produce and Fetch as Kafka does since KIP-219:
+ * the response carries `throttle_time_ms` and the connection is muted for that time. A produce over its
+ * quota is appended; a fetch over its quota is answered without records. Fetches from follower
+ * replicas are not client-quota'd.
+ *
+ * The decisions are `ClientQuotaControl`'s (validation, records) and `ClientQuotas`' (resolution, rate);
+ * this module only wires them to handlers.
  */
-import { AlterClientQuotas, DescribeClientQuotas, Errors } from "@clustermirror/protocol"
-import type { Handlers } from "@clustermirror/network/RequestChannel"
-import { isIP } from "node:net"
+import type { QuorumController } from "@clustermirror/controller"
+import { MetadataImage } from "@clustermirror/metadata-log"
+import { type NoResponse as NoResponseType, type Handlers, NoResponse } from "@clustermirror/network/RequestChannel"
+import { AlterClientQuotas, DescribeClientQuotas, Errors, Fetch, Produce, type Spec } from "@clustermirror/protocol"
+import * as ClientQuotas from "./ClientQuotas.js"
 
-/** Kafka's quota keys, by the entity types that take them. */
-export const CLIENT_QUOTA_KEYS: ReadonlySet<string> = new Set([
-  "producer_byte_rate",
-  "consumer_byte_rate",
-  "request_percentage",
-  "controller_mutation_rate"
-])
-export const IP_QUOTA_KEYS: ReadonlySet<string> = new Set(["connection_creation_rate"])
-/** Keys whose value is a whole number of bytes per second. */
-const LONG_KEYS: ReadonlySet<string> = new Set(["producer_byte_rate", "consumer_byte_rate"])
-
+const E = Errors.ErrorCode
+const MATCH_TYPE_EXACT = 0
+const MATCH_TYPE_DEFAULT = 1
+const MATCH_TYPE_SPECIFIED = 2
 const ENTITY_TYPES: ReadonlySet<string> = new Set(["user", "client-id", "ip"])
 
-type Entry = AlterClientQuotas.Request["entries"][number]
+type Filter =
+  | { readonly exact: ReadonlyMap<string, string | null>; readonly any: ReadonlySet<string> }
+  | { readonly errorCode: number; readonly errorMessage: string }
 
-/** Why an entity cannot carry quotas, or null. */
-const entityProblem = (entity: Entry["entity"]): string | null => {
-  if (entity.length === 0) return "Invalid empty client quota entity"
-  const seen = new Set<string>()
-  for (const e of entity) {
-    if (!ENTITY_TYPES.has(e.entityType)) return `Unhandled client quota entity type: ${e.entityType}`
-    if (seen.has(e.entityType)) return `Duplicate ${e.entityType} entity in client quota entity`
-    seen.add(e.entityType)
-    if (e.entityName === "") return `Empty ${e.entityType} is not supported in client quota entity`
-    if (e.entityType === "ip" && e.entityName !== null && isIP(e.entityName) === 0)
-      return `${e.entityName} is not a valid IP or resolvable host.`
+/** Kafka's reading of the filter components: names matched exactly (null: the default) and types matched by any name. */
+const filterOf = (request: DescribeClientQuotas.Request): Filter => {
+  const exact = new Map<string, string | null>()
+  const any = new Set<string>()
+  const invalid = (errorMessage: string) => ({ errorCode: E.INVALID_REQUEST, errorMessage })
+  for (const c of request.components) {
+    if (c.entityType === "") return invalid("Invalid empty entity type.")
+    if (exact.has(c.entityType) || any.has(c.entityType))
+      return invalid(`Entity type ${c.entityType} cannot appear more than once in the filter.`)
+    if (!ENTITY_TYPES.has(c.entityType))
+      return { errorCode: E.UNSUPPORTED_VERSION, errorMessage: `Unsupported entity type ${c.entityType}` }
+    if (c.matchType === MATCH_TYPE_EXACT) {
+      if (c.match === null) return invalid("Request specified MATCH_TYPE_EXACT, but set match string to null.")
+      exact.set(c.entityType, c.match)
+    } else if (c.matchType === MATCH_TYPE_DEFAULT) {
+      if (c.match !== null) return invalid("Request specified MATCH_TYPE_DEFAULT, but also specified a match string.")
+      exact.set(c.entityType, null)
+    } else if (c.matchType === MATCH_TYPE_SPECIFIED) {
+      if (c.match !== null) return invalid("Request specified MATCH_TYPE_SPECIFIED, but also specified a match string.")
+      any.add(c.entityType)
+    } else return invalid(`Unknown match type ${c.matchType}`)
   }
-  if (seen.has("ip") && seen.size > 1)
-    return "Invalid quota entity combination, IP entity should not be combined with User or ClientId"
-  return null
+  const has = (t: string) => exact.has(t) || any.has(t)
+  if (has("ip") && (has("user") || has("client-id")))
+    return invalid(
+      "Invalid entity filter component combination. IP filter component should not be used with user or clientId filter component."
+    )
+  return { exact, any }
 }
 
-/** Why an operation is refused, or null when it may be applied (only a removal). */
-const opProblem = (ip: boolean, op: Entry["ops"][number]): string | null => {
-  const known = ip ? IP_QUOTA_KEYS : CLIENT_QUOTA_KEYS
-  if (!known.has(op.key)) return `Invalid configuration key ${op.key}`
-  if (op.remove) return null
-  if (!(op.value > 0)) return `Quota ${op.key} must be greater than 0`
-  if (LONG_KEYS.has(op.key) && !Number.isInteger(op.value)) return `Configuration ${op.key} must be a Long value`
-  return `Quota ${op.key} is not enforced by this cluster (its brokers do not throttle clients), so it is not stored`
+/**
+ * DescribeClientQuotas (48): the entities whose parts match every component (EXACT: that name, DEFAULT:
+ * the default, SPECIFIED: any name, the default included), with all their quotas; `strict` also
+ * requires the entity to have no other part. A malformed filter is INVALID_REQUEST (an unknown entity
+ * type UNSUPPORTED_VERSION) with Kafka's message and no entries.
+ */
+export const describeClientQuotas = (
+  image: MetadataImage.MetadataImage,
+  request: DescribeClientQuotas.Request
+): DescribeClientQuotas.Response => {
+  const filter = filterOf(request)
+  if ("errorCode" in filter) return { throttleTimeMs: 0, ...filter, entries: null }
+  const entries: Array<NonNullable<DescribeClientQuotas.Response["entries"]>[number]> = []
+  for (const q of image.clientQuotas.values()) {
+    const parts = new Map(q.entity.map((e) => [e.entityType, e.entityName]))
+    if (request.strict && parts.size !== filter.exact.size + filter.any.size) continue
+    let ok = true
+    for (const [type, name] of filter.exact) if (!parts.has(type) || parts.get(type) !== name) ok = false
+    for (const type of filter.any) if (!parts.has(type)) ok = false
+    if (!ok) continue
+    entries.push({
+      entity: q.entity.map((e) => ({ entityType: e.entityType, entityName: e.entityName })),
+      values: [...q.quotas].map(([key, value]) => ({ key, value }))
+    })
+  }
+  return { throttleTimeMs: 0, errorCode: 0, errorMessage: null, entries }
 }
 
-/** AlterClientQuotas (49): per entry, INVALID_REQUEST with the first problem, else success (removals only). */
-export const alterClientQuotas = (request: AlterClientQuotas.Request): AlterClientQuotas.Response => ({
-  throttleTimeMs: 0,
-  entries: request.entries.map((entry) => {
-    const ip = entry.entity.some((e) => e.entityType === "ip")
-    const keys = new Set<string>()
-    let problem = entityProblem(entry.entity)
-    for (const op of entry.ops) {
-      if (problem !== null) break
-      problem = keys.has(op.key) ? `Duplicate quota key ${op.key} in a client quota entry` : opProblem(ip, op)
-      keys.add(op.key)
-    }
-    return {
-      errorCode: problem === null ? 0 : Errors.ErrorCode.INVALID_REQUEST,
-      errorMessage: problem,
-      entity: entry.entity
-    }
+const recordsBytes = (records: Spec.RecordsData | null | undefined): number => {
+  if (records === null || records === undefined) return 0
+  if (records instanceof Uint8Array) return records.length
+  let n = 0
+  for (const c of records) n += c.length
+  return n
+}
+
+export interface BrokerQuotaOptions {
+  /** The broker's current metadata image: where the quotas are. */
+  readonly image: () => MetadataImage.MetadataImage
+  /** Milliseconds (default the wall clock). */
+  readonly now?: () => number
+  readonly window?: ClientQuotas.WindowConfig
+}
+
+/**
+ * On a broker: DescribeClientQuotas from the image, and Produce and Fetch wrapped to throttle the clients
+ * over their quotas. Call it after Produce and Fetch are registered and before authorization wraps them.
+ */
+export const register = (handlers: Handlers, options: BrokerQuotaOptions): Handlers => {
+  const now = options.now ?? (() => Date.now())
+  const produce = new ClientQuotas.ClientQuotaManager("producer_byte_rate", options.window)
+  const fetch = new ClientQuotas.ClientQuotaManager("consumer_byte_rate", options.window)
+  const quotaOf = (key: ClientQuotas.QuotaKey, principal: string, clientId: string | null) => {
+    const image = options.image()
+    if (image.clientQuotas.size === 0) return undefined
+    return ClientQuotas.resolve(
+      (entity) => MetadataImage.clientQuotasOf(image, entity),
+      key,
+      ClientQuotas.userOf(principal),
+      clientId ?? ""
+    )
+  }
+  handlers.register(DescribeClientQuotas.api, (_ctx, request) => describeClientQuotas(options.image(), request))
+  handlers.wrap(Produce.api, (next) => async (ctx, request) => {
+    const response = await next(ctx, request)
+    const quota = quotaOf("producer_byte_rate", ctx.connection.principal, ctx.clientId)
+    if (quota === undefined) return response
+    const ms = produce.recordAndGetThrottleTimeMs(quota, ctx.requestBytes, now())
+    if (ms <= 0) return response
+    ctx.throttle(ms)
+    return response === NoResponse ? response : { ...response, throttleTimeMs: ms }
   })
-})
+  handlers.wrap(Fetch.api, (next) => async (ctx, request) => {
+    const replicaId = ctx.apiVersion >= 15 ? request.replicaState.replicaId : request.replicaId
+    const quota = replicaId >= 0 ? undefined : quotaOf("consumer_byte_rate", ctx.connection.principal, ctx.clientId)
+    if (quota === undefined) return next(ctx, request)
+    const cap = fetch.maxValueInQuotaWindow(quota)
+    const response: Spec.StructInput<typeof Fetch.Response.fields> | NoResponseType = await next(
+      ctx,
+      cap < request.maxBytes ? { ...request, maxBytes: Math.max(1, cap) } : request
+    )
+    if (response === NoResponse) return response
+    let bytes = 0
+    for (const t of response.responses ?? []) for (const p of t.partitions ?? []) bytes += recordsBytes(p.records)
+    const at = now()
+    const ms = fetch.recordAndGetThrottleTimeMs(quota, bytes, at)
+    if (ms <= 0) return response
+    // The client gets none of these bytes, so they do not count against it.
+    fetch.unrecord(quota, bytes, at)
+    ctx.throttle(ms)
+    return { throttleTimeMs: ms, errorCode: 0, sessionId: response.sessionId ?? 0, responses: [] }
+  })
+  return handlers
+}
 
-/** DescribeClientQuotas (48): nothing is stored, so no entity matches. */
-export const describeClientQuotas = (_request: DescribeClientQuotas.Request): DescribeClientQuotas.Response => ({
-  throttleTimeMs: 0,
-  errorCode: 0,
-  errorMessage: null,
-  entries: []
-})
-
-export const register = (handlers: Handlers): Handlers =>
-  handlers
-    .register(AlterClientQuotas.api, (_ctx, request) => alterClientQuotas(request))
-    .register(DescribeClientQuotas.api, (_ctx, request) => describeClientQuotas(request))
+/** On a controller: AlterClientQuotas decided by the quorum controller (`ClientQuotaControl.alterClientQuotas`). */
+export const registerController = (handlers: Handlers, controller: QuorumController.QuorumController): Handlers =>
+  handlers.register(AlterClientQuotas.api, async (_ctx, request) => ({
+    throttleTimeMs: 0,
+    entries: [...(await controller.alterClientQuotas(request))]
+  }))

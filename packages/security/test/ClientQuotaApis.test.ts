@@ -1,60 +1,226 @@
 import { describe, expect, it } from "vitest"
-import { Errors } from "@clustermirror/protocol"
+import { MetadataDelta, MetadataImage, MetadataProvenance } from "@clustermirror/metadata-log"
+import { Handlers, NoResponse } from "@clustermirror/network/RequestChannel"
+import {
+  Api,
+  type DescribeClientQuotas,
+  Errors,
+  Fetch,
+  MetadataRecords,
+  Produce,
+  type Spec
+} from "@clustermirror/protocol"
+import { Either } from "effect"
 import * as ClientQuotaApis from "../src/ClientQuotaApis.js"
-import * as DelegationTokenApis from "../src/DelegationTokenApis.js"
 
-const alter = (
-  entity: Array<{ entityType: string; entityName: string | null }>,
-  key: string,
-  value: number,
-  remove = false
-) =>
-  ClientQuotaApis.alterClientQuotas({ entries: [{ entity, ops: [{ key, value, remove }] }], validateOnly: false })
-    .entries[0]!
+type Part = { entityType: string; entityName: string | null }
+const user = (name: string | null): Part => ({ entityType: "user", entityName: name })
+const client = (name: string | null): Part => ({ entityType: "client-id", entityName: name })
+const ip = (name: string | null): Part => ({ entityType: "ip", entityName: name })
 
-describe("ClientQuotaApis.alterClientQuotas", () => {
-  it("validates entities, keys and values as Kafka, then refuses every quota it would store", () => {
-    const user = [{ entityType: "user", entityName: "u" }]
-    expect(alter([], "producer_byte_rate", 1).errorMessage).toBe("Invalid empty client quota entity")
-    expect(alter([{ entityType: "group", entityName: "g" }], "producer_byte_rate", 1).errorMessage).toBe(
-      "Unhandled client quota entity type: group"
-    )
-    expect(alter([{ entityType: "ip", entityName: "nope" }], "connection_creation_rate", 1).errorMessage).toBe(
-      "nope is not a valid IP or resolvable host."
-    )
+const imageOf = (quotas: ReadonlyArray<readonly [Part[], string, number]>) =>
+  MetadataDelta.make(
+    MetadataImage.empty,
+    quotas.map(([entity, key, value]) => MetadataRecords.make("ClientQuotaRecord", { entity, key, value }))
+  ).apply(MetadataProvenance.empty)
+
+const IMAGE = imageOf([
+  [[user("alice")], "producer_byte_rate", 100],
+  [[user("alice"), client("app")], "producer_byte_rate", 200],
+  [[user(null)], "consumer_byte_rate", 300],
+  [[user(null), client(null)], "producer_byte_rate", 400],
+  [[client("app")], "consumer_byte_rate", 500],
+  [[client(null)], "producer_byte_rate", 600]
+])
+
+const describeQuotas = (
+  components: Array<{ entityType: string; matchType: number; match: string | null }>,
+  strict = false
+) => ClientQuotaApis.describeClientQuotas(IMAGE, { components, strict })
+const values = (r: DescribeClientQuotas.Response) =>
+  (r.entries ?? []).flatMap((e) => e.values.map((v) => v.value)).sort((a, b) => a - b)
+
+describe("ClientQuotaApis.describeClientQuotas", () => {
+  it("matches EXACT names, DEFAULT entities and SPECIFIED types (the default included), strictly or not", () => {
+    expect(values(describeQuotas([]))).toEqual([100, 200, 300, 400, 500, 600])
+    expect(values(describeQuotas([], true))).toEqual([])
+    expect(values(describeQuotas([{ entityType: "user", matchType: 0, match: "alice" }]))).toEqual([100, 200])
+    expect(values(describeQuotas([{ entityType: "user", matchType: 0, match: "alice" }], true))).toEqual([100])
+    expect(values(describeQuotas([{ entityType: "user", matchType: 1, match: null }]))).toEqual([300, 400])
+    expect(values(describeQuotas([{ entityType: "client-id", matchType: 2, match: null }], true))).toEqual([500, 600])
+    expect(values(describeQuotas([{ entityType: "client-id", matchType: 2, match: null }]))).toEqual([
+      200, 400, 500, 600
+    ])
     expect(
-      alter([...user, { entityType: "ip", entityName: "1.2.3.4" }], "connection_creation_rate", 1).errorMessage
-    ).toBe("Invalid quota entity combination, IP entity should not be combined with User or ClientId")
-    expect(alter(user, "connection_creation_rate", 1).errorMessage).toBe(
-      "Invalid configuration key connection_creation_rate"
+      values(
+        describeQuotas([
+          { entityType: "user", matchType: 2, match: null },
+          { entityType: "client-id", matchType: 0, match: "app" }
+        ])
+      )
+    ).toEqual([200])
+    const r = describeQuotas([{ entityType: "user", matchType: 0, match: "alice" }], true)
+    expect(r.entries).toEqual([{ entity: [user("alice")], values: [{ key: "producer_byte_rate", value: 100 }] }])
+  })
+
+  it("refuses a malformed filter with Kafka's errors and no entries", () => {
+    const refusal = (components: Array<{ entityType: string; matchType: number; match: string | null }>) => {
+      const r = describeQuotas(components)
+      expect(r.entries).toBeNull()
+      return [r.errorCode, r.errorMessage]
+    }
+    const INVALID = Errors.ErrorCode.INVALID_REQUEST
+    expect(refusal([{ entityType: "", matchType: 0, match: "x" }])).toEqual([INVALID, "Invalid empty entity type."])
+    expect(
+      refusal([
+        { entityType: "user", matchType: 0, match: "x" },
+        { entityType: "user", matchType: 2, match: null }
+      ])
+    ).toEqual([INVALID, "Entity type user cannot appear more than once in the filter."])
+    expect(refusal([{ entityType: "group", matchType: 2, match: null }])).toEqual([
+      Errors.ErrorCode.UNSUPPORTED_VERSION,
+      "Unsupported entity type group"
+    ])
+    expect(refusal([{ entityType: "user", matchType: 0, match: null }])).toEqual([
+      INVALID,
+      "Request specified MATCH_TYPE_EXACT, but set match string to null."
+    ])
+    expect(refusal([{ entityType: "user", matchType: 1, match: "x" }])[1]).toBe(
+      "Request specified MATCH_TYPE_DEFAULT, but also specified a match string."
     )
-    expect(alter(user, "producer_byte_rate", -5).errorMessage).toBe("Quota producer_byte_rate must be greater than 0")
-    expect(alter(user, "producer_byte_rate", 1.5).errorMessage).toBe(
-      "Configuration producer_byte_rate must be a Long value"
+    expect(refusal([{ entityType: "user", matchType: 2, match: "x" }])[1]).toBe(
+      "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string."
     )
-    const refused = alter(user, "producer_byte_rate", 1024)
-    expect(refused.errorCode).toBe(Errors.ErrorCode.INVALID_REQUEST)
-    expect(refused.errorMessage).toContain("Quota producer_byte_rate is not enforced")
-    expect(alter(user, "producer_byte_rate", 0, true)).toEqual({ errorCode: 0, errorMessage: null, entity: user })
+    expect(refusal([{ entityType: "user", matchType: 7, match: null }])[1]).toBe("Unknown match type 7")
+    expect(
+      refusal([
+        { entityType: "ip", matchType: 1, match: null },
+        { entityType: "user", matchType: 1, match: null }
+      ])[1]
+    ).toMatch(/^Invalid entity filter component combination/)
+    expect(describeQuotas([{ entityType: "ip", matchType: 2, match: null }]).entries).toEqual([])
+    expect(
+      values(
+        ClientQuotaApis.describeClientQuotas(imageOf([[[ip(null)], "connection_creation_rate", 5]]), {
+          components: [{ entityType: "ip", matchType: 1, match: null }],
+          strict: true
+        })
+      )
+    ).toEqual([5])
   })
 })
 
-describe("DelegationTokenApis.refusal", () => {
-  const conn = (securityProtocol: "PLAINTEXT" | "SSL" | "SASL_PLAINTEXT" | "SASL_SSL", principal: string) => ({
-    id: 1,
-    remoteHost: "127.0.0.1",
-    remotePort: 1,
-    listenerName: "L",
-    securityProtocol,
-    principal
+const connection = {
+  id: 1,
+  remoteHost: "127.0.0.1",
+  remotePort: 5000,
+  listenerName: "PLAINTEXT",
+  securityProtocol: "PLAINTEXT" as const,
+  principal: "User:ANONYMOUS"
+}
+
+/** Runs a request through the handlers; the decoded response (or none) and how long the connection is muted. */
+const run = async <Req extends Spec.Fields, Res extends Spec.Fields>(
+  handlers: Handlers,
+  api: Api.ApiDef<Req, Res>,
+  version: number,
+  clientId: string,
+  body: unknown
+) => {
+  const frame = Either.getOrThrow(Api.encodeRequest(api, version, 1, clientId, body as never)).subarray(4)
+  const result = await handlers.frameHandler(() => {})(frame, connection)
+  if (result._tag === "Close") throw new Error(result.reason)
+  const muteMs = result.muteMs ?? 0
+  if (result._tag === "NoResponse") return { body: undefined, muteMs, bytes: frame.length }
+  const body_ = Either.getOrThrow(Api.decodeResponse(api, version, Buffer.concat(result.chunks).subarray(4))).body
+  return { body: body_, muteMs, bytes: frame.length }
+}
+
+describe("ClientQuotaApis.register: throttling Produce and Fetch", () => {
+  const setup = (quotas: ReadonlyArray<readonly [Part[], string, number]>) => {
+    let now = 0
+    let fetchMaxBytes = -1
+    const records = Buffer.alloc(150_000)
+    const handlers = new Handlers()
+      .register(Produce.api, (_ctx, request) =>
+        request.acks === 0 ? NoResponse : { responses: [], throttleTimeMs: 0 }
+      )
+      .register(Fetch.api, (_ctx, request) => {
+        fetchMaxBytes = request.maxBytes
+        return {
+          throttleTimeMs: 0,
+          errorCode: 0,
+          sessionId: 0,
+          responses: [
+            {
+              topic: "t",
+              topicId: "AAAAAAAAAAAAAAAAAAAAAA",
+              partitions: [{ partitionIndex: 0, errorCode: 0, highWatermark: 1n, records }]
+            }
+          ]
+        }
+      })
+    ClientQuotaApis.register(handlers, { image: () => imageOf(quotas), now: () => now })
+    return {
+      handlers,
+      at: (ms: number) => (now = ms),
+      fetchMaxBytes: () => fetchMaxBytes
+    }
+  }
+  const produce = (acks: number) => ({
+    transactionalId: null,
+    acks,
+    timeoutMs: 1000,
+    topicData: [{ name: "t", partitionData: [{ index: 0, records: Buffer.alloc(49_000) }] }]
   })
-  it("is REQUEST_NOT_ALLOWED on PLAINTEXT and 1-way SSL, AUTH_DISABLED on SASL and mutual TLS", () => {
-    const E = Errors.ErrorCode
-    expect(DelegationTokenApis.refusal(conn("PLAINTEXT", "User:ANONYMOUS"))).toBe(
-      E.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
-    )
-    expect(DelegationTokenApis.refusal(conn("SSL", "User:ANONYMOUS"))).toBe(E.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED)
-    expect(DelegationTokenApis.refusal(conn("SSL", "User:CN=client"))).toBe(E.DELEGATION_TOKEN_AUTH_DISABLED)
-    expect(DelegationTokenApis.refusal(conn("SASL_SSL", "User:alice"))).toBe(E.DELEGATION_TOKEN_AUTH_DISABLED)
+  const fetch = (replicaId: number) => ({
+    replicaId,
+    maxWaitMs: 0,
+    minBytes: 1,
+    maxBytes: 10_000_000,
+    isolationLevel: 0,
+    sessionId: 0,
+    sessionEpoch: -1,
+    topics: [
+      { topic: "t", partitions: [{ partition: 0, fetchOffset: 0n, logStartOffset: -1n, partitionMaxBytes: 1_000_000 }] }
+    ],
+    forgottenTopicsData: []
+  })
+
+  it("appends a produce over the quota and answers it with throttle_time_ms, muting the connection as long", async () => {
+    const s = setup([[[client("q1")], "producer_byte_rate", 10_000]])
+    // 10 windows x 10,000 B/s: the first 100,000 bytes pass.
+    const first = await run(s.handlers, Produce.api, 9, "q1", produce(1))
+    expect(first.muteMs).toBe(0)
+    const second = await run(s.handlers, Produce.api, 9, "q1", produce(1))
+    expect(second.muteMs).toBe(0)
+    const third = await run(s.handlers, Produce.api, 9, "q1", produce(1))
+    // Rate (3 x the request) / 10 s over 10,000 B/s: the excess over the quota, times the window.
+    const expected = Math.round((((third.bytes * 3) / 10 - 10_000) / 10_000) * 10_000)
+    expect(third.muteMs).toBe(expected)
+    expect((third.body as Produce.Response).throttleTimeMs).toBe(expected)
+    // Another client-id has no quota; acks=0 is muted without a response.
+    expect((await run(s.handlers, Produce.api, 9, "other", produce(1))).muteMs).toBe(0)
+    const silent = await run(s.handlers, Produce.api, 9, "q1", produce(0))
+    expect(silent.body).toBeUndefined()
+    expect(silent.muteMs).toBeGreaterThan(expected)
+  })
+
+  it("answers a fetch over the quota without records, caps its size, and leaves followers alone", async () => {
+    const s = setup([[[user(null), client(null)], "consumer_byte_rate", 20_000]])
+    const first = await run(s.handlers, Fetch.api, 12, "c", fetch(-1))
+    expect(s.fetchMaxBytes()).toBe(200_000)
+    expect(first.muteMs).toBe(0)
+    expect((first.body as Fetch.Response).responses).toHaveLength(1)
+    const second = await run(s.handlers, Fetch.api, 12, "c", fetch(-1))
+    const expected = Math.round(((300_000 / 10 - 20_000) / 20_000) * 10_000)
+    expect(second.muteMs).toBe(expected)
+    expect(second.body).toMatchObject({ throttleTimeMs: expected, errorCode: 0, responses: [] })
+    // The throttled fetch's bytes were not counted: once the first fetch's window is gone, a fetch passes.
+    s.at(11_000)
+    expect((await run(s.handlers, Fetch.api, 12, "c", fetch(-1))).muteMs).toBe(0)
+    const follower = await run(s.handlers, Fetch.api, 12, "c", fetch(1))
+    expect(follower.muteMs).toBe(0)
+    expect(s.fetchMaxBytes()).toBe(10_000_000)
   })
 })
