@@ -252,13 +252,21 @@ export interface Config {
   readonly assignors: ReadonlyArray<string>
   /** `group.consumer.max.size` */
   readonly maxSize: number
+  /** `group.consumer.migration.policy` */
+  readonly migrationPolicy: MigrationPolicy
 }
+
+/** Which conversions between classic and consumer groups `group.consumer.migration.policy` allows. */
+export type MigrationPolicy = "disabled" | "upgrade" | "downgrade" | "bidirectional"
+
+export const upgradeEnabled = (p: MigrationPolicy): boolean => p === "upgrade" || p === "bidirectional"
 
 export const defaultConfig: Config = {
   sessionTimeoutMs: 45_000,
   heartbeatIntervalMs: 5_000,
   assignors: ["uniform", "range"],
-  maxSize: 2_147_483_647
+  maxSize: 2_147_483_647,
+  migrationPolicy: "bidirectional"
 }
 
 export interface HeartbeatRequest {
@@ -296,7 +304,7 @@ export interface Context {
   /** A member id for a member that joins without one (ConsumerGroupHeartbeat v0). */
   readonly newMemberId: () => string
   /** The classic group of the same id, if there is one: an empty one is converted, a live one refused. */
-  readonly classicGroup: { readonly members: number } | undefined
+  readonly classicGroup: { readonly members: number; readonly protocolType: string } | undefined
 }
 
 export interface Decision<A> {
@@ -561,6 +569,26 @@ const validate = (req: HeartbeatRequest, config: Config): { code: number; messag
 }
 
 /**
+ * Why a heartbeat cannot take over the classic group of its id (null: it can, the group is empty). An
+ * empty classic group is converted whatever the policy, as on Kafka; one with members is refused with
+ * Kafka's messages when `group.consumer.migration.policy` forbids the upgrade, the group is not of the
+ * `consumer` protocol type or is too large; otherwise it would be Kafka's online upgrade, which keeps
+ * the classic members in the consumer group: that is not implemented, and refused as such.
+ */
+const upgradeRefusal = (
+  groupId: string,
+  classic: { readonly members: number; readonly protocolType: string },
+  config: Config
+): string | null => {
+  if (classic.members === 0) return null
+  const cannot = `Cannot upgrade classic group ${groupId} to consumer group because`
+  if (!upgradeEnabled(config.migrationPolicy)) return `${cannot} online upgrade is disabled.`
+  if (classic.protocolType !== "consumer") return `${cannot} the group does not use the consumer embedded protocol.`
+  if (classic.members > config.maxSize) return `${cannot} the group size exceeds the consumer group maximum size.`
+  return `${cannot} it has members: the online upgrade of a classic group with members (classic members in a consumer group) is not supported; stop its classic members first.`
+}
+
+/**
  * ConsumerGroupHeartbeat. Emits, as Kafka does: the member's metadata (5) when it changed; the group
  * epoch (3) when a member joined or its subscription or the subscribed topics changed; the target
  * assignment of the members whose target changed (7) and its epoch (6) when the group epoch moved past
@@ -582,8 +610,8 @@ export const heartbeat = (
   if (group === undefined) {
     if (req.memberEpoch !== 0) return fail(E.UNKNOWN_MEMBER_ID, `Group ${req.groupId} has no member ${req.memberId}.`)
     if (ctx.classicGroup !== undefined) {
-      if (ctx.classicGroup.members > 0)
-        return fail(E.GROUP_ID_NOT_FOUND, `Group ${req.groupId} is not a consumer group.`)
+      const refusal = upgradeRefusal(req.groupId, ctx.classicGroup, ctx.config)
+      if (refusal !== null) return fail(E.GROUP_ID_NOT_FOUND, refusal)
       records.push(GroupRecords.groupMetadataTombstone(req.groupId))
     }
     group = newGroup(req.groupId)
