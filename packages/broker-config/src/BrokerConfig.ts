@@ -95,6 +95,11 @@ export interface BrokerConfig {
   readonly groupConsumerAssignors: ReadonlyArray<string>
   /** `group.consumer.max.size`: the most members a consumer group takes. */
   readonly groupConsumerMaxSize: number
+  /**
+   * `group.consumer.migration.policy`: `disabled`, `upgrade`, `downgrade` or `bidirectional` (default),
+   * which conversions between classic and consumer groups the coordinator may make.
+   */
+  readonly groupConsumerMigrationPolicy: "disabled" | "upgrade" | "downgrade" | "bidirectional"
   /** `process.roles`: empty for a single node that keeps its own metadata. */
   readonly processRoles: ReadonlyArray<"broker" | "controller">
   /** The first controller listener (`controller.listener.names` in `listeners`): where a controller role listens. */
@@ -239,6 +244,7 @@ export const defaults: BrokerConfig = {
   groupConsumerHeartbeatIntervalMs: 5000,
   groupConsumerAssignors: ["uniform", "range"],
   groupConsumerMaxSize: 2147483647,
+  groupConsumerMigrationPolicy: "bidirectional",
   processRoles: [],
   controllerHost: "127.0.0.1",
   controllerPort: -1,
@@ -664,6 +670,13 @@ const parsers: Record<string, Parser> = {
     if (names.length === 0 || unknown.length > 0)
       throw new Error(`${key}=${v}: expected a list of the assignors uniform and range`)
     return { groupConsumerAssignors: names }
+  },
+  "group.consumer.migration.policy": (v, key) => {
+    // Kafka parses the policy case-insensitively.
+    const policy = v.trim().toLowerCase()
+    if (policy !== "disabled" && policy !== "upgrade" && policy !== "downgrade" && policy !== "bidirectional")
+      throw new Error(`${key}=${v}: expected one of disabled, upgrade, downgrade, bidirectional`)
+    return { groupConsumerMigrationPolicy: policy }
   },
   "process.roles": roles,
   "controller.quorum.bootstrap.servers": controllerBootstrap,

@@ -471,3 +471,14 @@ describe("BrokerConfig controller quorum", () => {
     expect(parse({ "controller.quorum.voters": "1@a" })).toThrow("expected id@host:port")
   })
 })
+
+describe("BrokerConfig group.consumer.migration.policy", () => {
+  it("defaults to bidirectional, takes Kafka's four policies in any case and refuses others", () => {
+    expect(parse({})().groupConsumerMigrationPolicy).toBe("bidirectional")
+    for (const p of ["disabled", "upgrade", "downgrade", "bidirectional"])
+      expect(parse({ "group.consumer.migration.policy": p.toUpperCase() })().groupConsumerMigrationPolicy).toBe(p)
+    expect(parse({ "group.consumer.migration.policy": "both" })).toThrow(
+      "group.consumer.migration.policy=both: expected one of disabled, upgrade, downgrade, bidirectional"
+    )
+  })
+})

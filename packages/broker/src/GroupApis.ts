@@ -52,7 +52,8 @@ export const shards = (ctx: BrokerContext, log: (line: string) => void): GroupSh
         sessionTimeoutMs: ctx.config.groupConsumerSessionTimeoutMs,
         heartbeatIntervalMs: ctx.config.groupConsumerHeartbeatIntervalMs,
         assignors: ctx.config.groupConsumerAssignors,
-        maxSize: ctx.config.groupConsumerMaxSize
+        maxSize: ctx.config.groupConsumerMaxSize,
+        migrationPolicy: ctx.config.groupConsumerMigrationPolicy
       },
       topics: () =>
         [...ctx.view.topics()].map((t) => ({ name: t.name, topicId: t.topicId, partitions: t.partitions.length }))

@@ -30,6 +30,11 @@ export interface Options {
   /** The topics of the cluster (name, id, partition count). */
   readonly topics: () => ReadonlyArray<ConsumerGroups.TopicMeta>
   readonly randomUuid: () => string
+  /**
+   * The classic group of an id as its coordinator holds it, members of a rebalance in progress included
+   * (they are persisted only when their generation syncs).
+   */
+  readonly classicGroup?: (groupId: string) => { readonly members: number; readonly protocolType: string } | undefined
 }
 
 export class ConsumerGroupCoordinator {
@@ -67,13 +72,20 @@ export class ConsumerGroupCoordinator {
       const response = await this.host.decide((state) => {
         const classic = Option.getOrUndefined(HashMap.get(state.groups, req.groupId))
         const hasOffsets = HashMap.has(state.offsets, req.groupId)
+        const live = this.options.classicGroup?.(req.groupId)
         const decision = ConsumerGroups.heartbeat(state.consumerGroups, req, {
           topics: this.options.topics(),
           config: this.options.config,
           nowMs: this.host.clock.now(),
           newMemberId: this.options.randomUuid,
           classicGroup:
-            classic === undefined ? (hasOffsets ? { members: 0 } : undefined) : { members: classic.members.length }
+            live !== undefined && live.members > 0
+              ? live
+              : classic === undefined
+                ? hasOffsets
+                  ? { members: 0, protocolType: "" }
+                  : undefined
+                : { members: classic.members.length, protocolType: classic.protocolType }
         })
         member = decision.member
         return { records: decision.records.map(CoordinatorLog.plain), response: decision.response }

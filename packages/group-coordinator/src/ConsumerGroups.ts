@@ -1,9 +1,10 @@
 /**
  * Consumer groups of the KIP-848 protocol: their hard state as replayed from `__consumer_offsets`
  * (group epoch, target assignment and its epoch, members with their subscriptions, member epochs and
- * current assignments) and the pure decisions on it: ConsumerGroupHeartbeat (join, heartbeat,
- * reconciliation with revocation first, leave, static leave), fencing a member whose session or
- * revocation timed out, ConsumerGroupDescribe, and the checks of offset commits by members.
+ * current assignments, what each subscribed regular expression resolved to) and the pure decisions on
+ * it: ConsumerGroupHeartbeat (join, heartbeat, reconciliation with revocation first, leave, static
+ * leave), fencing a member whose session or revocation timed out, ConsumerGroupDescribe, and the checks
+ * of offset commits by members.
  *
  * Decide functions take the state, the request, the topics of the cluster and the configuration, and
  * return the records and the response; they never write, keep time or arm timers (the coordinator does).
@@ -41,6 +42,23 @@ export interface Member {
   readonly pendingRevocation: Assignment
 }
 
+/**
+ * What a regular expression of the group's subscriptions resolved to (ConsumerGroupRegularExpression):
+ * the topic names, the resolution's version and when it was made. Members subscribed by regex are
+ * assigned from these topics, so a reloaded group keeps them until the expression is resolved again.
+ */
+export interface ResolvedRegex {
+  readonly topics: ReadonlyArray<string>
+  readonly version: bigint
+  readonly timestamp: bigint
+}
+
+/**
+ * How long a resolution stands before a heartbeat resolves the group's expressions again (Kafka's batch
+ * refresh interval of regular expressions, 10 s).
+ */
+export const REGEX_REFRESH_INTERVAL_MS = 10_000
+
 export interface ConsumerGroup {
   readonly groupId: string
   readonly groupEpoch: number
@@ -48,6 +66,7 @@ export interface ConsumerGroup {
   readonly assignmentEpoch: number
   readonly members: ReadonlyMap<string, Member>
   readonly target: ReadonlyMap<string, Assignment>
+  readonly resolvedRegexes: ReadonlyMap<string, ResolvedRegex>
 }
 
 export type State = ReadonlyMap<string, ConsumerGroup>
@@ -62,7 +81,8 @@ const newGroup = (groupId: string): ConsumerGroup => ({
   metadataHash: 0n,
   assignmentEpoch: 0,
   members: new Map(),
-  target: new Map()
+  target: new Map(),
+  resolvedRegexes: new Map()
 })
 
 const newMember = (memberId: string): Member => ({
@@ -107,6 +127,8 @@ export const replay = (state: State, record: GroupRecords.ConsumerGroupRecord): 
     case "ConsumerGroupMetadata": {
       if (record.value === null) {
         if (group.members.size > 0) throw new Error(`consumer group ${groupId}: deleted while it has members`)
+        if (group.resolvedRegexes.size > 0)
+          throw new Error(`consumer group ${groupId}: deleted while it has resolved regular expressions`)
         next.delete(groupId)
         return next
       }
@@ -151,6 +173,13 @@ export const replay = (state: State, record: GroupRecords.ConsumerGroupRecord): 
       if (record.value === null) target.delete(record.key.memberId)
       else target.set(record.key.memberId, fromWire(record.value.data.topicPartitions))
       next.set(groupId, { ...group, target })
+      return next
+    }
+    case "ConsumerGroupRegularExpression": {
+      const resolvedRegexes = new Map(group.resolvedRegexes)
+      if (record.value === null) resolvedRegexes.delete(record.key.regularExpression)
+      else resolvedRegexes.set(record.key.regularExpression, record.value.data)
+      next.set(groupId, { ...group, resolvedRegexes })
       return next
     }
     case "ConsumerGroupCurrentMemberAssignment": {
@@ -223,13 +252,21 @@ export interface Config {
   readonly assignors: ReadonlyArray<string>
   /** `group.consumer.max.size` */
   readonly maxSize: number
+  /** `group.consumer.migration.policy` */
+  readonly migrationPolicy: MigrationPolicy
 }
+
+/** Which conversions between classic and consumer groups `group.consumer.migration.policy` allows. */
+export type MigrationPolicy = "disabled" | "upgrade" | "downgrade" | "bidirectional"
+
+export const upgradeEnabled = (p: MigrationPolicy): boolean => p === "upgrade" || p === "bidirectional"
 
 export const defaultConfig: Config = {
   sessionTimeoutMs: 45_000,
   heartbeatIntervalMs: 5_000,
   assignors: ["uniform", "range"],
-  maxSize: 2_147_483_647
+  maxSize: 2_147_483_647,
+  migrationPolicy: "bidirectional"
 }
 
 export interface HeartbeatRequest {
@@ -267,7 +304,7 @@ export interface Context {
   /** A member id for a member that joins without one (ConsumerGroupHeartbeat v0). */
   readonly newMemberId: () => string
   /** The classic group of the same id, if there is one: an empty one is converted, a live one refused. */
-  readonly classicGroup: { readonly members: number } | undefined
+  readonly classicGroup: { readonly members: number; readonly protocolType: string } | undefined
 }
 
 export interface Decision<A> {
@@ -315,13 +352,71 @@ const union = (a: Assignment, b: Assignment): Assignment => {
 
 const isEmpty = (a: Assignment) => [...a.values()].every((ps) => ps.length === 0)
 
-/** The topics a member subscribes to, by name, among those that exist (regex resolved). */
-const subscribedTopics = (m: Member, topics: ReadonlyArray<TopicMeta>): ReadonlyArray<TopicMeta> => {
+/**
+ * The topics a member subscribes to among those that exist: its topic names, and the topics its regular
+ * expression resolved to (as the group last resolved it, not as the cluster is now).
+ */
+const subscribedTopics = (
+  m: Member,
+  group: ConsumerGroup,
+  topics: ReadonlyArray<TopicMeta>
+): ReadonlyArray<TopicMeta> => {
   const names = new Set(m.subscribedTopicNames)
-  const regex = m.subscribedTopicRegex === null ? null : TopicRegex.compile(m.subscribedTopicRegex)
-  return topics.filter(
-    (t) => names.has(t.name) || (regex !== null && regex._tag === "Right" && TopicRegex.matches(regex.right, t.name))
+  const resolved = m.subscribedTopicRegex === null ? undefined : group.resolvedRegexes.get(m.subscribedTopicRegex)
+  if (resolved !== undefined) for (const t of resolved.topics) names.add(t)
+  return topics.filter((t) => names.has(t.name))
+}
+
+/** The topics of the cluster a regular expression matches, by name, sorted. */
+const resolveRegex = (regex: string, topics: ReadonlyArray<TopicMeta>): ReadonlyArray<string> => {
+  const compiled = TopicRegex.compile(regex)
+  if (compiled._tag === "Left") return []
+  return topics
+    .filter((t) => TopicRegex.matches(compiled.right, t.name))
+    .map((t) => t.name)
+    .sort()
+}
+
+const regexRecord = (groupId: string, regularExpression: string, resolved: ResolvedRegex | null) =>
+  GroupRecords.consumerGroupRecord(
+    "ConsumerGroupRegularExpression",
+    { groupId, regularExpression },
+    resolved === null ? null : { topics: resolved.topics, version: resolved.version, timestamp: resolved.timestamp }
   )
+
+/**
+ * Resolves the regular expressions the members of `group` subscribe to: a new one now; one resolved
+ * before once its resolution is older than `REGEX_REFRESH_INTERVAL_MS`, written again only if its topics
+ * changed. Expressions no member subscribes to any more get their tombstone. Returns the records and the
+ * group with its resolutions.
+ */
+const resolveRegexes = (
+  group: ConsumerGroup,
+  ctx: Context
+): { readonly records: ReadonlyArray<GroupRecords.GroupRecord>; readonly group: ConsumerGroup } => {
+  const inUse = new Set<string>()
+  for (const m of group.members.values()) if (m.subscribedTopicRegex !== null) inUse.add(m.subscribedTopicRegex)
+  const records: Array<GroupRecords.GroupRecord> = []
+  const resolvedRegexes = new Map(group.resolvedRegexes)
+  for (const regex of group.resolvedRegexes.keys())
+    if (!inUse.has(regex)) {
+      resolvedRegexes.delete(regex)
+      records.push(regexRecord(group.groupId, regex, null))
+    }
+  for (const regex of [...inUse].sort()) {
+    const previous = resolvedRegexes.get(regex)
+    if (previous !== undefined && ctx.nowMs <= Number(previous.timestamp) + REGEX_REFRESH_INTERVAL_MS) continue
+    const topics = resolveRegex(regex, ctx.topics)
+    if (previous !== undefined && sameList(topics, previous.topics)) continue
+    const resolved: ResolvedRegex = {
+      topics,
+      version: (previous?.version ?? 0n) + 1n,
+      timestamp: BigInt(ctx.nowMs)
+    }
+    resolvedRegexes.set(regex, resolved)
+    records.push(regexRecord(group.groupId, regex, resolved))
+  }
+  return records.length === 0 ? { records, group } : { records, group: { ...group, resolvedRegexes } }
 }
 
 /** A stable 64-bit hash of the subscribed topics (name, id, partition count). */
@@ -338,7 +433,7 @@ const metadataHash = (topics: ReadonlyArray<TopicMeta>): bigint => {
 
 const groupTopics = (group: ConsumerGroup, topics: ReadonlyArray<TopicMeta>): ReadonlyArray<TopicMeta> => {
   const byId = new Map<string, TopicMeta>()
-  for (const m of group.members.values()) for (const t of subscribedTopics(m, topics)) byId.set(t.topicId, t)
+  for (const m of group.members.values()) for (const t of subscribedTopics(m, group, topics)) byId.set(t.topicId, t)
   return [...byId.values()]
 }
 
@@ -374,13 +469,29 @@ const currentAssignmentRecord = (groupId: string, m: Member) =>
 const epochRecord = (groupId: string, epoch: number, hash: bigint) =>
   GroupRecords.consumerGroupRecord("ConsumerGroupMetadata", { groupId }, { epoch, metadataHash: hash })
 
-/** The records that take a member out of its group, and the group epoch bump that follows. */
-const removeMemberRecords = (group: ConsumerGroup, memberId: string): ReadonlyArray<GroupRecords.GroupRecord> => [
+/** The tombstones of a member's own records. */
+const memberTombstones = (group: ConsumerGroup, memberId: string): ReadonlyArray<GroupRecords.GroupRecord> => [
   GroupRecords.consumerGroupRecord("ConsumerGroupCurrentMemberAssignment", { groupId: group.groupId, memberId }, null),
   GroupRecords.consumerGroupRecord("ConsumerGroupTargetAssignmentMember", { groupId: group.groupId, memberId }, null),
-  GroupRecords.consumerGroupRecord("ConsumerGroupMemberMetadata", { groupId: group.groupId, memberId }, null),
-  epochRecord(group.groupId, group.groupEpoch + 1, group.metadataHash)
+  GroupRecords.consumerGroupRecord("ConsumerGroupMemberMetadata", { groupId: group.groupId, memberId }, null)
 ]
+
+/**
+ * The records that take a member out of its group: its tombstones, the tombstone of its regular
+ * expression when no other member subscribes to it, and the group epoch bump that follows.
+ */
+const removeMemberRecords = (group: ConsumerGroup, memberId: string): ReadonlyArray<GroupRecords.GroupRecord> => {
+  const regex = group.members.get(memberId)?.subscribedTopicRegex ?? null
+  const lastOfRegex =
+    regex !== null &&
+    group.resolvedRegexes.has(regex) &&
+    ![...group.members.values()].some((m) => m.memberId !== memberId && m.subscribedTopicRegex === regex)
+  return [
+    ...memberTombstones(group, memberId),
+    ...(lastOfRegex ? [regexRecord(group.groupId, regex, null)] : []),
+    epochRecord(group.groupId, group.groupEpoch + 1, group.metadataHash)
+  ]
+}
 
 /**
  * Reconciles a member towards its target (Kafka's current assignment builder): partitions it must give
@@ -458,6 +569,26 @@ const validate = (req: HeartbeatRequest, config: Config): { code: number; messag
 }
 
 /**
+ * Why a heartbeat cannot take over the classic group of its id (null: it can, the group is empty). An
+ * empty classic group is converted whatever the policy, as on Kafka; one with members is refused with
+ * Kafka's messages when `group.consumer.migration.policy` forbids the upgrade, the group is not of the
+ * `consumer` protocol type or is too large; otherwise it would be Kafka's online upgrade, which keeps
+ * the classic members in the consumer group: that is not implemented, and refused as such.
+ */
+const upgradeRefusal = (
+  groupId: string,
+  classic: { readonly members: number; readonly protocolType: string },
+  config: Config
+): string | null => {
+  if (classic.members === 0) return null
+  const cannot = `Cannot upgrade classic group ${groupId} to consumer group because`
+  if (!upgradeEnabled(config.migrationPolicy)) return `${cannot} online upgrade is disabled.`
+  if (classic.protocolType !== "consumer") return `${cannot} the group does not use the consumer embedded protocol.`
+  if (classic.members > config.maxSize) return `${cannot} the group size exceeds the consumer group maximum size.`
+  return `${cannot} it has members: the online upgrade of a classic group with members (classic members in a consumer group) is not supported; stop its classic members first.`
+}
+
+/**
  * ConsumerGroupHeartbeat. Emits, as Kafka does: the member's metadata (5) when it changed; the group
  * epoch (3) when a member joined or its subscription or the subscribed topics changed; the target
  * assignment of the members whose target changed (7) and its epoch (6) when the group epoch moved past
@@ -479,8 +610,8 @@ export const heartbeat = (
   if (group === undefined) {
     if (req.memberEpoch !== 0) return fail(E.UNKNOWN_MEMBER_ID, `Group ${req.groupId} has no member ${req.memberId}.`)
     if (ctx.classicGroup !== undefined) {
-      if (ctx.classicGroup.members > 0)
-        return fail(E.GROUP_ID_NOT_FOUND, `Group ${req.groupId} is not a consumer group.`)
+      const refusal = upgradeRefusal(req.groupId, ctx.classicGroup, ctx.config)
+      if (refusal !== null) return fail(E.GROUP_ID_NOT_FOUND, refusal)
       records.push(GroupRecords.groupMetadataTombstone(req.groupId))
     }
     group = newGroup(req.groupId)
@@ -580,7 +711,7 @@ export const heartbeat = (
     !sameList(updated.subscribedTopicNames, before.subscribedTopicNames) ||
     updated.subscribedTopicRegex !== before.subscribedTopicRegex ||
     updated.serverAssignor !== before.serverAssignor
-  if (replacedStatic !== undefined) records.push(...removeMemberRecords(group, replacedStatic.memberId).slice(0, 3))
+  if (replacedStatic !== undefined) records.push(...memberTombstones(group, replacedStatic.memberId))
   if (metadataChanged) records.push(memberMetadataRecord(group.groupId, updated))
   const members = new Map(group.members)
   if (replacedStatic !== undefined) members.delete(replacedStatic.memberId)
@@ -591,10 +722,12 @@ export const heartbeat = (
     target.delete(replacedStatic.memberId)
     if (t !== undefined) target.set(updated.memberId, t)
   }
-  let next: ConsumerGroup = { ...group, members, target }
+  const regexes = resolveRegexes({ ...group, members, target }, ctx)
+  records.push(...regexes.records)
+  let next: ConsumerGroup = regexes.group
   const hash = metadataHash(groupTopics(next, ctx.topics))
   let groupEpoch = next.groupEpoch
-  if (subscriptionChanged || hash !== next.metadataHash) {
+  if (subscriptionChanged || regexes.records.length > 0 || hash !== next.metadataHash) {
     groupEpoch = next.groupEpoch + 1
     records.push(epochRecord(group.groupId, groupEpoch, hash))
     next = { ...next, groupEpoch, metadataHash: hash }
@@ -667,7 +800,7 @@ const computeTarget = (group: ConsumerGroup, ctx: Context): ReadonlyMap<string, 
   const assignor = Assignors.byName(assignorOf(group, ctx.config.assignors)) ?? Assignors.uniform
   const partitions = new Map<string, number>()
   const members = [...group.members.values()].map((m) => {
-    const topics = subscribedTopics(m, ctx.topics)
+    const topics = subscribedTopics(m, group, ctx.topics)
     for (const t of topics) partitions.set(t.topicId, t.partitions)
     return {
       memberId: m.memberId,
@@ -786,6 +919,7 @@ export const describe = (
 
 /** The records deleting an empty consumer group (DeleteGroups): its epochs' tombstones. */
 export const deleteGroupRecords = (group: ConsumerGroup): ReadonlyArray<GroupRecords.GroupRecord> => [
+  ...[...group.resolvedRegexes.keys()].map((regex) => regexRecord(group.groupId, regex, null)),
   GroupRecords.consumerGroupRecord("ConsumerGroupTargetAssignmentMetadata", { groupId: group.groupId }, null),
   GroupRecords.consumerGroupRecord("ConsumerGroupMetadata", { groupId: group.groupId }, null)
 ]

@@ -662,7 +662,11 @@ export class GroupCoordinator {
       {
         config: { ...ConsumerGroups.defaultConfig, ...options.consumer?.config },
         topics: options.consumer?.topics ?? (() => []),
-        randomUuid: this.randomUuid
+        randomUuid: this.randomUuid,
+        classicGroup: (groupId) => {
+          const g = this.groups.get(groupId)
+          return g === undefined ? undefined : { members: g.members.size, protocolType: g.protocolType ?? "" }
+        }
       },
       host
     )
@@ -740,7 +744,7 @@ export class GroupCoordinator {
       req.sessionTimeoutMs > this.config.groupMaxSessionTimeoutMs
     )
       return Promise.resolve(joinError(req.memberId, E.INVALID_SESSION_TIMEOUT))
-    // A consumer group of the same id takes no classic members.
+    // Kafka takes a classic member into a consumer group (online migration); we do not, and refuse it.
     if (this.consumerGroup(req.groupId) !== undefined)
       return Promise.resolve(joinError(req.memberId, E.INCONSISTENT_GROUP_PROTOCOL))
     let group = this.groups.get(req.groupId)

@@ -4,9 +4,10 @@
  * `CoordinatorRecord`: key = int16 key version + key struct (non-flexible), value = int16 value version
  * + value struct (flexible from v4); a null value is a tombstone. Consumer groups of the KIP-848
  * protocol (key types 3-8: group epoch, partition metadata, member metadata, target assignment epoch,
- * target assignment of a member, current assignment of a member) have v0 keys and flexible v0 values.
- * Owns schemas, union and factories; the group coordinator owns replay. Other record types of that
- * topic (share groups, regular expressions) decode to a `DecodeError` naming their type.
+ * target assignment of a member, current assignment of a member; key type 16: what a subscribed regular
+ * expression resolved to) have v0 keys and flexible v0 values. Owns schemas, union and factories; the
+ * group coordinator owns replay. Other record types of that topic (share and streams groups) decode to
+ * a `DecodeError` naming their type.
  */
 import { Either } from "effect"
 import type { Buffer } from "node:buffer"
@@ -156,6 +157,22 @@ export const ConsumerGroupCurrentMemberAssignmentValue = value("ConsumerGroupCur
   S.array("partitionsPendingRevocation", TopicPartitions)
 ])
 
+/** Key type 16: the topics a regular expression subscribed to in the group resolved to. */
+export const ConsumerGroupRegularExpressionKey = S.message({
+  name: "ConsumerGroupRegularExpressionKey",
+  type: "coordinator-key",
+  validVersions: "0",
+  flexibleVersions: "none",
+  fields: [S.string("groupId"), S.string("regularExpression")]
+})
+export const ConsumerGroupRegularExpressionValue = value("ConsumerGroupRegularExpressionValue", [
+  S.array("topics", "string"),
+  /** The version of the metadata the expression was resolved against. */
+  S.int64("version"),
+  /** When it was resolved (ms). */
+  S.int64("timestamp")
+])
+
 export type GroupKey = S.TypeOf<typeof ConsumerGroupMetadataKey>
 export type MemberKey = S.TypeOf<typeof ConsumerGroupMemberMetadataKey>
 export type ConsumerGroupMetadataValue = S.TypeOf<typeof ConsumerGroupMetadataValue>
@@ -164,6 +181,8 @@ export type ConsumerGroupMemberMetadataValue = S.TypeOf<typeof ConsumerGroupMemb
 export type ConsumerGroupTargetAssignmentMetadataValue = S.TypeOf<typeof ConsumerGroupTargetAssignmentMetadataValue>
 export type ConsumerGroupTargetAssignmentMemberValue = S.TypeOf<typeof ConsumerGroupTargetAssignmentMemberValue>
 export type ConsumerGroupCurrentMemberAssignmentValue = S.TypeOf<typeof ConsumerGroupCurrentMemberAssignmentValue>
+export type ConsumerGroupRegularExpressionKey = S.TypeOf<typeof ConsumerGroupRegularExpressionKey>
+export type ConsumerGroupRegularExpressionValue = S.TypeOf<typeof ConsumerGroupRegularExpressionValue>
 
 /** The record types of consumer groups, by key type, with their schemas. */
 export const consumerGroupTypes = {
@@ -192,6 +211,11 @@ export const consumerGroupTypes = {
     keyType: 8,
     key: ConsumerGroupCurrentMemberAssignmentKey,
     value: ConsumerGroupCurrentMemberAssignmentValue
+  },
+  ConsumerGroupRegularExpression: {
+    keyType: 16,
+    key: ConsumerGroupRegularExpressionKey,
+    value: ConsumerGroupRegularExpressionValue
   }
 } as const
 

@@ -196,6 +196,28 @@ describe("GroupRecords", () => {
     expect(decodeOk(e)).toEqual(r)
   })
 
+  it("regular expression: key type 16 (group, expression), flexible v0 value, as Kafka 4.4 writes it", () => {
+    // Kafka's own serialization of these values, as test/fixtures/CaptureGroupRecords.java prints it.
+    const r = GroupRecords.consumerGroupRecord(
+      "ConsumerGroupRegularExpression",
+      { groupId: "g", regularExpression: "t.*" },
+      { topics: ["t1", "t2"], version: 42n, timestamp: 1_700_000_000_000n }
+    )
+    const e = GroupRecords.encode(r)
+    expect(hex(e.key)).toBe("00100001670003742e2a")
+    expect(hex(e.value)).toBe("000003037431037432000000000000002a0000018bcfe5680000")
+    expect(decodeOk(e)).toEqual(r)
+    const tombstone = GroupRecords.encode(
+      GroupRecords.consumerGroupRecord(
+        "ConsumerGroupRegularExpression",
+        { groupId: "g", regularExpression: "t.*" },
+        null
+      )
+    )
+    expect(tombstone.value).toBeNull()
+    expect(decodeOk(tombstone).value).toBeNull()
+  })
+
   it("tombstones carry a null value", () => {
     for (const t of [
       GroupRecords.groupMetadataTombstone("g"),
@@ -218,7 +240,7 @@ describe("GroupRecords", () => {
 
   it("other record types and unknown value versions are DecodeErrors", () => {
     const e = GroupRecords.encode(GroupRecords.groupMetadataTombstone("g"))
-    for (const type of [9, 16, -1]) {
+    for (const type of [9, 17, -1]) {
       const key = Buffer.concat([Buffer.alloc(2), e.key.subarray(2)])
       key.writeInt16BE(type, 0)
       const r = GroupRecords.decode(key, null)

@@ -172,6 +172,7 @@ export const replay = (state: State, record: GroupRecords.GroupRecord): State =>
     case "ConsumerGroupTargetAssignmentMetadata":
     case "ConsumerGroupTargetAssignmentMember":
     case "ConsumerGroupCurrentMemberAssignment":
+    case "ConsumerGroupRegularExpression":
       return { ...state, consumerGroups: ConsumerGroups.replay(state.consumerGroups, record) }
     default:
       return absurd(record)
