@@ -232,7 +232,7 @@ export const start = async (options: ControllerServerOptions): Promise<Controlle
             built = { acls, authorizer: StandardAuthorizer.StandardAuthorizer.make(authorizerConfig, acls.values()) }
           return built.authorizer
         }
-  AclApis.register(handlers, {
+  AclApis.register(ClientQuotaApis.registerController(handlers, controller), {
     authorizer: current,
     trustClusterAction: true,
     createAcls: async (request) => ({
@@ -258,7 +258,6 @@ export const start = async (options: ControllerServerOptions): Promise<Controlle
       }))
     })
   })
-  ClientQuotaApis.registerController(handlers, controller)
   if (current !== undefined) {
     Authorization.installController(handlers, {
       authorizer: current,
