@@ -10,26 +10,13 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as ConsumerGroups from "../src/ConsumerGroups.js"
 import * as GC from "../src/GroupCoordinator.js"
+import { heartbeat } from "./heartbeat.js"
 
 const E = Errors.ErrorCode
 const T = "AAAAAAAAAAAAAAAAAAAAAQ"
 const topics = [{ name: "orders", topicId: T, partitions: 2 }]
 
-const hb = (memberId: string, memberEpoch: number): ConsumerGroups.HeartbeatRequest => ({
-  apiVersion: 1,
-  groupId: "g",
-  memberId,
-  memberEpoch,
-  instanceId: null,
-  rackId: null,
-  rebalanceTimeoutMs: memberEpoch === 0 ? 30_000 : -1,
-  subscribedTopicNames: memberEpoch === 0 ? ["orders"] : null,
-  subscribedTopicRegex: null,
-  serverAssignor: null,
-  topicPartitions: memberEpoch === 0 ? [] : null,
-  clientId: "c",
-  clientHost: "/127.0.0.1"
-})
+const hb = (memberId: string, memberEpoch: number) => heartbeat({ topics: ["orders"] }, memberId, memberEpoch)
 
 const decide = (classicGroup: ConsumerGroups.Context["classicGroup"], config: Partial<ConsumerGroups.Config> = {}) =>
   ConsumerGroups.heartbeat(ConsumerGroups.empty, hb("m", 0), {

@@ -4,6 +4,7 @@ import { Effect, Runtime, TestClock } from "effect"
 import * as fc from "fast-check"
 import * as ConsumerGroups from "../src/ConsumerGroups.js"
 import * as GC from "../src/GroupCoordinator.js"
+import { heartbeat } from "./heartbeat.js"
 
 const E = Errors.ErrorCode
 
@@ -14,26 +15,8 @@ const ordersA = { name: "orders-a", topicId: A, partitions: 2 }
 const ordersB = { name: "orders-b", topicId: B, partitions: 2 }
 const other = { name: "other", topicId: C, partitions: 2 }
 
-const hb = (
-  memberId: string,
-  memberEpoch: number,
-  extra: Partial<ConsumerGroups.HeartbeatRequest> = {}
-): ConsumerGroups.HeartbeatRequest => ({
-  apiVersion: 1,
-  groupId: "g",
-  memberId,
-  memberEpoch,
-  instanceId: null,
-  rackId: null,
-  rebalanceTimeoutMs: memberEpoch === 0 ? 30_000 : -1,
-  subscribedTopicNames: null,
-  subscribedTopicRegex: memberEpoch === 0 ? "orders-.*" : null,
-  serverAssignor: null,
-  topicPartitions: memberEpoch === 0 ? [] : null,
-  clientId: "c",
-  clientHost: "/127.0.0.1",
-  ...extra
-})
+const hb = (memberId: string, memberEpoch: number, extra: Partial<ConsumerGroups.HeartbeatRequest> = {}) =>
+  heartbeat({ regex: "orders-.*" }, memberId, memberEpoch, extra)
 
 const ctx = (topics: ReadonlyArray<ConsumerGroups.TopicMeta>, nowMs: number): ConsumerGroups.Context => ({
   topics,

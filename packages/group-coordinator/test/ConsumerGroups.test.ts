@@ -3,6 +3,7 @@ import { describe, expect, it as effectIt } from "@effect/vitest"
 import { Effect, Runtime, TestClock } from "effect"
 import type * as ConsumerGroups from "../src/ConsumerGroups.js"
 import * as GC from "../src/GroupCoordinator.js"
+import { heartbeat } from "./heartbeat.js"
 
 const E = Errors.ErrorCode
 let runtime: Runtime.Runtime<never> = Runtime.defaultRuntime
@@ -30,26 +31,8 @@ const topics = [{ name: "orders", topicId: T, partitions: 4 }]
 const coordinator = (log = GC.memoryGroupLog()) =>
   GC.make({ log, runtime, consumer: { topics: () => topics, config: { sessionTimeoutMs: 10_000 } } })
 
-const hb = (
-  memberId: string,
-  memberEpoch: number,
-  extra: Partial<ConsumerGroups.HeartbeatRequest> = {}
-): ConsumerGroups.HeartbeatRequest => ({
-  apiVersion: 1,
-  groupId: "g",
-  memberId,
-  memberEpoch,
-  instanceId: null,
-  rackId: null,
-  rebalanceTimeoutMs: memberEpoch === 0 ? 30_000 : -1,
-  subscribedTopicNames: memberEpoch === 0 ? ["orders"] : null,
-  subscribedTopicRegex: null,
-  serverAssignor: null,
-  topicPartitions: memberEpoch === 0 ? [] : null,
-  clientId: "c",
-  clientHost: "/127.0.0.1",
-  ...extra
-})
+const hb = (memberId: string, memberEpoch: number, extra: Partial<ConsumerGroups.HeartbeatRequest> = {}) =>
+  heartbeat({ topics: ["orders"] }, memberId, memberEpoch, extra)
 
 const partitionsOf = (r: ConsumerGroups.HeartbeatResponse) => r.assignment?.flatMap((t) => t.partitions) ?? null
 
