@@ -50,28 +50,25 @@ const toBuffer = (records: Spec.RecordsData | null): Buffer =>
 
 const n = (v: bigint): number => Number(v)
 
+/** The `topics` of a raft request or response: the one metadata partition, `__cluster_metadata-0`. */
+const metadataPartition = <P>(partition: P) => [
+  { topicName: TOPIC, partitions: [{ partitionIndex: PARTITION, ...partition }] }
+]
+
 // ------------------------------------------------------------------------------------------- requests
 
 export const voteRequest = (r: RaftMessages.VoteRequest): Spec.StructInput<typeof Vote.Request.fields> => ({
   clusterId: r.clusterId,
   voterId: r.voterId,
-  topics: [
-    {
-      topicName: TOPIC,
-      partitions: [
-        {
-          partitionIndex: PARTITION,
-          replicaEpoch: r.replicaEpoch,
-          replicaId: r.replicaId,
-          replicaDirectoryId: ZERO_UUID,
-          voterDirectoryId: ZERO_UUID,
-          lastOffsetEpoch: r.lastOffsetEpoch,
-          lastOffset: BigInt(r.lastOffset),
-          preVote: r.preVote
-        }
-      ]
-    }
-  ]
+  topics: metadataPartition({
+    replicaEpoch: r.replicaEpoch,
+    replicaId: r.replicaId,
+    replicaDirectoryId: ZERO_UUID,
+    voterDirectoryId: ZERO_UUID,
+    lastOffsetEpoch: r.lastOffsetEpoch,
+    lastOffset: BigInt(r.lastOffset),
+    preVote: r.preVote
+  })
 })
 
 export const beginQuorumEpochRequest = (
@@ -79,14 +76,7 @@ export const beginQuorumEpochRequest = (
 ): Spec.StructInput<typeof BeginQuorumEpoch.Request.fields> => ({
   clusterId: r.clusterId,
   voterId: r.voterId,
-  topics: [
-    {
-      topicName: TOPIC,
-      partitions: [
-        { partitionIndex: PARTITION, voterDirectoryId: ZERO_UUID, leaderId: r.leaderId, leaderEpoch: r.leaderEpoch }
-      ]
-    }
-  ],
+  topics: metadataPartition({ voterDirectoryId: ZERO_UUID, leaderId: r.leaderId, leaderEpoch: r.leaderEpoch }),
   leaderEndpoints: []
 })
 
@@ -94,23 +84,15 @@ export const endQuorumEpochRequest = (
   r: RaftMessages.EndQuorumEpochRequest
 ): Spec.StructInput<typeof EndQuorumEpoch.Request.fields> => ({
   clusterId: r.clusterId,
-  topics: [
-    {
-      topicName: TOPIC,
-      partitions: [
-        {
-          partitionIndex: PARTITION,
-          leaderId: r.leaderId,
-          leaderEpoch: r.leaderEpoch,
-          preferredSuccessors: [],
-          preferredCandidates: r.preferredCandidates.map((c) => ({
-            candidateId: c.candidateId,
-            candidateDirectoryId: ZERO_UUID
-          }))
-        }
-      ]
-    }
-  ],
+  topics: metadataPartition({
+    leaderId: r.leaderId,
+    leaderEpoch: r.leaderEpoch,
+    preferredSuccessors: [],
+    preferredCandidates: r.preferredCandidates.map((c) => ({
+      candidateId: c.candidateId,
+      candidateDirectoryId: ZERO_UUID
+    }))
+  }),
   leaderEndpoints: []
 })
 
@@ -270,20 +252,12 @@ export const fromFetchSnapshotRequest = (w: FetchSnapshot.Request): Incoming => 
 
 export const voteResponse = (r: RaftMessages.VoteResponse): Spec.StructInput<typeof Vote.Response.fields> => ({
   errorCode: 0,
-  topics: [
-    {
-      topicName: TOPIC,
-      partitions: [
-        {
-          partitionIndex: PARTITION,
-          errorCode: r.errorCode,
-          leaderId: r.leaderId,
-          leaderEpoch: r.leaderEpoch,
-          voteGranted: r.voteGranted
-        }
-      ]
-    }
-  ],
+  topics: metadataPartition({
+    errorCode: r.errorCode,
+    leaderId: r.leaderId,
+    leaderEpoch: r.leaderEpoch,
+    voteGranted: r.voteGranted
+  }),
   nodeEndpoints: []
 })
 
@@ -291,14 +265,7 @@ export const beginQuorumEpochResponse = (
   r: RaftMessages.BeginQuorumEpochResponse
 ): Spec.StructInput<typeof BeginQuorumEpoch.Response.fields> => ({
   errorCode: 0,
-  topics: [
-    {
-      topicName: TOPIC,
-      partitions: [
-        { partitionIndex: PARTITION, errorCode: r.errorCode, leaderId: r.leaderId, leaderEpoch: r.leaderEpoch }
-      ]
-    }
-  ],
+  topics: metadataPartition({ errorCode: r.errorCode, leaderId: r.leaderId, leaderEpoch: r.leaderEpoch }),
   nodeEndpoints: []
 })
 
@@ -306,14 +273,7 @@ export const endQuorumEpochResponse = (
   r: RaftMessages.EndQuorumEpochResponse
 ): Spec.StructInput<typeof EndQuorumEpoch.Response.fields> => ({
   errorCode: 0,
-  topics: [
-    {
-      topicName: TOPIC,
-      partitions: [
-        { partitionIndex: PARTITION, errorCode: r.errorCode, leaderId: r.leaderId, leaderEpoch: r.leaderEpoch }
-      ]
-    }
-  ],
+  topics: metadataPartition({ errorCode: r.errorCode, leaderId: r.leaderId, leaderEpoch: r.leaderEpoch }),
   nodeEndpoints: []
 })
 
@@ -330,7 +290,6 @@ export const fetchResponse = (
       topicId: TOPIC_ID,
       partitions: [
         {
-          partitionIndex: PARTITION,
           errorCode: r.errorCode,
           highWatermark: BigInt(r.highWatermark),
           lastStableOffset: BigInt(r.highWatermark),
