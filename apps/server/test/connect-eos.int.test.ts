@@ -86,11 +86,36 @@ const scenario = async (name: string, bootstrap: string, rf: number, dir: string
     (
       await IsolatedConsumer.consume({ bootstrap, topic: TOPIC, partitions: 1, isolationLevel: "read_committed" })
     ).records.map((r) => r.value)
-  const awaitOutput = async () => {
+  /**
+   * Waits for the output to hold every input line. While it waits, the failure message names the count
+   * and the tasks' states (with a failed task's root cause). `restarts` failed tasks are restarted on the
+   * way (logged): after a fence, Connect may fail the restarted task once more while the fenced
+   * transaction is still being aborted, on Kafka as well.
+   */
+  const awaitOutput = async (phase: string, restarts = 0) => {
     const expected = readLines(input)
+    let restartsLeft = restarts
     await Wait.eventually(
-      `${name}: ${expected.length} lines in the output`,
-      () => (readLines(output).length >= expected.length ? true : undefined),
+      `${name}: ${expected.length} lines in the output ${phase}`,
+      async () => {
+        const got = readLines(output).length
+        if (got >= expected.length) return true
+        const states: Array<string> = []
+        for (const connector of [SOURCE, SINK]) {
+          const s = await worker?.status(connector)
+          for (const t of s?.tasks ?? []) {
+            states.push(`${connector}/${t.id} ${t.state}${t.state === "FAILED" ? ` (${rootCauseOf(t.trace)})` : ""}`)
+            if (t.state === "FAILED" && restartsLeft > 0) {
+              restartsLeft -= 1
+              console.log(
+                `${name}: ${connector} task ${t.id} failed again ${phase} (${rootCauseOf(t.trace)}), restarting it`
+              )
+              await worker?.rest("POST", `/connectors/${connector}/tasks/${t.id}/restart`)
+            }
+          }
+        }
+        throw new Error(`${got} of ${expected.length} lines; tasks: ${states.join(", ") || "none"}`)
+      },
       120_000,
       250
     )
@@ -124,7 +149,7 @@ const scenario = async (name: string, bootstrap: string, rf: number, dir: string
     })
     await worker.awaitRunning(SOURCE)
     await worker.awaitRunning(SINK)
-    await awaitOutput()
+    await awaitOutput("at the start")
 
     // A clean stop and restart with more input.
     const stopped = await worker.stop()
@@ -134,14 +159,14 @@ const scenario = async (name: string, bootstrap: string, rf: number, dir: string
     worker = await startWorker()
     await worker.awaitRunning(SOURCE)
     await worker.awaitRunning(SINK)
-    await awaitOutput()
+    await awaitOutput("after the restart")
 
     // New task configs: the old task's producer is fenced before the new task runs.
     const put = await worker.rest("PUT", `/connectors/${SOURCE}/config`, sourceConfig(20))
     expect(put.status, name).toBe(200)
     appendFileSync(input, lines(650, 800))
     await worker.awaitRunning(SOURCE)
-    await awaitOutput()
+    await awaitOutput("after the reconfiguration")
 
     // A zombie: another producer with the task's transactional id (InitProducerId bumps the epoch) while
     // lines keep coming, so the task's next transaction is refused and any open one aborted.
@@ -182,7 +207,7 @@ const scenario = async (name: string, bootstrap: string, rf: number, dir: string
       (await worker!.status(SOURCE))?.tasks.every((t) => t.state !== "FAILED") ? true : undefined
     )
     await worker.awaitRunning(SOURCE)
-    await awaitOutput()
+    await awaitOutput("after the fence", 1)
     return { fencedTaskError }
   } catch (e) {
     if (worker !== undefined) console.error(`${name} worker output:\n${worker.logs()}`)
