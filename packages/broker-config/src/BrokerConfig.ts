@@ -105,8 +105,26 @@ export interface BrokerConfig {
   /** The first controller listener (`controller.listener.names` in `listeners`): where a controller role listens. */
   readonly controllerHost: string
   readonly controllerPort: number
-  /** `controller.quorum.bootstrap.servers` (or `controller.quorum.voters`): where brokers find the controller. */
+  /**
+   * The first of `controllerBootstrapServers`: where a broker first looks for the controller (set directly
+   * by the embedded cluster and tests).
+   */
   readonly controllerBootstrap: { readonly host: string; readonly port: number } | null
+  /**
+   * `controller.quorum.bootstrap.servers` (else the endpoints of `controller.quorum.voters`): the controllers a
+   * broker tries, in turn, until it reaches the active one.
+   */
+  readonly controllerBootstrapServers: ReadonlyArray<{ readonly host: string; readonly port: number }>
+  /** `controller.quorum.voters`: the static quorum of controllers, `id@host:port` each (KRaft). */
+  readonly controllerQuorumVoters: ReadonlyArray<{ readonly id: number; readonly host: string; readonly port: number }>
+  /** `controller.quorum.election.timeout.ms` (1000). */
+  readonly controllerQuorumElectionTimeoutMs: number
+  /** `controller.quorum.fetch.timeout.ms` (2000). */
+  readonly controllerQuorumFetchTimeoutMs: number
+  /** `controller.quorum.election.backoff.max.ms` (1000). */
+  readonly controllerQuorumElectionBackoffMaxMs: number
+  /** `controller.quorum.request.timeout.ms` (2000). */
+  readonly controllerQuorumRequestTimeoutMs: number
   readonly brokerHeartbeatIntervalMs: number
   readonly brokerSessionTimeoutMs: number
   readonly offsetsTopicReplicationFactor: number
@@ -249,6 +267,12 @@ export const defaults: BrokerConfig = {
   controllerHost: "127.0.0.1",
   controllerPort: -1,
   controllerBootstrap: null,
+  controllerBootstrapServers: [],
+  controllerQuorumVoters: [],
+  controllerQuorumElectionTimeoutMs: 1000,
+  controllerQuorumFetchTimeoutMs: 2000,
+  controllerQuorumElectionBackoffMaxMs: 1000,
+  controllerQuorumRequestTimeoutMs: 2000,
   brokerHeartbeatIntervalMs: 2000,
   brokerSessionTimeoutMs: 9000,
   offsetsTopicReplicationFactor: 3,
@@ -523,24 +547,41 @@ const checkOnly =
     return {}
   }
 
+/** `controller.quorum.bootstrap.servers`: `host:port,...`, the controllers a broker tries in turn. */
+const controllerBootstrapServers: Parser = (v, key) => {
+  const servers = entriesOf(v).map((e) => {
+    const m = /^([^:@\s]+|\[[^\]]+\]):(\d+)$/.exec(e)
+    if (!m || !validPort(Number(m[2]))) throw new Error(`${key}=${v}: "${e}" is not host:port`)
+    return { host: m[1]!, port: Number(m[2]) }
+  })
+  if (servers.length === 0) throw new Error(`${key}=${v}: expected host:port,...`)
+  return { controllerBootstrap: servers[0]!, controllerBootstrapServers: servers }
+}
+
 /**
- * The controller a broker registers with. A cluster has one controller (the KRaft quorum of several is
- * not wired in yet), so a list of several entries is refused rather than all but the first ignored.
+ * `controller.quorum.voters`: `id@host:port,...`, the static quorum (KRaft). Brokers also find the
+ * controllers there when `controller.quorum.bootstrap.servers` is not set (resolved after parsing).
  */
-const controllerBootstrap: Parser = (v, key) => {
-  const entries = v
+const controllerQuorumVoters: Parser = (v, key) => {
+  const voters = entriesOf(v).map((e) => {
+    const m = /^(\d+)@([^:@\s]+|\[[^\]]+\]):(\d+)$/.exec(e)
+    if (!m || !validPort(Number(m[3])) || Number(m[1]) > 2147483647)
+      throw new Error(`${key}=${v}: "${e}" is not id@host:port`)
+    return { id: Number(m[1]), host: m[2]!, port: Number(m[3]) }
+  })
+  if (voters.length === 0) throw new Error(`${key}=${v}: expected id@host:port,...`)
+  const twice = voters.find((x, i) => voters.findIndex((y) => y.id === x.id) !== i)
+  if (twice !== undefined) throw new Error(`${key}=${v}: node id ${twice.id} appears twice`)
+  return { controllerQuorumVoters: voters }
+}
+
+const entriesOf = (v: string): Array<string> =>
+  v
     .split(",")
     .map((e) => e.trim())
     .filter((e) => e !== "")
-  const expected = key === "controller.quorum.voters" ? "id@host:port" : "host:port"
-  const m = entries.length === 1 ? /^(?:\d+@)?([^:@]+):(\d+)$/.exec(entries[0]!) : null
-  if (entries.length > 1)
-    throw new Error(
-      `${key}=${v}: a quorum of ${entries.length} controllers is not supported; this cluster runs one controller, give exactly one ${expected}`
-    )
-  if (!m) throw new Error(`${key}=${v}: expected ${expected}`)
-  return { controllerBootstrap: { host: m[1]!, port: Number(m[2]) } }
-}
+
+const validPort = (port: number): boolean => Number.isInteger(port) && port >= 1 && port <= 65535
 
 const mechanismList = (v: string): Array<string> =>
   v
@@ -679,8 +720,12 @@ const parsers: Record<string, Parser> = {
     return { groupConsumerMigrationPolicy: policy }
   },
   "process.roles": roles,
-  "controller.quorum.bootstrap.servers": controllerBootstrap,
-  "controller.quorum.voters": controllerBootstrap,
+  "controller.quorum.bootstrap.servers": controllerBootstrapServers,
+  "controller.quorum.voters": controllerQuorumVoters,
+  "controller.quorum.election.timeout.ms": int("controllerQuorumElectionTimeoutMs", 1),
+  "controller.quorum.fetch.timeout.ms": int("controllerQuorumFetchTimeoutMs", 1),
+  "controller.quorum.election.backoff.max.ms": int("controllerQuorumElectionBackoffMaxMs", 1),
+  "controller.quorum.request.timeout.ms": int("controllerQuorumRequestTimeoutMs", 1),
   "broker.heartbeat.interval.ms": int("brokerHeartbeatIntervalMs", 1),
   "broker.session.timeout.ms": int("brokerSessionTimeoutMs", 1),
   "offsets.topic.replication.factor": int("offsetsTopicReplicationFactor", 1),
@@ -827,6 +872,11 @@ export const fromProperties = (props: ReadonlyMap<string, string>, base: BrokerC
   if ([...props.keys()].some((k) => LISTENER_KEYS.includes(k) || isSslKey(k)))
     cfg = { ...cfg, ...resolveListeners(properties, cfg) }
   cfg = authorizerSettings(cfg, props)
+  // Without controller.quorum.bootstrap.servers, brokers find the controllers among the voters.
+  if (!properties.has("controller.quorum.bootstrap.servers") && cfg.controllerQuorumVoters.length > 0) {
+    const servers = cfg.controllerQuorumVoters.map(({ host, port }) => ({ host, port }))
+    cfg = { ...cfg, controllerBootstrap: servers[0]!, controllerBootstrapServers: servers }
+  }
   cfg = { ...cfg, properties }
   checkSasl(cfg)
   return cfg

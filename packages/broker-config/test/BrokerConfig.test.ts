@@ -457,18 +457,52 @@ describe("BrokerConfig controller quorum", () => {
     })
   })
 
-  it("refuses several controllers instead of silently using the first", () => {
-    expect(parse({ "controller.quorum.voters": "1@a:9093,2@b:9093,3@c:9093" })).toThrow(
-      "controller.quorum.voters=1@a:9093,2@b:9093,3@c:9093: a quorum of 3 controllers is not supported; this cluster runs one controller, give exactly one id@host:port"
-    )
-    expect(parse({ "controller.quorum.bootstrap.servers": "a:9093,b:9093" })).toThrow(
-      "a quorum of 2 controllers is not supported"
-    )
+  it("takes a quorum of several voters, and brokers try every controller", () => {
+    const c = parse({ "controller.quorum.voters": "1@a:9093,2@b:9094, 3@c:9095" })()
+    expect(c.controllerQuorumVoters).toEqual([
+      { id: 1, host: "a", port: 9093 },
+      { id: 2, host: "b", port: 9094 },
+      { id: 3, host: "c", port: 9095 }
+    ])
+    expect(c.controllerBootstrapServers).toEqual([
+      { host: "a", port: 9093 },
+      { host: "b", port: 9094 },
+      { host: "c", port: 9095 }
+    ])
+    // controller.quorum.bootstrap.servers, when set, is where brokers look.
+    const b = parse({
+      "controller.quorum.voters": "1@a:9093,2@b:9094",
+      "controller.quorum.bootstrap.servers": "x:1,y:2"
+    })()
+    expect(b.controllerBootstrapServers).toEqual([
+      { host: "x", port: 1 },
+      { host: "y", port: 2 }
+    ])
+    expect(b.controllerBootstrap).toEqual({ host: "x", port: 1 })
+    expect(b.controllerQuorumVoters.map((v) => v.id)).toEqual([1, 2])
   })
 
-  it("refuses a malformed entry", () => {
-    expect(parse({ "controller.quorum.bootstrap.servers": "a:9093x" })).toThrow("expected host:port")
-    expect(parse({ "controller.quorum.voters": "1@a" })).toThrow("expected id@host:port")
+  it("takes the quorum's timeouts", () => {
+    const c = parse({
+      "controller.quorum.election.timeout.ms": "500",
+      "controller.quorum.fetch.timeout.ms": "900",
+      "controller.quorum.election.backoff.max.ms": "300",
+      "controller.quorum.request.timeout.ms": "800"
+    })()
+    expect([
+      c.controllerQuorumElectionTimeoutMs,
+      c.controllerQuorumFetchTimeoutMs,
+      c.controllerQuorumElectionBackoffMaxMs,
+      c.controllerQuorumRequestTimeoutMs
+    ]).toEqual([500, 900, 300, 800])
+    expect(parse({ "controller.quorum.fetch.timeout.ms": "0" })).toThrow()
+  })
+
+  it("refuses a malformed entry or a voter named twice", () => {
+    expect(parse({ "controller.quorum.bootstrap.servers": "a:9093x" })).toThrow('"a:9093x" is not host:port')
+    expect(parse({ "controller.quorum.voters": "1@a" })).toThrow('"1@a" is not id@host:port')
+    expect(parse({ "controller.quorum.voters": "1@a:1,2@b:0" })).toThrow('"2@b:0" is not id@host:port')
+    expect(parse({ "controller.quorum.voters": "1@a:1,1@b:2" })).toThrow("node id 1 appears twice")
   })
 })
 

@@ -77,6 +77,7 @@ import * as AlterPartitionManager from "@clustermirror/replication/AlterPartitio
 import * as CoordinatorLogs from "@clustermirror/replication/CoordinatorLogs"
 import * as TxnVerification from "@clustermirror/replication/TxnVerification"
 import { Channel } from "@clustermirror/network/Channel"
+import { ControllerChannel } from "@clustermirror/network/ControllerChannel"
 
 /** Extension points of a broker's mirror runtime (the periodic refresh's coordinator tasks, sync errors). */
 export interface ClusterBrokerOptions {
@@ -270,9 +271,15 @@ export const start = async (
   let authorizer = buildAuthorizer()
   // Three connections to the controller, since it answers each connection's requests in order: heartbeats
   // (and registration) must never wait behind a long-polling metadata fetch, nor behind forwarded requests.
-  const controller = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-controller`, toController)
-  const heartbeats = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-heartbeat`, toController)
-  const metadataChannel = new Channel(bootstrap.host, bootstrap.port, `broker-${nodeId}-metadata`, toController)
+  // Each moves on to the next controller of the quorum when its own fails or is not the active one.
+  const quorum = config.controllerBootstrapServers.length > 0 ? config.controllerBootstrapServers : [bootstrap]
+  const toQuorum = (name: string) =>
+    new ControllerChannel(quorum, `broker-${nodeId}-${name}`, toController, (to, why) =>
+      log(`${name} channel: trying the controller at ${to.host}:${to.port} (${why})`)
+    )
+  const controller = toQuorum("controller")
+  const heartbeats = toQuorum("heartbeat")
+  const metadataChannel = toQuorum("metadata")
   let brokerEpoch = -1n
   let stopped = false
   /** Applies changed log.cleaner.* settings (set once the cleaner runs). */

@@ -62,7 +62,7 @@ export interface MirrorRuntimeOptions {
   readonly image: () => MetadataImage.MetadataImage
   readonly replicas: ReplicaManager
   /** The controller channel; requests answer once the controller decided. */
-  readonly controller: Channel
+  readonly controller: Pick<Channel, "request">
   /** Resolves once this broker loaded what the controller had committed when called. */
   readonly catchUp: () => Promise<void>
   /** A channel to another broker of this cluster; undefined when it is not known. */

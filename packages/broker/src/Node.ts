@@ -14,7 +14,7 @@ import * as path from "node:path"
 import * as BrokerConfigs from "@clustermirror/broker-config/BrokerConfig"
 import type { BrokerConfig } from "@clustermirror/broker-config/BrokerConfig"
 import * as ClusterBroker from "./ClusterBroker.js"
-import * as ControllerServer from "./ControllerServer.js"
+import { ControllerServer } from "@clustermirror/controller-server"
 import * as Listeners from "@clustermirror/security/Listeners"
 
 export interface Node {
@@ -61,7 +61,14 @@ export const start = async (
   // Without roles, a node is a whole cluster of one: both roles, the controller on a loopback port.
   const combinedDefault = config.processRoles.length === 0
   const roles: ReadonlyArray<"broker" | "controller"> = combinedDefault ? ["broker", "controller"] : config.processRoles
-  const clusterId = formatClusterId(config.dataDir, config.clusterId, config.nodeId, roles.includes("controller"))
+  // The controllers of a quorum must agree on the cluster id, so none of them makes one up.
+  const quorum = config.controllerQuorumVoters.length > 1
+  const clusterId = formatClusterId(
+    config.dataDir,
+    config.clusterId,
+    config.nodeId,
+    roles.includes("controller") && !quorum
+  )
   let controller: ControllerServer.ControllerServer | undefined
   if (roles.includes("controller")) {
     if (config.controllerPort < 0 && !combinedDefault)
@@ -93,6 +100,15 @@ export const start = async (
       leaderImbalancePerBrokerPercentage: config.leaderImbalancePerBrokerPercentage,
       bootstrapScramCredentials: config.bootstrapScramCredentials,
       authorizer: config.authorizer,
+      ...(quorum && {
+        quorum: {
+          voters: config.controllerQuorumVoters,
+          electionTimeoutMs: config.controllerQuorumElectionTimeoutMs,
+          fetchTimeoutMs: config.controllerQuorumFetchTimeoutMs,
+          electionBackoffMaxMs: config.controllerQuorumElectionBackoffMaxMs,
+          requestTimeoutMs: config.controllerQuorumRequestTimeoutMs
+        }
+      }),
       log
     })
   }

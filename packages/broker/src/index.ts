@@ -3,7 +3,7 @@
  * coordinators, mirror): the cluster broker, the controller server, the Kafka API handlers, a node of any role.
  */
 export * as ClusterBroker from "./ClusterBroker.js"
-export * as ControllerServer from "./ControllerServer.js"
+export { ControllerServer } from "@clustermirror/controller-server"
 export * as Node from "./Node.js"
 export * as GroupApis from "./GroupApis.js"
 export * as KafkaApis from "./KafkaApis.js"

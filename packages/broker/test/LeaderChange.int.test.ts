@@ -15,7 +15,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as BrokerConfig from "@clustermirror/broker-config/BrokerConfig"
 import * as ClusterBroker from "../src/ClusterBroker.js"
-import * as ControllerServer from "../src/ControllerServer.js"
+import { ControllerServer } from "@clustermirror/controller-server"
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 

@@ -13,7 +13,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as BrokerConfig from "@clustermirror/broker-config/BrokerConfig"
 import * as ClusterBroker from "../src/ClusterBroker.js"
-import * as ControllerServer from "../src/ControllerServer.js"
+import { ControllerServer } from "@clustermirror/controller-server"
 import * as Node from "../src/Node.js"
 
 const freePort = (): Promise<number> =>

@@ -173,8 +173,22 @@ export class ControllerClosed extends Data.TaggedError("ControllerClosed")<Field
   readonly retriable = false
 }
 
+/**
+ * This controller no longer leads its quorum's metadata log (another controller was elected): it
+ * refuses every write; the request goes to the new active controller.
+ */
+export class ControllerDeposed extends Data.TaggedError("ControllerDeposed")<Fields> {
+  readonly errorCode = Errors.ErrorCode.NOT_CONTROLLER
+  readonly retriable = true
+}
+
 /** Every failure of the controller runtime. */
-export type RuntimeError = MetadataAppendFailed | MetadataLogUnavailable | CorruptMetadataLog | ControllerClosed
+export type RuntimeError =
+  | MetadataAppendFailed
+  | MetadataLogUnavailable
+  | CorruptMetadataLog
+  | ControllerClosed
+  | ControllerDeposed
 
 /** Whether a runtime failure may go away when the request is sent again. */
 export const isRetriable = (e: RuntimeError): boolean => e.retriable

@@ -107,6 +107,14 @@ export interface QuorumInput {
   readonly registeredBrokers: Iterable<number>
   readonly fetches: FetchStates
   readonly now: number
+  /** A quorum of several controllers: its voters and high watermark, as the Raft leader knows them. */
+  readonly quorum?: VotersInput
+}
+
+/** The voters of a controller quorum, as its Raft leader reports them. */
+export interface VotersInput {
+  readonly highWatermark: bigint
+  readonly voters: ReadonlyArray<ReplicaState>
 }
 
 /**
@@ -118,6 +126,7 @@ export const describe = (input: QuorumInput): QuorumInfo => {
   const now = BigInt(input.now)
   const ids = new Set([...input.registeredBrokers, ...input.fetches.keys()])
   ids.delete(input.leaderId)
+  for (const v of input.quorum?.voters ?? []) ids.delete(v.replicaId)
   const observers = [...ids]
     .sort((a, b) => a - b)
     .map((id): ReplicaState => {
@@ -138,6 +147,14 @@ export const describe = (input: QuorumInput): QuorumInfo => {
             lastCaughtUpTimestamp: BigInt(f.lastCaughtUpMs)
           }
     })
+  if (input.quorum !== undefined)
+    return {
+      leaderId: input.leaderId,
+      leaderEpoch: input.leaderEpoch,
+      highWatermark: input.quorum.highWatermark,
+      voters: input.quorum.voters,
+      observers
+    }
   return {
     leaderId: input.leaderId,
     leaderEpoch: input.leaderEpoch,

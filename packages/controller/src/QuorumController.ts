@@ -92,6 +92,11 @@ export interface QuorumControllerOptions {
   readonly bootstrapScramCredentials?: ReadonlyArray<BootstrapScramCredential>
   /** The `directory.id` of the metadata log's directory (DescribeQuorum's ReplicaDirectoryId); default none. */
   readonly directoryId?: Uuid.Uuid
+  /**
+   * The leader epoch this controller writes in: its Raft epoch when it is the active controller of a
+   * quorum (default 1, the one epoch of a lone controller).
+   */
+  readonly leaderEpoch?: number
 }
 
 export interface BootstrapScramCredential {
@@ -111,8 +116,8 @@ const SESSION_CHECK_INTERVAL_MS = 1000
 /** Preferred elections per controller write of a leader rebalance. */
 const REBALANCE_ELECTIONS_PER_ROUND = 1000
 
-/** The controller's leader epoch in its own log; one controller, one epoch. */
-const CONTROLLER_EPOCH = 1
+/** A lone controller's leader epoch in its own log; one controller, one epoch. */
+const LONE_CONTROLLER_EPOCH = 1
 
 /** A whole-request failure: the Kafka error code and message. */
 export interface RequestError {
@@ -131,8 +136,12 @@ export interface RegisterBrokerResult {
   readonly brokerEpoch: bigint
 }
 
-/** The state a controller opens with: the latest snapshot plus the log after it. */
-interface Loaded {
+/**
+ * A controller's state replayed from the metadata log: what a controller opens with (the latest
+ * snapshot plus the log after it), and what a standby controller of a quorum keeps current by replaying
+ * each commit, so that it takes over as the active controller without reading the log again.
+ */
+export interface Loaded {
   readonly state: ControllerState.ControllerState
   readonly image: MetadataImage.MetadataImage
   /** The offset the next record will be written at. */
@@ -146,7 +155,7 @@ interface Loaded {
  * at the snapshot's last offset; records of a metadata transaction apply at its End, each at its own
  * offset, and an aborted one never.
  */
-const load = (
+export const load = (
   log: MetadataLog.MetadataLogService
 ): Effect.Effect<Loaded, ControllerErrors.CorruptMetadataLog | MetadataLogError> =>
   Effect.gen(function* () {
@@ -161,6 +170,20 @@ const load = (
       offset = s.endOffset
     }
     const transaction = new MetadataTransaction.TransactionBuffer<readonly [MetadataRecords.MetadataRecord, number]>()
+    return yield* catchUp(log, { state, image, offset, transaction })
+  })
+
+/**
+ * Replays the log from `from.offset` to its end onto `from` (whose transaction buffer it continues).
+ * Control batches (Kafka's leader changes) carry no records but move the offset and the image's epoch.
+ */
+export const catchUp = (
+  log: MetadataLog.MetadataLogService,
+  from: Loaded
+): Effect.Effect<Loaded, ControllerErrors.CorruptMetadataLog | MetadataLogError> =>
+  Effect.gen(function* () {
+    let { state, image, offset } = from
+    const transaction = from.transaction
     const end = yield* log.logEndOffset
     while (offset < end) {
       const read = yield* log.readFrom(offset)
@@ -213,6 +236,8 @@ export class QuorumController {
    * write it reopens its state from the log. Until that succeeds every write fails (retriable).
    */
   private reloadNeeded = false
+  /** This controller stopped leading its quorum's log: every write is refused (NOT_CONTROLLER). */
+  private deposed = false
   private readonly commitWaiters = new Set<() => void>()
   /** The metadata image as of the last commit: what a snapshot writes. */
   private image: MetadataImage.MetadataImage
@@ -242,10 +267,12 @@ export class QuorumController {
    * levels. `close` stops it.
    */
   static make(
-    options: QuorumControllerOptions
+    options: QuorumControllerOptions,
+    /** The state replayed so far (a standby taking over): only the log after it is read. */
+    replayed?: Loaded
   ): Effect.Effect<QuorumController, ControllerErrors.RuntimeError | MetadataLogError> {
     return Effect.gen(function* () {
-      const loaded = yield* load(options.log)
+      const loaded = yield* replayed === undefined ? load(options.log) : catchUp(options.log, replayed)
       const clock = yield* Effect.clock
       const scope = yield* Scope.make()
       const jobs = yield* Queue.unbounded<Effect.Effect<void>>()
@@ -257,7 +284,8 @@ export class QuorumController {
         // The previous controller stopped between two batches of a transaction: close it, so that brokers
         // drop what they hold of it and nothing written from now on joins it.
         if (loaded.transaction.isOpen) yield* controller.enqueue(controller.abortOpenTransaction(loaded))
-        if (loaded.offset === 0) {
+        // A new cluster: nothing but control records (a quorum's leader changes) is in the log yet.
+        if (loaded.state.features.metadataVersion === null) {
           const boot = FeatureControl.bootstrapRecords()
           if (Either.isLeft(boot))
             return yield* Effect.die(new Error(`cannot bootstrap the cluster: ${boot.left.message}`))
@@ -356,6 +384,11 @@ export class QuorumController {
     return this.options.clusterId
   }
 
+  /** The leader epoch this controller writes in. */
+  get epoch(): number {
+    return this.options.leaderEpoch ?? LONE_CONTROLLER_EPOCH
+  }
+
   get nodeId(): number {
     return this.options.nodeId
   }
@@ -390,6 +423,10 @@ export class QuorumController {
   ): Effect.Effect<R, ControllerErrors.RuntimeError> {
     return Effect.gen(this, function* () {
       if (this.closed) return yield* new ControllerErrors.ControllerClosed({ message: "controller closed" })
+      if (this.deposed)
+        return yield* new ControllerErrors.ControllerDeposed({
+          message: "this controller is no longer the active controller"
+        })
       if (this.reloadNeeded) yield* this.reload
       const result = decide(this.state)
       if (result.records.length === 0) return result.response
@@ -424,16 +461,25 @@ export class QuorumController {
     for (const w of [...this.commitWaiters]) w()
   }
 
-  /** Appends one batch; a failure marks the state for a reload from the log and tries it at once. */
+  /**
+   * Appends one batch; a failure marks the state for a reload from the log and tries it at once. On a
+   * quorum's log, `NotLeader` deposes this controller instead: its records may still commit under the
+   * next leader, whose controller takes over from the log; this one only refuses from now on.
+   */
   private append(
     batch: ReadonlyArray<MetadataRecords.MetadataRecord>,
     name: string
   ): Effect.Effect<MetadataLog.AppendResult, ControllerErrors.MetadataAppendFailed> {
-    return Effect.catchAllCause(this.options.log.append(batch, CONTROLLER_EPOCH), (cause) => {
+    return Effect.catchAllCause(this.options.log.append(batch, this.epoch), (cause) => {
       const error = new ControllerErrors.MetadataAppendFailed({
         message: `appending ${name} to the metadata log failed: ${describeCause(cause)}`,
         cause: Cause.squash(cause)
       })
+      const failure = Cause.failureOption(cause)
+      if (failure._tag === "Some" && failure.value._tag === "NotLeader") {
+        this.deposed = true
+        return Effect.fail(error)
+      }
       this.reloadNeeded = true
       this.options.log_?.(`${error.message}; reopening the controller state from the log`)
       // A reload that fails now is tried again before the next write.
@@ -479,7 +525,7 @@ export class QuorumController {
         `aborting the unfinished metadata transaction ${loaded.transaction.openName ?? ""} (${loaded.transaction.size} records)`
       )
       const abort = [MetadataTransaction.abortRecord("the controller stopped before the transaction ended")]
-      const appended = yield* Effect.catchAllCause(this.options.log.append(abort, CONTROLLER_EPOCH), (cause) => {
+      const appended = yield* Effect.catchAllCause(this.options.log.append(abort, this.epoch), (cause) => {
         this.reloadNeeded = true
         return Effect.fail(
           new ControllerErrors.MetadataAppendFailed({
@@ -1046,22 +1092,23 @@ export class QuorumController {
   }
 
   /**
-   * The metadata quorum: this controller leads it in its one epoch and is its only voter, with the
-   * committed end as high watermark; the brokers are observers, with their last fetch (until KRaft
-   * replaces this with the Raft leader's view).
+   * The metadata quorum: a lone controller leads it in its one epoch and is its only voter, with the
+   * committed end as high watermark; the active controller of a quorum passes in the voters as its Raft
+   * leader sees them. The brokers are observers, with their last fetch.
    */
-  describeQuorum(): MetadataQuorum.QuorumInfo {
+  describeQuorum(quorum?: MetadataQuorum.VotersInput): MetadataQuorum.QuorumInfo {
     const now = this.now()
     const registered = new Set(this.state.cluster.brokers.keys())
     this.fetches = MetadataQuorum.expire(this.fetches, registered, now)
     return MetadataQuorum.describe({
       leaderId: this.options.nodeId,
-      leaderEpoch: CONTROLLER_EPOCH,
+      leaderEpoch: this.epoch,
       leaderDirectoryId: this.options.directoryId ?? Uuid.ZERO,
       highWatermark: this.nextOffset,
       registeredBrokers: registered,
       fetches: this.fetches,
-      now
+      now,
+      ...(quorum === undefined ? {} : { quorum })
     })
   }
 

@@ -22,7 +22,7 @@ import * as path from "node:path"
 import { Clock, Context, Effect, Either, Layer, Option } from "effect"
 import * as SnapshotFiles from "./internal/SnapshotFiles.js"
 import type * as MetadataImage from "./MetadataImage.js"
-import { CorruptMetadataBatch, DivergentFetch, SnapshotError } from "./MetadataLogError.js"
+import { CorruptMetadataBatch, DivergentFetch, type NotLeader, SnapshotError } from "./MetadataLogError.js"
 import * as MetadataProvenance from "./MetadataProvenance.js"
 import type { MetadataBatch, MetadataLoader } from "./MetadataPublisher.js"
 import * as Snapshot from "./Snapshot.js"
@@ -170,11 +170,14 @@ export interface ReadResult {
 }
 
 export interface MetadataLogService {
-  /** Controller: appends the records as one batch as leader in `leaderEpoch`, fsynced before returning. */
+  /**
+   * Controller: appends the records as one batch as leader in `leaderEpoch`, durable (fsynced, and on a
+   * quorum's log committed by a majority) before returning. `NotLeader` only from a quorum's log.
+   */
   readonly append: (
     records: ReadonlyArray<MetadataRecords.MetadataRecord>,
     leaderEpoch: number
-  ) => Effect.Effect<AppendResult, StorageError.StorageError>
+  ) => Effect.Effect<AppendResult, StorageError.StorageError | NotLeader>
   /** Whole batches from the one holding `offset`, at most `maxBytes` (at least one batch). */
   readonly readFrom: (offset: number, maxBytes?: number) => Effect.Effect<ReadResult, StorageError.StorageError>
   /**

@@ -39,3 +39,13 @@ export class MetaPropertiesError extends Data.TaggedError("MetaPropertiesError")
   readonly message: string
   readonly cause?: unknown
 }> {}
+
+/**
+ * An append to a replicated metadata log (a controller quorum's) by a node that does not lead it, or
+ * stopped leading it before the records committed: they may still commit under the next leader.
+ */
+export class NotLeader extends Data.TaggedError("NotLeader")<{
+  readonly message: string
+  /** The leader this node knows, -1 when none. */
+  readonly leaderId: number
+}> {}

@@ -151,7 +151,10 @@ export const register = (handlers: Handlers, options: BrokerQuotaOptions): Handl
 }
 
 /** On a controller: AlterClientQuotas decided by the quorum controller (`ClientQuotaControl.alterClientQuotas`). */
-export const registerController = (handlers: Handlers, controller: QuorumController.QuorumController): Handlers =>
+export const registerController = (
+  handlers: Handlers,
+  controller: Pick<QuorumController.QuorumController, "alterClientQuotas">
+): Handlers =>
   handlers.register(AlterClientQuotas.api, async (_ctx, request) => ({
     throttleTimeMs: 0,
     entries: [...(await controller.alterClientQuotas(request))]

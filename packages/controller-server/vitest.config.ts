@@ -1,0 +1,2 @@
+import { unit } from "../../vitest.shared.js"
+export default unit
