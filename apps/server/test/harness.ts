@@ -65,6 +65,8 @@ export interface ClusterOptions {
   readonly secondBrokerListener?: string
   /** Extra `server` arguments of the controller (e.g. `--add-scram`). */
   readonly controllerArgs?: ReadonlyArray<string>
+  /** Controllers (default 1); several form a KRaft quorum (node ids 1000, 1001, ...). */
+  readonly controllers?: number
 }
 
 /** A node of a cluster: its server handle (it follows the node's restarts) with the node's id and `log.dirs`. */
@@ -76,6 +78,8 @@ export interface ClusterServer extends ServerHandle {
 export interface Cluster {
   readonly cluster: ProcessCluster.Cluster
   readonly controller: ClusterServer
+  /** Every controller: the one of `controller`, or a quorum. */
+  readonly controllers: ReadonlyArray<ClusterServer>
   /** Broker `i + 1` at index `i`. */
   readonly brokers: ReadonlyArray<ClusterServer>
   /** Stops every node and removes the cluster's files. */
@@ -94,6 +98,7 @@ export const startCluster = async (opts: ClusterOptions): Promise<Cluster> => {
       name: "int",
       baseDir,
       brokers: opts.brokers,
+      ...(opts.controllers === undefined ? {} : { controllers: opts.controllers }),
       controllerConfig: Properties.merge(ServerProcess.TEST_DEFAULTS, opts.controllerConfig),
       brokerConfig: Properties.merge(ServerProcess.TEST_DEFAULTS, opts.brokerConfig),
       ...(opts.brokerListener === undefined ? {} : { brokerListener: opts.brokerListener }),
@@ -109,6 +114,7 @@ export const startCluster = async (opts: ClusterOptions): Promise<Cluster> => {
   return {
     cluster,
     controller: server(cluster.controller),
+    controllers: cluster.controllers.map(server),
     brokers: cluster.brokers.map(server),
     stop: async () => {
       try {

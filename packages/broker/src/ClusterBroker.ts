@@ -105,8 +105,8 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
  * its event loop (heartbeats, replication, clients) keeps running between them.
  */
 const METADATA_FETCH_MAX_BYTES = 1024 * 1024
-/** Kafka's request.timeout.ms: a busy controller answers late rather than never. */
-const METADATA_FETCH_TIMEOUT_MS = 30_000
+/** A busy controller answers late rather than never; one paused for this long gives way to the next of a quorum. */
+const METADATA_FETCH_TIMEOUT_MS = 10_000
 
 const viewOf = (
   current: () => MetadataImage.MetadataImage,
@@ -273,12 +273,18 @@ export const start = async (
   // (and registration) must never wait behind a long-polling metadata fetch, nor behind forwarded requests.
   // Each moves on to the next controller of the quorum when its own fails or is not the active one.
   const quorum = config.controllerBootstrapServers.length > 0 ? config.controllerBootstrapServers : [bootstrap]
-  const toQuorum = (name: string) =>
-    new ControllerChannel(quorum, `broker-${nodeId}-${name}`, toController, (to, why) =>
-      log(`${name} channel: trying the controller at ${to.host}:${to.port} (${why})`)
+  const toQuorum = (name: string, timeoutMs?: number) =>
+    new ControllerChannel(
+      quorum,
+      `broker-${nodeId}-${name}`,
+      toController,
+      (to, why) => log(`${name} channel: trying the controller at ${to.host}:${to.port} (${why})`),
+      10_000,
+      timeoutMs
     )
   const controller = toQuorum("controller")
-  const heartbeats = toQuorum("heartbeat")
+  // A heartbeat unanswered for a third of the session goes to the next controller, well before the session ends.
+  const heartbeats = toQuorum("heartbeat", Math.max(1000, Math.floor(config.brokerSessionTimeoutMs / 3)))
   const metadataChannel = toQuorum("metadata")
   let brokerEpoch = -1n
   let stopped = false

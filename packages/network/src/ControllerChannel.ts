@@ -1,11 +1,15 @@
 /**
  * A broker's connection to "the controller" of a quorum: one `Channel` per controller of
- * `controller.quorum.bootstrap.servers`, and the one in use until it fails. A request that cannot be
- * sent or answered (the controller is down, restarting, unreachable), or whose answer says the node is
- * not the active controller (NOT_CONTROLLER anywhere in it, or NOT_LEADER_OR_FOLLOWER for the metadata
- * log), moves the channel on to the next controller, so the caller's next attempt goes there; the answer
- * or the failure is still the caller's, who owns the retry policy as with a `Channel`. With one
- * controller it is a `Channel`.
+ * `controller.quorum.bootstrap.servers`, and the one in use until it fails.
+ * - An answer saying the node is not the active controller (NOT_CONTROLLER anywhere in it, or
+ *   NOT_LEADER_OR_FOLLOWER for the metadata log and DescribeQuorum), or a controller that cannot be
+ *   connected to, moves the channel on to the next controller and the request is sent there: such a
+ *   request was not decided, so sending it again is safe. This goes on, a pause after each round of
+ *   every controller, for up to `retryMs` (an election), then the last answer or failure is the caller's.
+ * - A request that fails once sent (the connection dropped, no answer in time) moves the channel on
+ *   too, but fails to the caller: the controller may have decided it, and only the caller knows whether
+ *   sending it again is safe.
+ * With one controller it is a `Channel` that waits out a restart of its controller for up to `retryMs`.
  */
 import type { Security } from "@clustermirror/client"
 import { type Api, Errors, type Spec } from "@clustermirror/protocol"
@@ -16,15 +20,19 @@ const NOT_LEADER_OR_FOLLOWER = Errors.ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 /** Whether an answer says "not the active controller" (any `errorCode` in it, or a metadata fetch's partition). */
 export const refusesAsNotController = (apiKey: number, response: unknown): boolean => {
-  if (apiKey === FETCH_KEY) {
-    const partition = (response as { responses?: Array<{ partitions?: Array<{ errorCode?: number }> }> }).responses?.[0]
-      ?.partitions?.[0]
-    return partition?.errorCode === NOT_LEADER_OR_FOLLOWER || partition?.errorCode === NOT_CONTROLLER
-  }
+  type Partitions = { partitions?: Array<{ errorCode?: number }> }
+  const partition =
+    apiKey === FETCH_KEY
+      ? (response as { responses?: Array<Partitions> }).responses?.[0]?.partitions?.[0]
+      : apiKey === DESCRIBE_QUORUM_KEY
+        ? (response as { topics?: Array<Partitions> }).topics?.[0]?.partitions?.[0]
+        : undefined
+  if (partition?.errorCode === NOT_LEADER_OR_FOLLOWER) return true
   return hasNotController(response, 0)
 }
 
 const FETCH_KEY = 1
+const DESCRIBE_QUORUM_KEY = 55
 
 const hasNotController = (value: unknown, depth: number): boolean => {
   if (depth > 4 || value === null || typeof value !== "object" || value instanceof Uint8Array) return false
@@ -47,7 +55,11 @@ export class ControllerChannel {
     clientId: string,
     security?: Security.ClientSecurity,
     /** Told when the channel moves on to another controller (for the log). */
-    private readonly moved: (to: Endpoint, why: string) => void = () => {}
+    private readonly moved: (to: Endpoint, why: string) => void = () => {},
+    /** How long a request goes on looking for the active controller. */
+    private readonly retryMs = 10_000,
+    /** The timeout of a request sent without one (a paused controller answers nothing). */
+    private readonly defaultTimeoutMs?: number
   ) {
     if (endpoints.length === 0) throw new Error("a controller channel needs at least one controller")
     this.endpoints = endpoints
@@ -67,23 +79,44 @@ export class ControllerChannel {
     this.moved(this.endpoint, why)
   }
 
-  /** As `Channel.request`, then moves on when the controller failed or is not the active one. */
+  /** As `Channel.request`, to the active controller (see above). */
   async request<Req extends Spec.Fields, Res extends Spec.Fields>(
     api: Api.ApiDef<Req, Res>,
     body: Spec.StructInput<Req>,
     timeoutMs?: number,
     maxVersion?: number
   ): Promise<Spec.StructType<Res>> {
-    const at = this.current
-    let response: Spec.StructType<Res>
-    try {
-      response = await this.channels[at]!.request(api, body, timeoutMs, maxVersion)
-    } catch (e) {
-      this.moveOn(at, e instanceof Error ? e.message : String(e))
-      throw e
+    const deadline = Date.now() + this.retryMs
+    for (let attempt = 1; ; attempt++) {
+      const at = this.current
+      const channel = this.channels[at]!
+      const last = Date.now() >= deadline
+      try {
+        await channel.connection()
+      } catch (e) {
+        this.moveOn(at, e instanceof Error ? e.message : String(e))
+        if (last) throw e
+        await this.pause(attempt)
+        continue
+      }
+      let response: Spec.StructType<Res>
+      try {
+        response = await channel.request(api, body, timeoutMs ?? this.defaultTimeoutMs, maxVersion)
+      } catch (e) {
+        this.moveOn(at, e instanceof Error ? e.message : String(e))
+        throw e
+      }
+      if (!refusesAsNotController(api.key, response)) return response
+      this.moveOn(at, `${api.name}: not the active controller`)
+      if (last) return response
+      await this.pause(attempt)
     }
-    if (refusesAsNotController(api.key, response)) this.moveOn(at, `${api.name}: not the active controller`)
-    return response
+  }
+
+  /** After a round of every controller, a pause: the quorum may be electing. */
+  private pause(attempt: number): Promise<void> {
+    const ms = attempt % this.channels.length === 0 ? 100 : 0
+    return new Promise((resolve) => setTimeout(resolve, ms))
   }
 
   close(): void {

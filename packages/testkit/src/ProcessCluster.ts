@@ -1,6 +1,7 @@
 /**
- * A cluster of our servers as separate OS processes: one controller (`process.roles=controller`) and N
- * brokers (`process.roles=broker`), each started through the server's entrypoint with its own config
+ * A cluster of our servers as separate OS processes: one controller (`process.roles=controller`), or a
+ * quorum of several (`controller.quorum.voters`, node ids 1000, 1001, ...), and N brokers
+ * (`process.roles=broker`, trying every controller), each started through the server's entrypoint with its own config
  * file, data dir and log file under one base directory, on free loopback ports fixed for the cluster's
  * life so that a restarted node comes back at the same address.
  *
@@ -24,6 +25,8 @@ export interface ClusterOptions {
   readonly baseDir: string
   /** Number of brokers (node ids 1..N). */
   readonly brokers: number
+  /** Number of controllers (node ids 1000, 1001, ...; default 1): several form a KRaft quorum. */
+  readonly controllers?: number
   /** The `cluster.id` (22 characters, base64url); random by default. */
   readonly clusterId?: string
   /** Extra settings of the controller's config. */
@@ -63,11 +66,14 @@ export interface ClusterNode {
 export interface Cluster {
   readonly name: string
   readonly clusterId: string
+  /** The first controller. */
   readonly controller: ClusterNode
+  /** Every controller (one unless `controllers` asked for a quorum). */
+  readonly controllers: ReadonlyArray<ClusterNode>
   readonly brokers: ReadonlyArray<ClusterNode>
   /** `127.0.0.1:<port>` of every broker, comma-separated. */
   readonly bootstrap: string
-  /** The controller, then the brokers. */
+  /** The controllers, then the brokers. */
   readonly nodes: ReadonlyArray<ClusterNode>
   node(nodeId: number): ClusterNode
   /** Sends `signal` to a node's process without waiting (SIGSTOP / SIGCONT, or a kill waited for elsewhere). */
@@ -77,7 +83,7 @@ export interface Cluster {
   /** Starts a node's process again (after a kill) and waits until it listens. */
   start(nodeId: number): Promise<void>
   isAlive(nodeId: number): boolean
-  /** Stops every node (SIGCONT first, then SIGTERM, brokers before the controller); files stay. */
+  /** Stops every node (SIGCONT first, then SIGTERM, brokers before the controllers); files stay. */
   stop(): Promise<void>
 }
 
@@ -88,30 +94,33 @@ export const randomClusterId = (): string => {
   return Buffer.from(bytes).toString("base64url").slice(0, 22)
 }
 
-/** The controller's config. */
+/** A controller's config; `voters` (`id@host:port,...`) when it is one of a quorum. */
 export const controllerProperties = (
   clusterId: string,
   port: number,
   logDir: string,
-  extra: Properties.Properties = {}
+  extra: Properties.Properties = {},
+  nodeId = CONTROLLER_NODE_ID,
+  voters?: string
 ): Properties.Properties =>
   Properties.merge(
     {
       "process.roles": "controller",
-      "node.id": CONTROLLER_NODE_ID,
+      "node.id": nodeId,
       "cluster.id": clusterId,
       listeners: `CONTROLLER://127.0.0.1:${port}`,
-      "log.dirs": logDir
+      "log.dirs": logDir,
+      ...(voters === undefined ? {} : { "controller.quorum.voters": voters })
     },
     extra
   )
 
-/** A broker's config. */
+/** A broker's config; `controllerPort` one port, or `host:port,...` of every controller. */
 export const brokerProperties = (
   clusterId: string,
   nodeId: number,
   port: number,
-  controllerPort: number,
+  controllerPort: number | string,
   logDir: string,
   extra: Properties.Properties = {},
   listenerName = "PLAINTEXT"
@@ -122,7 +131,8 @@ export const brokerProperties = (
       "node.id": nodeId,
       "cluster.id": clusterId,
       listeners: `${listenerName}://127.0.0.1:${port}`,
-      "controller.quorum.bootstrap.servers": `127.0.0.1:${controllerPort}`,
+      "controller.quorum.bootstrap.servers":
+        typeof controllerPort === "number" ? `127.0.0.1:${controllerPort}` : controllerPort,
       "log.dirs": logDir
     },
     extra
@@ -135,12 +145,19 @@ export const brokerProperties = (
 export const start = async (opts: ClusterOptions): Promise<Cluster> => {
   const clusterId = opts.clusterId ?? randomClusterId()
   const second = opts.secondBrokerListener
-  const ports = await Ports.freePorts(opts.brokers + 1 + (second === undefined ? 0 : opts.brokers))
+  const quorumSize = opts.controllers ?? 1
+  // Brokers' ports first (broker i at ports[i], its second listener at ports[brokers + i]), then the controllers'.
+  const ports = await Ports.freePorts(opts.brokers + 1 + (second === undefined ? 0 : opts.brokers) + quorumSize - 1)
+  const controllerPorts = [ports[0]!, ...ports.slice(ports.length - (quorumSize - 1))]
+  const voters =
+    quorumSize > 1 ? controllerPorts.map((p, i) => `${CONTROLLER_NODE_ID + i}@127.0.0.1:${p}`).join(",") : undefined
+  const controllerList = controllerPorts.map((p) => `127.0.0.1:${p}`).join(",")
   mkdirSync(opts.baseDir, { recursive: true })
   const handles = new Map<number, ServerProcess.ServerHandle>()
 
   const makeNode = (nodeId: number, role: "controller" | "broker", port: number): ClusterNode => {
-    const label = role === "controller" ? "controller" : `broker-${nodeId}`
+    const label =
+      role === "broker" ? `broker-${nodeId}` : nodeId === CONTROLLER_NODE_ID ? "controller" : `controller-${nodeId}`
     const dir = join(opts.baseDir, label)
     mkdirSync(dir, { recursive: true })
     const logDir = join(dir, "data")
@@ -148,8 +165,8 @@ export const start = async (opts: ClusterOptions): Promise<Cluster> => {
     const secondPort = role === "broker" && second !== undefined ? ports[opts.brokers + nodeId]! : undefined
     const first =
       role === "controller"
-        ? controllerProperties(clusterId, port, logDir, opts.controllerConfig)
-        : brokerProperties(clusterId, nodeId, port, ports[0]!, logDir, opts.brokerConfig, opts.brokerListener)
+        ? controllerProperties(clusterId, port, logDir, opts.controllerConfig, nodeId, voters)
+        : brokerProperties(clusterId, nodeId, port, controllerList, logDir, opts.brokerConfig, opts.brokerListener)
     const props =
       secondPort === undefined
         ? first
@@ -167,9 +184,10 @@ export const start = async (opts: ClusterOptions): Promise<Cluster> => {
     }
   }
 
-  const controller = makeNode(CONTROLLER_NODE_ID, "controller", ports[0]!)
+  const controllers = controllerPorts.map((p, i) => makeNode(CONTROLLER_NODE_ID + i, "controller", p))
+  const controller = controllers[0]!
   const brokers = Array.from({ length: opts.brokers }, (_, i) => makeNode(i + 1, "broker", ports[i + 1]!))
-  const nodes = [controller, ...brokers]
+  const nodes = [...controllers, ...brokers]
   const byId = new Map(nodes.map((n) => [n.nodeId, n]))
 
   const node = (nodeId: number): ClusterNode => {
@@ -201,7 +219,7 @@ export const start = async (opts: ClusterOptions): Promise<Cluster> => {
   }
 
   const stop = async (): Promise<void> => {
-    for (const n of [...brokers, controller]) {
+    for (const n of [...brokers, ...controllers]) {
       const h = handles.get(n.nodeId)
       if (h === undefined) continue
       if (h.isAlive()) process.kill(h.pid, "SIGCONT")
@@ -210,7 +228,9 @@ export const start = async (opts: ClusterOptions): Promise<Cluster> => {
   }
 
   try {
-    for (const n of nodes) await launch(n)
+    // The controllers of a quorum start together: none is ready to serve before a majority runs.
+    await Promise.all(controllers.map(launch))
+    for (const n of brokers) await launch(n)
   } catch (e) {
     await stop()
     throw e
@@ -220,6 +240,7 @@ export const start = async (opts: ClusterOptions): Promise<Cluster> => {
     name: opts.name,
     clusterId,
     controller,
+    controllers,
     brokers,
     bootstrap: brokers.map((b) => `127.0.0.1:${b.port}`).join(","),
     nodes,
