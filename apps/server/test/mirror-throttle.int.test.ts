@@ -19,8 +19,8 @@ const SLOW = "slow"
 /** 4,000 records of about 1 KB: 4 MB per topic, produced in batches of 100. */
 const RECORDS = 4_000
 const BATCH = 100
-/** The mirror rate bound, bytes/s: the throttled topic needs about a minute for its 4 MB. */
-const RATE = 65_536
+/** The mirror rate bound, bytes/s: the throttled topic would need about two minutes for its 4 MB. */
+const RATE = 32_768
 const TOPIC_RESOURCE = 2
 const BROKER_RESOURCE = 4
 
