@@ -4,12 +4,17 @@
  * `kafka-producer-perf-test` with a quota'd client-id takes at least a generous share of the time the
  * quota allows (0.4 x bytes / rate, generous for the burst the quota window lets through), while a client-id
  * without quota is faster; a console consumer with a quota'd client-id is throttled likewise; the quotas
- * survive a restart of the controller and then of the broker. (Validation, the keys refused and the
+ * survive a restart of the controller and then of the broker. A producer speaking Produce v3 that never waits
+ * out `throttle_time_ms` itself (as clients before KIP-219 do; ours, with the version pinned) gets its answers
+ * at once and is held back by the muted connection: what passes the burst takes at least half the time the
+ * quota allows. (Validation, the keys refused and the
  * output of `kafka-configs` next to Kafka's own are in api-surface.int.test.ts.)
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { ClusterClient } from "@clustermirror/client"
+import { CreateTopics, Produce, RecordBatch } from "@clustermirror/protocol"
 import { JavaTools, Wait } from "@clustermirror/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Cluster, startCluster } from "./harness.js"
@@ -140,4 +145,63 @@ describe("client quotas", () => {
       described[1]
     ])
   }, 180_000)
+
+  it("holds back a Produce v3 client that does not wait out throttle_time_ms itself by muting its connection", async () => {
+    const rate = 10_000
+    const requests = 20
+    const r = await configs([
+      ...["--alter", "--add-config", `producer_byte_rate=${rate}`, "--entity-type", "clients", "--entity-name", "old"]
+    ])
+    expect(r.code, r.stdout + r.stderr).toBe(0)
+    const client = new ClusterClient.Client({
+      bootstrapServers: [bootstrap],
+      clientId: "old",
+      requestTimeoutMs: 60_000
+    })
+    try {
+      const created = await client.sendToAnyBroker(CreateTopics.api, {
+        topics: [{ name: "quotas-v3", numPartitions: 1, replicationFactor: 1, assignments: [], configs: [] }],
+        timeoutMs: 30_000,
+        validateOnly: false
+      })
+      expect(created.topics[0]!.errorCode).toBe(0)
+      const leader = await Wait.eventually("a leader of quotas-v3", async () => {
+        client.invalidate("quotas-v3")
+        return (await client.leaderFor("quotas-v3", 0).catch(() => undefined))?.nodeId
+      })
+      const throttles: Array<number> = []
+      const started = performance.now()
+      for (let i = 0; i < requests; i++) {
+        const records = RecordBatch.build({
+          records: Array.from({ length: 10 }, () => ({ key: null, value: Buffer.alloc(RECORD_BYTES, 120) })),
+          timestamp: Date.now()
+        })
+        const res = await client.sendToNode(
+          leader,
+          Produce.api,
+          {
+            transactionalId: null,
+            acks: 1,
+            timeoutMs: 10_000,
+            topicData: [
+              { name: "quotas-v3", topicId: "AAAAAAAAAAAAAAAAAAAAAA", partitionData: [{ index: 0, records }] }
+            ]
+          },
+          { version: 3 }
+        )
+        expect(res.responses[0]!.partitionResponses[0]!.errorCode).toBe(0)
+        throttles.push(res.throttleTimeMs)
+      }
+      const seconds = (performance.now() - started) / 1000
+      if (process.env.CM_QUOTAS_TIMINGS !== undefined)
+        process.stderr.write(`produce v3 throttled ${seconds} s, throttle_time_ms ${throttles.join(" ")}\n`)
+      // The burst passes unthrottled; the requests after it are told their throttle time.
+      expect(throttles[0]).toBe(0)
+      expect(throttles.filter((t) => t > 0).length).toBeGreaterThanOrEqual(requests / 4)
+      // The first 10 windows' worth passes at once, the rest at the rate: half of that time is the bound.
+      expect(seconds).toBeGreaterThanOrEqual((0.5 * (requests * 10 * RECORD_BYTES - 10 * rate)) / rate)
+    } finally {
+      await client.close()
+    }
+  }, 120_000)
 })

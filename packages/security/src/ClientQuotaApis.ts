@@ -2,7 +2,8 @@
  * Client quotas on the request path: DescribeClientQuotas (48) from the broker's metadata image,
  * AlterClientQuotas (49) on the controller (brokers forward it there), and the enforcement of
  * `producer_byte_rate` and `consumer_byte_rate` around Produce and Fetch as Kafka does since KIP-219:
- * the response carries `throttle_time_ms` and the connection is muted for that time. A produce over its
+ * the response carries `throttle_time_ms` and the connection is muted for that time, at every request version
+ * (clients older than KIP-219 do not wait themselves: the mute holds their next request). A produce over its
  * quota is appended; a fetch over its quota is answered without records. Fetches from follower
  * replicas are not client-quota'd.
  *

@@ -223,4 +223,25 @@ describe("ClientQuotaApis.register: throttling Produce and Fetch", () => {
     expect(follower.muteMs).toBe(0)
     expect(s.fetchMaxBytes()).toBe(10_000_000)
   })
+
+  it("answers versions older than KIP-219 at once as well, with throttle_time_ms, and mutes as long (Kafka since 2.0)", async () => {
+    // Produce before v6 and Fetch before v8: clients that do not wait out throttle_time_ms themselves.
+    for (const version of [3, 5, 6]) {
+      const s = setup([[[client("q1")], "producer_byte_rate", 10_000]])
+      await run(s.handlers, Produce.api, version, "q1", produce(1))
+      await run(s.handlers, Produce.api, version, "q1", produce(1))
+      const frame = Either.getOrThrow(Api.encodeRequest(Produce.api, version, 1, "q1", produce(1) as never)).subarray(4)
+      const result = await s.handlers.frameHandler(() => {})(frame, connection)
+      const expected = Math.round((((frame.length * 3) / 10 - 10_000) / 10_000) * 10_000)
+      expect(result).toEqual({ _tag: "Respond", chunks: expect.any(Array), muteMs: expected })
+    }
+    for (const version of [4, 7, 8]) {
+      const s = setup([[[client("c")], "consumer_byte_rate", 20_000]])
+      await run(s.handlers, Fetch.api, version, "c", fetch(-1))
+      const second = await run(s.handlers, Fetch.api, version, "c", fetch(-1))
+      const expected = Math.round(((300_000 / 10 - 20_000) / 20_000) * 10_000)
+      expect([version, second.muteMs]).toEqual([version, expected])
+      expect(second.body).toMatchObject({ throttleTimeMs: expected, responses: [] })
+    }
+  })
 })
