@@ -14,7 +14,7 @@ import { BrokerConfig, SaslConfig } from "@clustermirror/broker-config"
 import { Node } from "@clustermirror/broker"
 import { Effect, Exit, Fiber } from "effect"
 
-const usage = `usage: clustermirror server [--port <port>] [--data-dir <dir>] [--config <file>] [--host <host>] [--node-id <id>] [--embedded <brokers>] [--metrics-port <port>] [--add-scram 'SCRAM-SHA-512=[name=<user>,password=<password>]' ...]
+const usage = `usage: clustermirror server [--port <port>] [--data-dir <dir>] [--config <file>] [--host <host>] [--node-id <id>] [--embedded <brokers> [--embedded-controllers <n>]] [--metrics-port <port>] [--add-scram 'SCRAM-SHA-512=[name=<user>,password=<password>]' ...]
        clustermirror mirrors --bootstrap-server <host:port> <action> ...   (cluster mirrors; --help for the actions)
        clustermirror acls --bootstrap-server <host:port> --add|--remove|--list ...   (ACLs; --help for the options)`
 
@@ -58,7 +58,7 @@ const buildConfig = (args: Map<string, string>): BrokerConfig.BrokerConfig => {
   const port = args.get("port")
   if (host !== undefined || port !== undefined) overrides.set("listeners", clientListener(config, host, port))
   for (const [k, v] of args) {
-    if (k === "config" || k === "embedded" || k === "port" || k === "host" || k === "add-scram") continue
+    if (["config", "embedded", "embedded-controllers", "port", "host", "add-scram"].includes(k)) continue
     if (k === "data-dir") overrides.set("log.dirs", v)
     else if (k === "node-id") overrides.set("node.id", v)
     else if (k === "metrics-port") overrides.set("metrics.port", v)
@@ -101,12 +101,19 @@ const main = async () => {
     process.stderr.write(`--embedded takes a number of brokers\n${usage}\n`)
     process.exit(2)
   }
+  const quorumArg = args.get("embedded-controllers")
+  const controllers = quorumArg === undefined ? 1 : Number(quorumArg)
+  if (quorumArg !== undefined && (embedded === undefined || !Number.isInteger(controllers) || controllers < 1)) {
+    process.stderr.write(`--embedded-controllers takes a number of controllers, with --embedded\n${usage}\n`)
+    process.exit(2)
+  }
   const node = Effect.acquireRelease(
     Effect.promise(async () => {
       if (embedded === undefined) return Node.start(config, log)
-      const cluster = await Node.embedded(brokers, config, log)
+      const cluster = await Node.embedded(brokers, config, log, {}, controllers)
+      const at = cluster.controllerPorts.map((p) => `127.0.0.1:${p}`).join(",")
       log(
-        `embedded cluster ${cluster.clusterId}: controller on 127.0.0.1:${cluster.controllerPort}, brokers ${cluster.bootstrap}`
+        `embedded cluster ${cluster.clusterId}: ${controllers === 1 ? "controller" : `${controllers} controllers`} on ${at}, brokers ${cluster.bootstrap}`
       )
       return cluster
     }),

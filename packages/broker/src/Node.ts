@@ -4,7 +4,7 @@
  * - `controller`: the controller on the CONTROLLER listener (`ControllerServer`);
  * - `broker`: a broker following that controller (`ClusterBroker`);
  * - both: a combined node, its broker talking to its own controller.
- * `embedded` runs a controller and N brokers in one process, each on its own loopback port and data dir
+ * `embedded` runs a controller (or a quorum of them) and N brokers in one process, each on its own loopback port and data dir
  * (and metrics port, when `metrics.port` is set).
  */
 import { Uuid } from "@clustermirror/protocol"
@@ -145,33 +145,55 @@ const freePort = (): Promise<number> =>
 
 export interface Embedded {
   readonly clusterId: string
+  /** The first controller's port. */
   readonly controllerPort: number
+  /** Every controller's port (node ids 1000, 1001, ...). */
+  readonly controllerPorts: ReadonlyArray<number>
   readonly brokers: ReadonlyArray<{ readonly nodeId: number; readonly port: number }>
   readonly bootstrap: string
   readonly close: () => Promise<void>
 }
 
-/** A controller (node id 1000) and brokers 1..n in this process, real TCP on loopback. */
+/**
+ * A controller (node id 1000), or a KRaft quorum of `controllers` (1000, 1001, ...), and brokers 1..n in
+ * this process, real TCP on loopback.
+ */
 export const embedded = async (
   n: number,
   base: BrokerConfig,
   log: (line: string) => void = () => {},
-  options: ClusterBroker.ClusterBrokerOptions = {}
+  options: ClusterBroker.ClusterBrokerOptions = {},
+  controllers = 1
 ): Promise<Embedded> => {
   const clusterId = formatClusterId(path.join(base.dataDir, "controller-1000"), base.clusterId, 1000, true)
-  const controllerPort = base.controllerPort > 0 ? base.controllerPort : await freePort()
-  const controller = await start(
-    {
-      ...base,
-      nodeId: 1000,
-      processRoles: ["controller"],
-      clusterId,
-      controllerHost: "127.0.0.1",
-      controllerPort,
-      dataDir: path.join(base.dataDir, "controller-1000")
-    },
-    log
+  const controllerPorts: Array<number> = []
+  for (let i = 0; i < controllers; i++)
+    controllerPorts.push(base.controllerPort > 0 ? base.controllerPort + i : await freePort())
+  const voters = controllerPorts.map((port, i) => ({ id: 1000 + i, host: "127.0.0.1", port }))
+  // The controllers of a quorum start together: none has a leader before a majority runs.
+  const started = await Promise.allSettled(
+    voters.map((v) =>
+      start(
+        {
+          ...base,
+          nodeId: v.id,
+          processRoles: ["controller"],
+          clusterId,
+          controllerHost: "127.0.0.1",
+          controllerPort: v.port,
+          controllerQuorumVoters: controllers > 1 ? voters : [],
+          dataDir: path.join(base.dataDir, `controller-${v.id}`)
+        },
+        log
+      )
+    )
   )
+  const quorum = started.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []))
+  const failed = started.find((r) => r.status === "rejected")
+  if (failed !== undefined) {
+    for (const c of quorum) await c.close()
+    throw failed.reason
+  }
   const brokers: Node[] = []
   for (let i = 1; i <= n; i++) {
     const port = base.port > 0 ? base.port + i - 1 : await freePort()
@@ -187,7 +209,8 @@ export const embedded = async (
           port,
           // Like the client ports: broker i serves metrics on the configured port + i - 1.
           metricsPort: base.metricsPort > 0 ? base.metricsPort + i - 1 : 0,
-          controllerBootstrap: { host: "127.0.0.1", port: controllerPort },
+          controllerBootstrap: { host: "127.0.0.1", port: controllerPorts[0]! },
+          controllerBootstrapServers: voters.map(({ host, port }) => ({ host, port })),
           dataDir: path.join(base.dataDir, `broker-${i}`)
         },
         log,
@@ -197,12 +220,13 @@ export const embedded = async (
   }
   return {
     clusterId,
-    controllerPort,
+    controllerPort: controllerPorts[0]!,
+    controllerPorts,
     brokers: brokers.map((b, i) => ({ nodeId: i + 1, port: b.port })),
     bootstrap: brokers.map((b) => `127.0.0.1:${b.port}`).join(","),
     close: async () => {
       for (const b of brokers) await b.close()
-      await controller.close()
+      for (const c of quorum) await c.close()
     }
   }
 }
