@@ -18,7 +18,8 @@
  * leader, the epoch and the snapshot id; the runtime serves `Position` and `MaxBytes`). A follower
  * sent to a snapshot fetches it chunk by chunk into a `.part` file, outside the loop; once `Size` is
  * reached and the file checked, the core gets the whole snapshot as one answer, and its
- * `InstallSnapshot` renames the file, replaces the log and hands the snapshot to the subscribers.
+ * `InstallSnapshot` renames the file, replaces the log and hands the snapshot to the subscribers. A
+ * transfer goes on across the core's request timeouts and failed chunks (see `Transfer`).
  */
 import { RaftError, RaftLog, RaftNode, type RaftConfig, type RaftEvent, type RaftMessages } from "@clustermirror/raft"
 import { Clock, Deferred, Effect, Either, Fiber, Queue, Random, Stream } from "effect"
@@ -153,15 +154,28 @@ type Item =
       readonly values: ReadonlyArray<Buffer>
       readonly reply: Deferred.Deferred<RaftMessages.SnapshotId, SnapshotAboveHighWatermark | InvalidSnapshot>
     }
-  /** A snapshot fetched whole into `receiving`: the core gets `response` to the FetchSnapshot it sent. */
-  | {
-      readonly _tag: "SnapshotFetched"
-      readonly from: number
-      readonly request: RaftMessages.FetchSnapshotRequest
-      readonly response: RaftMessages.FetchSnapshotResponse<Buffer>
-      readonly receiving: RaftSnapshotStore.Receiving
-      readonly values: ReadonlyArray<Buffer>
-    }
+  /** A snapshot fetched whole: the core gets it as the answer to its latest FetchSnapshot. */
+  | { readonly _tag: "SnapshotFetched"; readonly transfer: Transfer }
+
+/**
+ * A snapshot being fetched from a leader, chunk by chunk. It outlives the core's request timeout:
+ * the core asks again (a Fetch sends it back to the snapshot) and the transfer goes on from where it
+ * is, or answers at once when it is complete; a failed chunk is asked again from its position.
+ */
+interface Transfer {
+  readonly leaderId: number
+  readonly snapshotId: RaftMessages.SnapshotId
+  readonly receiving: RaftSnapshotStore.Receiving
+  /** The core's latest FetchSnapshot for it: the one the whole snapshot answers. */
+  request: RaftMessages.FetchSnapshotRequest
+  position: number
+  fiber: Fiber.RuntimeFiber<void> | null
+  /** Set once complete and checked. */
+  complete: {
+    readonly response: RaftMessages.FetchSnapshotResponse<Buffer>
+    readonly values: ReadonlyArray<Buffer>
+  } | null
+}
 
 const logError = (reason: string) => (cause: unknown) =>
   new RaftLogError({ reason: `${reason}: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
@@ -201,11 +215,16 @@ export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFi
     const subscribers = new Set<Queue.Queue<Committed>>()
     // Everything below the snapshot is committed (only committed state is snapshotted).
     let published = snapshots.latest()?.id.endOffset ?? 0
-    /** The snapshot fetched from the leader that the core is being told about. */
-    let installing: { readonly receiving: RaftSnapshotStore.Receiving; readonly values: ReadonlyArray<Buffer> } | null =
-      null
-    /** The fiber fetching a snapshot from the leader, one at a time. */
-    let snapshotFetch: Fiber.RuntimeFiber<void> | null = null
+    /** The snapshot being fetched from the leader, one at a time. */
+    let transfer: Transfer | null = null
+    /** The complete transfer the core is being told about (its `InstallSnapshot` installs it). */
+    let installing: Transfer | null = null
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        transfer?.receiving.discard()
+        transfer = null
+      })
+    )
     /** The positions and sizes of FetchSnapshot requests being answered (the core sees position 0). */
     const snapshotReads = new Map<RaftMessages.RaftRequest, { readonly position: number; readonly maxBytes: number }>()
 
@@ -232,70 +251,93 @@ export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFi
       for (const q of subscribers) Queue.unsafeOffer(q, item)
     }
 
-    const snapshotLeader = (to: number) => {
+    /** Fetches the rest of `t` from its leader; the loop hears of the whole snapshot or of a refusal. */
+    const fetchSnapshot = (t: Transfer): Effect.Effect<void> => {
+      const to = t.leaderId
       const failed = (reason: string) =>
-        Effect.fail(new RaftLogError({ reason: `FetchSnapshot from ${to}: ${reason}` }))
-      return (request: RaftMessages.FetchSnapshotRequest) =>
-        Effect.gen(function* () {
-          const receiving = snapshots.receive(request.snapshotId)
-          const fetchAll = Effect.gen(function* () {
-            let position = 0
-            for (;;) {
-              const chunkRequest = RaftWire.withSnapshotMaxBytes({ ...request, position }, chunkBytes)
-              const response = yield* transport.send(to, chunkRequest)
-              if (response._tag !== "FetchSnapshotResponse") return yield* failed(`answered ${response._tag}`)
-              if (response.errorCode !== RaftError.ErrorCode.NONE) {
-                // The core learns of the refusal (and of a new leader) as the answer to its request.
-                receiving.discard()
-                return yield* Queue.offer(queue, {
-                  _tag: "Event",
-                  event: { _tag: "Response", from: to, request, response: { ...response, position: 0 } }
-                })
-              }
-              if (response.position !== position) return yield* failed(`position ${response.position}, not ${position}`)
-              const chunk = RaftWire.snapshotChunk(response)
-              if (position + chunk.length > response.size)
-                return yield* failed(`${position + chunk.length} bytes of a snapshot of ${response.size}`)
-              receiving.write(position, chunk)
-              position += chunk.length
-              if (position === response.size) {
-                const values = receiving.finish()
-                if (Either.isLeft(values))
-                  return yield* failed(`the snapshot ${request.snapshotId.endOffset}: ${values.left}`)
-                return yield* Queue.offer(queue, {
-                  _tag: "SnapshotFetched",
-                  from: to,
-                  request,
-                  response,
-                  receiving,
-                  values: values.right
-                })
-              }
-              if (chunk.length === 0) return yield* failed(`an empty chunk at ${position} of ${response.size}`)
-            }
-          })
-          yield* fetchAll.pipe(
-            Effect.tapError((e) =>
-              Effect.sync(() => receiving.discard()).pipe(Effect.zipRight(Effect.logWarning(e.message)))
-            ),
-            Effect.onInterrupt(() => Effect.sync(() => receiving.discard())),
-            Effect.ignore
-          )
+        Effect.fail(new RaftLogError({ reason: `FetchSnapshot ${t.snapshotId.endOffset} from ${to}: ${reason}` }))
+      const dropped = () =>
+        Effect.sync(() => {
+          t.receiving.discard()
+          if (transfer === t) transfer = null
         })
+      return Effect.gen(function* () {
+        for (;;) {
+          const chunkRequest = RaftWire.withSnapshotMaxBytes({ ...t.request, position: t.position }, chunkBytes)
+          const response = yield* transport.send(to, chunkRequest)
+          if (response._tag !== "FetchSnapshotResponse") return yield* failed(`answered ${response._tag}`)
+          if (response.errorCode !== RaftError.ErrorCode.NONE) {
+            // The core learns of the refusal (and of a new leader) as the answer to its request.
+            yield* dropped()
+            return yield* Queue.offer(queue, {
+              _tag: "Event",
+              event: { _tag: "Response", from: to, request: t.request, response: { ...response, position: 0 } }
+            })
+          }
+          if (response.position !== t.position)
+            return yield* failed(`answered position ${response.position}, not ${t.position}`)
+          const chunk = RaftWire.snapshotChunk(response)
+          if (t.position + chunk.length > response.size)
+            return yield* failed(`${t.position + chunk.length} bytes of a snapshot of ${response.size}`)
+          t.receiving.write(t.position, chunk)
+          t.position += chunk.length
+          if (t.position === response.size) {
+            const values = t.receiving.finish()
+            if (Either.isLeft(values)) {
+              yield* dropped()
+              return yield* failed(`the fetched file cannot be installed: ${values.left}`)
+            }
+            t.complete = { response, values: values.right }
+            return yield* Queue.offer(queue, { _tag: "SnapshotFetched", transfer: t })
+          }
+          if (chunk.length === 0) return yield* failed(`an empty chunk at ${t.position} of ${response.size}`)
+        }
+      }).pipe(
+        // A failed chunk is asked again when the core asks again (its request timeout).
+        Effect.catchAll((e) => Effect.logWarning(e.message)),
+        Effect.ensuring(
+          Effect.sync(() => {
+            t.fiber = null
+          })
+        )
+      )
     }
+
+    /** The core asks for a snapshot: the transfer of it starts, goes on, or answers at once. */
+    const askSnapshot = (to: number, request: RaftMessages.FetchSnapshotRequest) =>
+      Effect.gen(function* () {
+        const same = (t: Transfer) =>
+          t.leaderId === to &&
+          t.snapshotId.endOffset === request.snapshotId.endOffset &&
+          t.snapshotId.epoch === request.snapshotId.epoch
+        if (transfer !== null && !same(transfer)) {
+          const old = transfer
+          transfer = null
+          if (old.fiber !== null) yield* Fiber.interrupt(old.fiber)
+          old.receiving.discard()
+        }
+        if (transfer === null)
+          transfer = {
+            leaderId: to,
+            snapshotId: request.snapshotId,
+            receiving: snapshots.receive(request.snapshotId),
+            request,
+            position: 0,
+            fiber: null,
+            complete: null
+          }
+        const t = transfer
+        t.request = request
+        if (t.complete !== null) return yield* Queue.offer(queue, { _tag: "SnapshotFetched", transfer: t })
+        if (t.fiber === null) t.fiber = yield* Effect.forkIn(fetchSnapshot(t), scope)
+      })
 
     const carry = (o: RaftEvent.RaftOutput<Buffer>, now: number, item: Item | null): Effect.Effect<void> => {
       switch (o._tag) {
         case "PersistQuorumState":
           return Effect.orDie(quorumFile.write(o.state))
         case "Send":
-          if (o.message._tag === "FetchSnapshotRequest") {
-            const request = o.message
-            return Effect.gen(function* () {
-              if (snapshotFetch !== null) yield* Fiber.interrupt(snapshotFetch)
-              snapshotFetch = yield* Effect.forkIn(snapshotLeader(o.to)(request), scope)
-            })
-          }
+          if (o.message._tag === "FetchSnapshotRequest") return Effect.asVoid(askSnapshot(o.to, o.message))
           return Effect.asVoid(
             Effect.forkIn(
               Effect.flatMap(transport.send(o.to, o.message), (response) =>
@@ -359,15 +401,16 @@ export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFi
           })
         case "InstallSnapshot":
           return Effect.sync(() => {
-            const fetchedSnapshot = installing
+            const fetched = installing
             installing = null
-            if (fetchedSnapshot === null) throw new Error(`InstallSnapshot ${o.snapshotId.endOffset} without its file`)
-            const installed = fetchedSnapshot.receiving.install()
+            if (fetched?.complete == null) throw new Error(`InstallSnapshot ${o.snapshotId.endOffset} without its file`)
+            if (transfer === fetched) transfer = null
+            const installed = fetched.receiving.install()
             log.reset(o.snapshotId)
             snapshots.deleteOlder()
             published = o.snapshotId.endOffset
             const item: Committed = {
-              snapshot: { ...installed.id, values: fetchedSnapshot.values },
+              snapshot: { ...installed.id, values: fetched.complete.values },
               records: [],
               highWatermark: o.snapshotId.endOffset
             }
@@ -480,19 +523,20 @@ export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFi
           )
         case "SnapshotFetched":
           return Effect.gen(function* () {
-            const epoch = item.request.snapshotId.epoch
-            const records = item.values.map((value, offset): Record => ({ _tag: "Data", offset, epoch, value }))
-            installing = { receiving: item.receiving, values: item.values }
+            const t = item.transfer
+            if (transfer !== t || t.complete === null) return
+            const epoch = t.snapshotId.epoch
+            const records = t.complete.values.map((value, offset): Record => ({ _tag: "Data", offset, epoch, value }))
             // The core takes a snapshot as one answer holding all of it.
             const response: RaftMessages.FetchSnapshotResponse<Buffer> = {
-              ...item.response,
+              ...t.complete.response,
               position: 0,
               size: records.length,
               unalignedRecords: records
             }
-            yield* stepWith({ _tag: "Response", from: item.from, request: item.request, response }, item)
-            // Not installed (the core moved on since it asked): the file goes.
-            if (installing !== null) item.receiving.discard()
+            installing = t
+            yield* stepWith({ _tag: "Response", from: t.leaderId, request: t.request, response }, item)
+            // Not installed: the core moved on since it asked (its request timed out); it asks again.
             installing = null
           })
         case "Append":

@@ -7,7 +7,12 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll } from "vitest"
 import * as RaftRuntime from "../src/RaftRuntime.js"
-import { InvalidSnapshot, OffsetBelowLogStart, SnapshotAboveHighWatermark } from "../src/RaftRuntimeError.js"
+import {
+  InvalidSnapshot,
+  OffsetBelowLogStart,
+  SnapshotAboveHighWatermark,
+  TransportError
+} from "../src/RaftRuntimeError.js"
 import * as RaftSnapshotStore from "../src/RaftSnapshotStore.js"
 import * as RaftTransport from "../src/RaftTransport.js"
 import * as RaftWire from "../src/RaftWire.js"
@@ -49,13 +54,19 @@ interface Voter {
 }
 
 /** Starts voter `id` on `dataDir` in a scope of its own, so it can be stopped as a process exit would. */
-const startVoter = (network: RaftTransport.MemoryNetwork, id: number, dataDir: string, voters = VOTERS) =>
+const startVoter = (
+  network: RaftTransport.MemoryNetwork,
+  id: number,
+  dataDir: string,
+  voters = VOTERS,
+  transport = RaftTransport.memory(network, id)
+) =>
   Effect.gen(function* () {
     const scope = yield* Scope.make()
     const runtime = yield* RaftRuntime.make({
       config: RaftConfig.make(id, voters),
       dataDir,
-      transport: RaftTransport.memory(network, id),
+      transport,
       snapshotChunkBytes: 100
     }).pipe(Scope.extend(scope))
     network.voters.set(id, runtime.handle)
@@ -144,7 +155,19 @@ describe("RaftRuntime snapshots", () => {
             })
           )
         )
-        const back = yield* startVoter(network, lost.id, lost.dataDir)
+        // The third chunk's request is lost once: the transfer goes on from there, not from the start.
+        const memory = RaftTransport.memory(network, lost.id)
+        let lose = true
+        const flaky: RaftTransport.RaftTransportService = {
+          send: (to, request) => {
+            if (request._tag === "FetchSnapshotRequest" && request.position === 200 && lose) {
+              lose = false
+              return Effect.fail(new TransportError({ to, reason: "connection lost" }))
+            }
+            return memory.send(to, request)
+          }
+        }
+        const back = yield* startVoter(network, lost.id, lost.dataDir, VOTERS, flaky)
         voters.splice(voters.indexOf(lost), 1, back)
         yield* advanceUntil(
           10_000,
@@ -153,7 +176,11 @@ describe("RaftRuntime snapshots", () => {
         const size = fs.statSync(path.join(logDirOf(leader.dataDir), RaftSnapshotStore.fileName(id))).size
         expect(served.length).toBeGreaterThanOrEqual(Math.ceil(size / 100))
         expect(served.every((s) => s.bytes <= 100 && s.size === size)).toBe(true)
-        expect(served.map((s) => s.position).slice(0, 3)).toEqual([0, 100, 200])
+        expect(lose).toBe(false)
+        const positions = served.map((s) => s.position)
+        expect(positions.slice(0, 3)).toEqual([0, 100, 200])
+        // Every chunk was served once: nothing was fetched again from the start.
+        expect(new Set(positions).size).toBe(positions.length)
 
         // The follower's snapshot file is the leader's, byte for byte, and its log starts after it.
         expect(checkpoints(back.dataDir)).toEqual([RaftSnapshotStore.fileName(id)])
