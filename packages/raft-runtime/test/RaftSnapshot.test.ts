@@ -244,8 +244,38 @@ describe("RaftRuntime snapshots", () => {
           Effect.map(first.runtime.leader, (l) => (l.leaderId === 7 ? l : undefined))
         )
         yield* whileAdvancing(first.runtime.append(values("x", 5)))
-        const id = yield* first.runtime.snapshot(yield* first.runtime.highWatermark, values("image", 2))
+        const id = yield* first.runtime.snapshot(yield* first.runtime.highWatermark, values("image", 20))
         expect(id.endOffset).toBe(6)
+        // FetchSnapshot is answered from the file at the asked position, at most MaxBytes (or the chunk size).
+        const file = path.join(logDirOf(dataDir), RaftSnapshotStore.fileName(id))
+        const whole = fs.readFileSync(file)
+        const fetchAt = (position: number, maxBytes: number, snapshotId = id) =>
+          first.runtime.handle(
+            8,
+            RaftWire.withSnapshotMaxBytes(
+              {
+                _tag: "FetchSnapshotRequest",
+                clusterId: "clustermirror",
+                replicaId: 8,
+                currentLeaderEpoch: id.epoch,
+                snapshotId,
+                position
+              },
+              maxBytes
+            )
+          )
+        const middle = yield* fetchAt(10, 7)
+        expect(middle).toMatchObject({ _tag: "FetchSnapshotResponse", errorCode: 0, size: whole.length, position: 10 })
+        if (middle._tag === "FetchSnapshotResponse")
+          expect(RaftWire.snapshotChunk(middle).equals(whole.subarray(10, 17))).toBe(true)
+        expect(whole.length).toBeGreaterThan(100)
+        const capped = yield* fetchAt(0, 1 << 20)
+        expect(capped._tag).toBe("FetchSnapshotResponse")
+        if (capped._tag === "FetchSnapshotResponse") expect(RaftWire.snapshotChunk(capped).length).toBe(100)
+        // POSITION_OUT_OF_RANGE past the end, SNAPSHOT_NOT_FOUND for another snapshot.
+        expect(yield* fetchAt(whole.length + 1, 10)).toMatchObject({ errorCode: 99, position: whole.length + 1 })
+        expect(yield* fetchAt(0, 10, { endOffset: 3, epoch: id.epoch })).toMatchObject({ errorCode: 98 })
+
         const last = yield* whileAdvancing(first.runtime.append(values("y", 2)))
         expect(last).toBe(7)
         yield* stopVoter(network, first)
@@ -262,7 +292,7 @@ describe("RaftRuntime snapshots", () => {
         expect(yield* second.runtime.logStartOffset).toBe(6)
         const items = yield* whileAdvancing(committedUntil(second.runtime, 8))
         expect(items[0]?.snapshot).toMatchObject({ endOffset: 6, epoch: id.epoch })
-        expect(items[0]?.snapshot?.values.map(String)).toEqual(["image-0", "image-1"])
+        expect(items[0]?.snapshot?.values.map(String)).toEqual(values("image", 20).map(String))
         expect(
           items
             .flatMap((c) => c.records)
@@ -273,7 +303,6 @@ describe("RaftRuntime snapshots", () => {
         yield* stopVoter(network, second)
 
         // One flipped byte in the snapshot: the voter refuses to start, naming the file.
-        const file = path.join(logDirOf(dataDir), RaftSnapshotStore.fileName(id))
         const bytes = fs.readFileSync(file)
         bytes[bytes.length - 1] = bytes[bytes.length - 1]! ^ 0xff
         fs.writeFileSync(file, bytes)
