@@ -21,6 +21,7 @@
  * `InstallSnapshot` renames the file, replaces the log and hands the snapshot to the subscribers. A
  * transfer goes on across the core's request timeouts and failed chunks (see `Transfer`).
  */
+import { RecordBatch } from "@clustermirror/protocol"
 import { RaftError, RaftLog, RaftNode, type RaftConfig, type RaftEvent, type RaftMessages } from "@clustermirror/raft"
 import { Clock, Deferred, Effect, Either, Fiber, Queue, Random, Stream } from "effect"
 import type { Scope } from "effect"
@@ -472,6 +473,13 @@ export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFi
         for (const o of result.outputs) yield* carry(o, now, item)
       })
 
+    /** The append time of the batch holding the record before `endOffset` (the snapshot's last record). */
+    const lastTimestampBefore = (endOffset: number, otherwise: number): number => {
+      const bytes = log.read(endOffset - 1, endOffset)
+      const batch = RecordBatch.split(bytes).batches[0]
+      return batch === undefined ? otherwise : RecordBatch.maxTimestamp(bytes, batch.position)
+    }
+
     const takeSnapshot = (
       endOffset: number,
       values: ReadonlyArray<Buffer>
@@ -488,7 +496,7 @@ export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFi
         const id: RaftMessages.SnapshotId = { endOffset, epoch: RaftLog.epochAt(state.log, endOffset - 1) }
         const now = yield* Clock.currentTimeMillis
         yield* Effect.try({
-          try: () => snapshots.write(id, values, now),
+          try: () => snapshots.write(id, values, now, lastTimestampBefore(endOffset, now)),
           catch: (e) => new InvalidSnapshot({ endOffset, reason: `cannot be written: ${String(e)}` })
         })
         yield* stepWith({ _tag: "CreateSnapshot", endOffset }, null)
@@ -526,7 +534,7 @@ export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFi
             const t = item.transfer
             if (transfer !== t || t.complete === null) return
             const epoch = t.snapshotId.epoch
-            const records = t.complete.values.map((value, offset): Record => ({ _tag: "Data", offset, epoch, value }))
+            const records = t.complete.values.map((value, i): Record => ({ _tag: "Data", offset: i + 1, epoch, value }))
             // The core takes a snapshot as one answer holding all of it.
             const response: RaftMessages.FetchSnapshotResponse<Buffer> = {
               ...t.complete.response,

@@ -2,7 +2,9 @@
  * The snapshots of the metadata log (KIP-630) as files in its directory, named as Kafka names them:
  * `<20-digit end offset>-<10-digit epoch>.checkpoint`. A snapshot holds the state machine's own
  * records (an image of its state at the end offset, not the log's records) as record batches like
- * the log's: data records from offset 0, in the snapshot's epoch. A snapshot is written to a
+ * the log's, in the snapshot's epoch: a SnapshotHeader control batch at offset 0, the values as data
+ * records from offset 1, a SnapshotFooter control batch last, as Kafka lays them out (the footer
+ * tells a complete file from one cut at a batch boundary). A snapshot is written to a
  * `.checkpoint.part` file, fsynced, renamed and the directory fsynced, so a `.checkpoint` is always
  * complete; a `.part` left by a crash is deleted on open. Opening validates the newest snapshot
  * (every batch whole, its CRC matching): a damaged one is an error naming the file, never skipped, as
@@ -14,7 +16,7 @@ import { Either } from "effect"
 import { Buffer } from "node:buffer"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as RaftLogStore from "./RaftLogStore.js"
+import * as SnapshotControl from "./internal/SnapshotControl.js"
 
 export type SnapshotId = RaftMessages.SnapshotId
 
@@ -71,12 +73,37 @@ const writeDurably = (file: string, chunks: ReadonlyArray<Buffer>): void => {
   }
 }
 
-/** The batches of a snapshot holding `values` in `epoch`, offsets from 0. */
-export const encode = (values: ReadonlyArray<Buffer>, epoch: number, now: number): Array<Buffer> => {
-  const out: Array<Buffer> = []
+const controlBatch = (type: number, value: Buffer, offset: number, epoch: number, now: number): Buffer =>
+  RecordBatch.build({
+    records: [{ key: SnapshotControl.key(type), value }],
+    baseOffset: offset,
+    partitionLeaderEpoch: epoch,
+    timestamp: now,
+    isControl: true
+  })
+
+/**
+ * The batches of a snapshot holding `values` in `epoch`: the header (with the append time of the
+ * last record the snapshot contains), the values from offset 1, the footer.
+ */
+export const encode = (
+  values: ReadonlyArray<Buffer>,
+  epoch: number,
+  now: number,
+  lastContainedLogTimestamp = now
+): Array<Buffer> => {
+  const out: Array<Buffer> = [
+    controlBatch(
+      SnapshotControl.SNAPSHOT_HEADER,
+      SnapshotControl.encodeHeader(lastContainedLogTimestamp),
+      0,
+      epoch,
+      now
+    )
+  ]
   let run: Array<Buffer> = []
   let bytes = 0
-  let base = 0
+  let base = 1
   const close = () => {
     if (run.length === 0) return
     out.push(
@@ -97,25 +124,47 @@ export const encode = (values: ReadonlyArray<Buffer>, epoch: number, now: number
     bytes += v.length
   }
   close()
+  out.push(controlBatch(SnapshotControl.SNAPSHOT_FOOTER, SnapshotControl.encodeFooter(), base, epoch, now))
   return out
 }
 
 /** The values of a snapshot file's bytes, or why they cannot be trusted. */
 export const decode = (bytes: Buffer): Either.Either<Array<Buffer>, string> => {
+  const values: Array<Buffer> = []
   let p = 0
+  let next = 0
+  let footer = false
   while (p < bytes.length) {
     const ref = RecordBatch.validate(bytes, p)
     if (Either.isLeft(ref)) return Either.left(`batch at byte ${p}: ${ref.left.message}`)
+    if (footer) return Either.left(`a batch after the SnapshotFooter at byte ${p}`)
+    const records = RecordBatch.records(bytes, p)
+    if (Either.isLeft(records)) return Either.left(`batch at byte ${p}: ${records.left.message}`)
+    const control = RecordBatch.isControl(bytes, p)
+    for (const r of records.right) {
+      if (r.offset !== next) return Either.left(`record at offset ${r.offset} where ${next} was due`)
+      next++
+      if (!control) {
+        if (r.offset === 0) return Either.left("no SnapshotHeader at offset 0")
+        if (r.value === null) return Either.left(`record at offset ${r.offset} has no value`)
+        values.push(Buffer.from(r.value))
+        continue
+      }
+      const type = r.key !== null && r.key.length >= 4 ? Buffer.from(r.key).readInt16BE(2) : -1
+      const value = r.value ?? new Uint8Array(0)
+      if (type === SnapshotControl.SNAPSHOT_HEADER && r.offset === 0) {
+        const header = SnapshotControl.decodeHeader(value)
+        if (Either.isLeft(header)) return Either.left(`SnapshotHeader: ${header.left}`)
+      } else if (type === SnapshotControl.SNAPSHOT_FOOTER && r.offset > 0) {
+        const decoded = SnapshotControl.decodeFooter(value)
+        if (Either.isLeft(decoded)) return Either.left(`SnapshotFooter: ${decoded.left}`)
+        footer = true
+      } else return Either.left(`control record of type ${type} at offset ${r.offset}`)
+    }
     p += ref.right.size
   }
-  const records = RaftLogStore.decodeBatches(bytes)
-  if (Either.isLeft(records)) return Either.left(records.left)
-  const values: Array<Buffer> = []
-  for (const r of records.right) {
-    if (r._tag !== "Data") return Either.left(`a ${r._tag} record at offset ${r.offset}`)
-    if (r.offset !== values.length) return Either.left(`record at offset ${r.offset} where ${values.length} was due`)
-    values.push(r.value)
-  }
+  if (!footer)
+    return Either.left(next === 0 ? "no SnapshotHeader: the file is empty" : "no SnapshotFooter: the file is cut")
   return Either.right(values)
 }
 
@@ -124,7 +173,12 @@ export interface RaftSnapshotStore {
   /** The newest complete snapshot, or null. */
   readonly latest: () => Snapshot | null
   /** Writes `values` as the snapshot `id` (part file, fsync, rename, directory fsync); it becomes the latest. */
-  readonly write: (id: SnapshotId, values: ReadonlyArray<Buffer>, now: number) => Snapshot
+  readonly write: (
+    id: SnapshotId,
+    values: ReadonlyArray<Buffer>,
+    now: number,
+    lastContainedLogTimestamp: number
+  ) => Snapshot
   /** The values of the latest snapshot. */
   readonly values: () => ReadonlyArray<Buffer>
   /** Up to `maxBytes` of the latest snapshot from byte `position`. */
@@ -201,10 +255,10 @@ export const open = (dir: string): RaftSnapshotStore => {
   return {
     dir,
     latest: () => latest,
-    write: (id, vs, now) => {
+    write: (id, vs, now, lastContainedLogTimestamp) => {
       const file = path.join(dir, fileName(id))
       const part = `${file}${PART}`
-      const batches = encode(vs, id.epoch, now)
+      const batches = encode(vs, id.epoch, now, lastContainedLogTimestamp)
       writeDurably(part, batches)
       fs.renameSync(part, file)
       fsyncDir(dir)
