@@ -295,12 +295,7 @@ export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFi
         }
       }).pipe(
         // A failed chunk is asked again when the core asks again (its request timeout).
-        Effect.catchAll((e) => Effect.logWarning(e.message)),
-        Effect.ensuring(
-          Effect.sync(() => {
-            t.fiber = null
-          })
-        )
+        Effect.catchAll((e) => Effect.logWarning(e.message))
       )
     }
 
@@ -330,7 +325,8 @@ export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFi
         const t = transfer
         t.request = request
         if (t.complete !== null) return yield* Queue.offer(queue, { _tag: "SnapshotFetched", transfer: t })
-        if (t.fiber === null) t.fiber = yield* Effect.forkIn(fetchSnapshot(t), scope)
+        const running = t.fiber !== null && (yield* Fiber.poll(t.fiber))._tag === "None"
+        if (!running) t.fiber = yield* Effect.forkIn(fetchSnapshot(t), scope)
       })
 
     const carry = (o: RaftEvent.RaftOutput<Buffer>, now: number, item: Item | null): Effect.Effect<void> => {
