@@ -7,7 +7,10 @@
  * byte-identical. Appends are not fsynced until `flush`, which the core asks for separately;
  * truncations are fsynced at once. Opening recovers the log (a torn tail after the last fsync is cut
  * to the last valid batch by the storage recovery) and rebuilds the epoch view from the batches.
- * Snapshots are not kept here yet. It must not decide anything: the core says what to write.
+ * Below the log start offset is the latest snapshot (`RaftSnapshotStore`): the log opens at the
+ * snapshot's end offset (records below it are deleted, a log that ended before it restarts empty at
+ * it), and a snapshot moves the log start up or replaces the whole log. It must not decide anything:
+ * the core says what to write.
  */
 import { METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID } from "@clustermirror/metadata-log/MetadataLog"
 import { RecordBatch } from "@clustermirror/protocol"
@@ -27,6 +30,13 @@ export interface RaftLogStore {
   /** The offsets and epochs of the log, as the core is told at start. */
   readonly view: () => RaftLog.LogView
   readonly endOffset: () => number
+  readonly logStartOffset: () => number
+  /** Whether a batch starts at `offset` (or the log ends there): a snapshot must end on a batch boundary. */
+  readonly isBatchBoundary: (offset: number) => boolean
+  /** A snapshot now holds the records below `offset` (a batch boundary): the log starts there, durably. */
+  readonly deleteBefore: (offset: number, snapshotId: RaftMessages.SnapshotId) => void
+  /** A snapshot fetched from the leader replaces the whole log: empty, starting at its end offset, durably. */
+  readonly reset: (snapshotId: RaftMessages.SnapshotId) => void
   /** Appends the core's records (offsets and epochs as given) as new batches; not yet durable. */
   readonly appendRecords: (records: ReadonlyArray<Record>, now: number) => void
   /** Appends whole batches fetched from the leader, bytes unchanged; not yet durable. */
@@ -40,7 +50,10 @@ export interface RaftLogStore {
   readonly close: () => void
 }
 
-/** Thrown on opening a log this runtime cannot serve (it starts past 0) and on a truncation inside a batch. */
+/**
+ * Thrown on opening a log this runtime cannot serve (it starts past its snapshot: records are
+ * missing) and on a truncation inside a batch.
+ */
 export class InvalidBatches extends Error {}
 
 /** The records of whole batches (data records with their values, LeaderChange control records). */
@@ -111,7 +124,7 @@ export const encodeRecords = (records: ReadonlyArray<Record>, now: number): Arra
   return out
 }
 
-const scanView = (log: PartitionLog.PartitionLog): RaftLog.LogView => {
+const scanView = (log: PartitionLog.PartitionLog, snapshotId: RaftMessages.SnapshotId | null): RaftLog.LogView => {
   const epochs: Array<RaftLog.EpochEntry> = []
   let offset = log.logStartOffset
   while (offset < log.logEndOffset) {
@@ -128,22 +141,52 @@ const scanView = (log: PartitionLog.PartitionLog): RaftLog.LogView => {
   }
   return {
     logStartOffset: log.logStartOffset,
-    snapshotId: null,
+    snapshotId,
     endOffset: log.logEndOffset,
     epochs,
     flushedOffset: log.logEndOffset
   }
 }
 
-const over = (log: PartitionLog.PartitionLog): RaftLogStore => {
+const over = (log: PartitionLog.PartitionLog, snapshot: RaftMessages.SnapshotId | null): RaftLogStore => {
+  let snapshotId = snapshot
+  const start = snapshot?.endOffset ?? 0
+  if (log.logStartOffset > start)
+    throw new InvalidBatches(
+      `the metadata log starts at ${log.logStartOffset}, past ${snapshot === null ? "offset 0 without a snapshot" : `the snapshot ending at ${start}`}: records are missing`
+    )
+  const isBatchBoundary = (offset: number): boolean => {
+    if (offset >= log.logEndOffset) return offset === log.logEndOffset
+    const { records } = log.read(offset, RecordBatch.HEADER_SIZE)
+    return records.length >= RecordBatch.LOG_OVERHEAD && RecordBatch.baseOffset(records, 0) === offset
+  }
+  const deleteBefore = (offset: number) => {
+    log.updateHighWatermark(offset)
+    log.deleteRecordsBefore(offset)
+  }
+  if (log.logStartOffset < start) {
+    // A crash after the snapshot was made and before the log followed it: the log catches up now.
+    if (log.logEndOffset >= start && isBatchBoundary(start)) deleteBefore(start)
+    else log.truncateFullyAndStartAt(start)
+  }
   // What was recovered is made durable before the core is told it is flushed.
   log.flush()
-  const opened = scanView(log)
-  if (opened.logStartOffset > 0)
-    throw new InvalidBatches(`the metadata log starts at ${opened.logStartOffset}: snapshots are not supported yet`)
   return {
-    view: () => scanView(log),
+    view: () => scanView(log, snapshotId),
     endOffset: () => log.logEndOffset,
+    logStartOffset: () => log.logStartOffset,
+    isBatchBoundary,
+    deleteBefore: (offset, id) => {
+      if (!isBatchBoundary(offset)) throw new InvalidBatches(`the log start cannot move inside a batch (${offset})`)
+      deleteBefore(offset)
+      log.flush()
+      snapshotId = id
+    },
+    reset: (id) => {
+      log.truncateFullyAndStartAt(id.endOffset)
+      log.flush()
+      snapshotId = id
+    },
     appendRecords: (records, now) => {
       for (const batch of encodeRecords(records, now)) log.appendAsFollower(batch, now)
     },
@@ -183,15 +226,19 @@ const over = (log: PartitionLog.PartitionLog): RaftLogStore => {
   }
 }
 
-/** The metadata log under `dataDir` (`<dataDir>/__cluster_metadata-0`), recovered. Throws storage errors. */
-export const openFile = (dataDir: string): RaftLogStore =>
+/**
+ * The metadata log under `dataDir` (`<dataDir>/__cluster_metadata-0`), recovered, starting at the end
+ * of `snapshot` (the latest snapshot, or null). Throws storage errors.
+ */
+export const openFile = (dataDir: string, snapshot: RaftMessages.SnapshotId | null = null): RaftLogStore =>
   over(
     PartitionLogStore.makeFileStore(dataDir).open(
       METADATA_TOPIC,
       METADATA_PARTITION,
       { maxMessageBytes: MAX_BATCH_BYTES },
       METADATA_TOPIC_ID
-    )
+    ),
+    snapshot
   )
 
 /** The same log in memory. */
@@ -202,5 +249,6 @@ export const openMemory = (): RaftLogStore =>
       METADATA_PARTITION,
       { maxMessageBytes: MAX_BATCH_BYTES },
       METADATA_TOPIC_ID
-    )
+    ),
+    null
   )

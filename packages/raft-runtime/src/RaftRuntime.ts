@@ -8,28 +8,58 @@
  * `RaftTransport` without holding the loop.
  *
  * For the controller: `append` completes once the high watermark passes the records (or fails with
- * `NotLeader`), `committed` streams the committed records from the start of the log (a hot standby
- * replays it), `leader` and `describeQuorum` read the voter's state. For the network face: `handle`
- * runs an incoming request through the core and returns its answer. Snapshots are not kept yet: a
- * core output asking to write or install one stops the voter with a defect naming it.
+ * `NotLeader`), `committed` streams the latest snapshot and the committed records after it (a hot
+ * standby replays it), `leader` and `describeQuorum` read the voter's state. For the network face:
+ * `handle` runs an incoming request through the core and returns its answer.
+ *
+ * Snapshots (KIP-630): `snapshot` writes the state machine's image at a committed offset as a
+ * snapshot file (`RaftSnapshotStore`), then the core's `CreateSnapshot` moves the log start up to
+ * it. The leader answers FetchSnapshot with chunks of its latest snapshot file (the core checks the
+ * leader, the epoch and the snapshot id; the runtime serves `Position` and `MaxBytes`). A follower
+ * sent to a snapshot fetches it chunk by chunk into a `.part` file, outside the loop; once `Size` is
+ * reached and the file checked, the core gets the whole snapshot as one answer, and its
+ * `InstallSnapshot` renames the file, replaces the log and hands the snapshot to the subscribers. A
+ * transfer goes on across the core's request timeouts and failed chunks (see `Transfer`).
  */
-import { RaftNode, type RaftConfig, type RaftEvent, type RaftMessages } from "@clustermirror/raft"
-import { Clock, Deferred, Effect, Fiber, Queue, Random, Stream } from "effect"
+import { RecordBatch } from "@clustermirror/protocol"
+import { RaftError, RaftLog, RaftNode, type RaftConfig, type RaftEvent, type RaftMessages } from "@clustermirror/raft"
+import { Clock, Deferred, Effect, Either, Fiber, Queue, Random, Stream } from "effect"
 import type { Scope } from "effect"
 import type { Buffer } from "node:buffer"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as QuorumStateFile from "./QuorumStateFile.js"
 import * as RaftLogStore from "./RaftLogStore.js"
-import { NotLeader, type QuorumStateFileError, RaftLogError } from "./RaftRuntimeError.js"
+import {
+  InvalidSnapshot,
+  NotLeader,
+  OffsetBelowLogStart,
+  type QuorumStateFileError,
+  RaftLogError,
+  SnapshotAboveHighWatermark
+} from "./RaftRuntimeError.js"
+import * as RaftSnapshotStore from "./RaftSnapshotStore.js"
 import type { RaftTransportService } from "./RaftTransport.js"
 import * as RaftWire from "./RaftWire.js"
 
 type Record = RaftLogStore.Record
 type Event = RaftEvent.RaftEvent<Buffer>
 
+/** A snapshot: the state machine's records describing its state at committed offset `endOffset`. */
+export interface CommittedSnapshot {
+  readonly endOffset: number
+  /** The epoch of the record before `endOffset`. */
+  readonly epoch: number
+  readonly values: ReadonlyArray<Buffer>
+}
+
 /** Records newly below the high watermark, in offset order. */
 export interface Committed {
+  /**
+   * Set on a subscriber's first item when the log starts at a snapshot, and when this voter installs
+   * a snapshot from the leader: the state machine resets to it, and `records` follow it.
+   */
+  readonly snapshot?: CommittedSnapshot
   readonly records: ReadonlyArray<Record>
   /** The high watermark after them. */
   readonly highWatermark: number
@@ -61,18 +91,38 @@ export interface RaftRuntime {
    * before the records committed (they may still commit under the next leader).
    */
   readonly append: (values: ReadonlyArray<Buffer>) => Effect.Effect<number, NotLeader>
-  /** Every committed record from offset 0 on, then each new commit as it happens. */
+  /**
+   * The latest snapshot (if any) and every committed record after it, then each new commit as it
+   * happens, and any snapshot installed from the leader.
+   */
   readonly committed: Stream.Stream<Committed>
   /** The leader this voter knows (-1 when none) and its epoch. */
   readonly leader: Effect.Effect<{ readonly leaderId: number; readonly leaderEpoch: number }>
   readonly highWatermark: Effect.Effect<number>
-  /** The log's record batches from `from` up to the high watermark, bytes as stored (whole batches). */
-  readonly readCommitted: (from: number) => Effect.Effect<Buffer>
+  /**
+   * The log's record batches from `from` up to the high watermark, bytes as stored (whole batches).
+   * `OffsetBelowLogStart` when `from` is below the log start (those records are in the snapshot).
+   */
+  readonly readCommitted: (from: number) => Effect.Effect<Buffer, OffsetBelowLogStart>
   readonly describeQuorum: Effect.Effect<QuorumDescription>
   /** Runs a request from voter `from` through the core; its answer. */
   readonly handle: (from: number, request: RaftMessages.RaftRequest) => Effect.Effect<RaftWire.Response>
   /** Graceful shutdown of a leader: it resigns and names its successors. */
   readonly resign: Effect.Effect<void>
+  /**
+   * Writes `values` (the state machine's records describing its state at committed offset
+   * `endOffset`, an image rather than log records) as a snapshot and deletes the log below it; its
+   * id once durable. `endOffset` must be at most the high watermark, past the log start and on a
+   * batch boundary (the end of an append).
+   */
+  readonly snapshot: (
+    endOffset: number,
+    values: ReadonlyArray<Buffer>
+  ) => Effect.Effect<RaftMessages.SnapshotId, SnapshotAboveHighWatermark | InvalidSnapshot>
+  /** The log start offset: the end of the latest snapshot, or 0. */
+  readonly logStartOffset: Effect.Effect<number>
+  /** The latest snapshot's id, or null. */
+  readonly latestSnapshot: Effect.Effect<RaftMessages.SnapshotId | null>
 }
 
 export interface Options {
@@ -80,7 +130,11 @@ export interface Options {
   /** The metadata log directory's parent (`log.dirs`/`metadata.log.dir`): the log is `<dataDir>/__cluster_metadata-0`. */
   readonly dataDir: string
   readonly transport: RaftTransportService
+  /** The most snapshot bytes one FetchSnapshot asks for or answers (Kafka fetches 8 MiB at a time). */
+  readonly snapshotChunkBytes?: number
 }
+
+export const DEFAULT_SNAPSHOT_CHUNK_BYTES = 8 * 1024 * 1024
 
 type Item =
   | { readonly _tag: "Event"; readonly event: Event }
@@ -95,6 +149,34 @@ type Item =
       readonly values: ReadonlyArray<Buffer>
       readonly reply: Deferred.Deferred<number, NotLeader>
     }
+  | {
+      readonly _tag: "Snapshot"
+      readonly endOffset: number
+      readonly values: ReadonlyArray<Buffer>
+      readonly reply: Deferred.Deferred<RaftMessages.SnapshotId, SnapshotAboveHighWatermark | InvalidSnapshot>
+    }
+  /** A snapshot fetched whole: the core gets it as the answer to its latest FetchSnapshot. */
+  | { readonly _tag: "SnapshotFetched"; readonly transfer: Transfer }
+
+/**
+ * A snapshot being fetched from a leader, chunk by chunk. It outlives the core's request timeout:
+ * the core asks again (a Fetch sends it back to the snapshot) and the transfer goes on from where it
+ * is, or answers at once when it is complete; a failed chunk is asked again from its position.
+ */
+interface Transfer {
+  readonly leaderId: number
+  readonly snapshotId: RaftMessages.SnapshotId
+  readonly receiving: RaftSnapshotStore.Receiving
+  /** The core's latest FetchSnapshot for it: the one the whole snapshot answers. */
+  request: RaftMessages.FetchSnapshotRequest
+  position: number
+  fiber: Fiber.RuntimeFiber<void> | null
+  /** Set once complete and checked. */
+  complete: {
+    readonly response: RaftMessages.FetchSnapshotResponse<Buffer>
+    readonly values: ReadonlyArray<Buffer>
+  } | null
+}
 
 const logError = (reason: string) => (cause: unknown) =>
   new RaftLogError({ reason: `${reason}: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
@@ -103,12 +185,19 @@ const logError = (reason: string) => (cause: unknown) =>
 export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFileError | RaftLogError, Scope.Scope> =>
   Effect.gen(function* () {
     const { config, transport } = options
+    const chunkBytes = options.snapshotChunkBytes ?? DEFAULT_SNAPSHOT_CHUNK_BYTES
+    if (!Number.isSafeInteger(chunkBytes) || chunkBytes < 1)
+      return yield* Effect.dieMessage(`snapshotChunkBytes must be a positive integer, not ${chunkBytes}`)
     const logDir = path.join(options.dataDir, "__cluster_metadata-0")
+    const snapshots = yield* Effect.try({
+      try: () => RaftSnapshotStore.open(logDir),
+      catch: logError(`cannot open the snapshots in ${logDir}`)
+    })
     const log = yield* Effect.acquireRelease(
       Effect.try({
         try: () => {
           fs.mkdirSync(options.dataDir, { recursive: true })
-          return RaftLogStore.openFile(options.dataDir)
+          return RaftLogStore.openFile(options.dataDir, snapshots.latest()?.id ?? null)
         },
         catch: logError(`cannot open the metadata log in ${options.dataDir}`)
       }),
@@ -125,7 +214,20 @@ export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFi
     const pendingRequests = new Map<RaftMessages.RaftRequest, Deferred.Deferred<RaftWire.Response>>()
     const caughtUp = new Map<number, number>()
     const subscribers = new Set<Queue.Queue<Committed>>()
-    let published = 0
+    // Everything below the snapshot is committed (only committed state is snapshotted).
+    let published = snapshots.latest()?.id.endOffset ?? 0
+    /** The snapshot being fetched from the leader, one at a time. */
+    let transfer: Transfer | null = null
+    /** The complete transfer the core is being told about (its `InstallSnapshot` installs it). */
+    let installing: Transfer | null = null
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        transfer?.receiving.discard()
+        transfer = null
+      })
+    )
+    /** The positions and sizes of FetchSnapshot requests being answered (the core sees position 0). */
+    const snapshotReads = new Map<RaftMessages.RaftRequest, { readonly position: number; readonly maxBytes: number }>()
 
     const random = Random.nextIntBetween(0, 0x7fffffff)
     const now0 = yield* Clock.currentTimeMillis
@@ -136,7 +238,7 @@ export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFi
 
     const readRecords = (from: number, to: number): ReadonlyArray<Record> => {
       if (to <= from) return []
-      const decoded = RaftWire.recordsOf(log.read(from, to))
+      const decoded = RaftWire.recordsOf(log.read(Math.max(from, log.logStartOffset()), to))
       if (decoded._tag === "Left") throw new Error(`the metadata log holds unreadable batches: ${decoded.left}`)
       return decoded.right
     }
@@ -150,11 +252,89 @@ export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFi
       for (const q of subscribers) Queue.unsafeOffer(q, item)
     }
 
+    /** Fetches the rest of `t` from its leader; the loop hears of the whole snapshot or of a refusal. */
+    const fetchSnapshot = (t: Transfer): Effect.Effect<void> => {
+      const to = t.leaderId
+      const failed = (reason: string) =>
+        Effect.fail(new RaftLogError({ reason: `FetchSnapshot ${t.snapshotId.endOffset} from ${to}: ${reason}` }))
+      const dropped = () =>
+        Effect.sync(() => {
+          t.receiving.discard()
+          if (transfer === t) transfer = null
+        })
+      return Effect.gen(function* () {
+        for (;;) {
+          const chunkRequest = RaftWire.withSnapshotMaxBytes({ ...t.request, position: t.position }, chunkBytes)
+          const response = yield* transport.send(to, chunkRequest)
+          if (response._tag !== "FetchSnapshotResponse") return yield* failed(`answered ${response._tag}`)
+          if (response.errorCode !== RaftError.ErrorCode.NONE) {
+            // The core learns of the refusal (and of a new leader) as the answer to its request.
+            yield* dropped()
+            return yield* Queue.offer(queue, {
+              _tag: "Event",
+              event: { _tag: "Response", from: to, request: t.request, response: { ...response, position: 0 } }
+            })
+          }
+          if (response.position !== t.position)
+            return yield* failed(`answered position ${response.position}, not ${t.position}`)
+          const chunk = RaftWire.snapshotChunk(response)
+          if (t.position + chunk.length > response.size)
+            return yield* failed(`${t.position + chunk.length} bytes of a snapshot of ${response.size}`)
+          t.receiving.write(t.position, chunk)
+          t.position += chunk.length
+          if (t.position === response.size) {
+            const values = t.receiving.finish()
+            if (Either.isLeft(values)) {
+              yield* dropped()
+              return yield* failed(`the fetched file cannot be installed: ${values.left}`)
+            }
+            t.complete = { response, values: values.right }
+            return yield* Queue.offer(queue, { _tag: "SnapshotFetched", transfer: t })
+          }
+          if (chunk.length === 0) return yield* failed(`an empty chunk at ${t.position} of ${response.size}`)
+        }
+      }).pipe(
+        // A failed chunk is asked again when the core asks again (its request timeout).
+        Effect.catchAll((e) => Effect.logWarning(e.message))
+      )
+    }
+
+    /** The core asks for a snapshot: the transfer of it starts, goes on, or answers at once. */
+    const askSnapshot = (to: number, request: RaftMessages.FetchSnapshotRequest) =>
+      Effect.gen(function* () {
+        const same = (t: Transfer) =>
+          t.leaderId === to &&
+          t.snapshotId.endOffset === request.snapshotId.endOffset &&
+          t.snapshotId.epoch === request.snapshotId.epoch
+        if (transfer !== null && !same(transfer)) {
+          const old = transfer
+          transfer = null
+          if (old.fiber !== null) yield* Fiber.interrupt(old.fiber)
+          old.receiving.discard()
+        }
+        if (transfer === null)
+          transfer = {
+            leaderId: to,
+            snapshotId: request.snapshotId,
+            receiving: snapshots.receive(request.snapshotId),
+            request,
+            position: 0,
+            fiber: null,
+            complete: null
+          }
+        const t = transfer
+        t.request = request
+        if (t.complete !== null) return yield* Queue.offer(queue, { _tag: "SnapshotFetched", transfer: t })
+        const running = t.fiber !== null && (yield* Fiber.poll(t.fiber))._tag === "None"
+        if (!running) t.fiber = yield* Effect.forkIn(fetchSnapshot(t), scope)
+      })
+
     const carry = (o: RaftEvent.RaftOutput<Buffer>, now: number, item: Item | null): Effect.Effect<void> => {
       switch (o._tag) {
         case "PersistQuorumState":
           return Effect.orDie(quorumFile.write(o.state))
         case "Send":
+          if (o.message._tag === "FetchSnapshotRequest") return Effect.asVoid(askSnapshot(o.to, o.message))
           return Effect.asVoid(
             Effect.forkIn(
               Effect.flatMap(transport.send(o.to, o.message), (response) =>
@@ -167,8 +347,27 @@ export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFi
             )
           )
         case "Respond":
-        case "RespondFetchSnapshot":
           return answer(o.request, o.response)
+        case "RespondFetchSnapshot":
+          return Effect.suspend(() => {
+            const read = snapshotReads.get(o.request)
+            const latest = snapshots.latest()
+            if (o.response.errorCode !== RaftError.ErrorCode.NONE || read === undefined || latest === null)
+              return answer(o.request, { ...o.response, position: read?.position ?? o.response.position })
+            // The core checked the leader, the epoch and the snapshot id; the bytes are the runtime's.
+            if (read.position > latest.size)
+              return answer(o.request, {
+                ...o.response,
+                errorCode: RaftError.ErrorCode.POSITION_OUT_OF_RANGE,
+                size: latest.size,
+                position: read.position
+              })
+            const chunk = snapshots.read(read.position, Math.min(read.maxBytes, chunkBytes))
+            return answer(
+              o.request,
+              RaftWire.withSnapshotChunk({ ...o.response, size: latest.size, position: read.position }, chunk)
+            )
+          })
         case "RespondFetch":
           return Effect.suspend(() => answer(o.request, { ...o.response, records: readRecords(o.readFrom, o.readTo) }))
         case "AppendLog":
@@ -192,8 +391,28 @@ export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFi
             })
           })
         case "CreateSnapshot":
+          return Effect.sync(() => {
+            // The snapshot file is already durable (see `takeSnapshot`): the log follows it.
+            log.deleteBefore(o.snapshotId.endOffset, o.snapshotId)
+            snapshots.deleteOlder()
+          })
         case "InstallSnapshot":
-          return Effect.dieMessage(`raft runtime of voter ${config.nodeId}: ${o._tag} is not supported yet`)
+          return Effect.sync(() => {
+            const fetched = installing
+            installing = null
+            if (fetched?.complete == null) throw new Error(`InstallSnapshot ${o.snapshotId.endOffset} without its file`)
+            if (transfer === fetched) transfer = null
+            const installed = fetched.receiving.install()
+            log.reset(o.snapshotId)
+            snapshots.deleteOlder()
+            published = o.snapshotId.endOffset
+            const item: Committed = {
+              snapshot: { ...installed.id, values: fetched.complete.values },
+              records: [],
+              highWatermark: o.snapshotId.endOffset
+            }
+            for (const q of subscribers) Queue.unsafeOffer(q, item)
+          })
         case "SetTimer":
           return Effect.gen(function* () {
             const previous = timers.get(o.timer)
@@ -250,16 +469,79 @@ export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFi
         for (const o of result.outputs) yield* carry(o, now, item)
       })
 
+    /** The append time of the batch holding the record before `endOffset` (the snapshot's last record). */
+    const lastTimestampBefore = (endOffset: number, otherwise: number): number => {
+      const bytes = log.read(endOffset - 1, endOffset)
+      const batch = RecordBatch.split(bytes).batches[0]
+      return batch === undefined ? otherwise : RecordBatch.maxTimestamp(bytes, batch.position)
+    }
+
+    const takeSnapshot = (
+      endOffset: number,
+      values: ReadonlyArray<Buffer>
+    ): Effect.Effect<RaftMessages.SnapshotId, SnapshotAboveHighWatermark | InvalidSnapshot> =>
+      Effect.gen(function* () {
+        const refuse = (reason: string) => Effect.fail(new InvalidSnapshot({ endOffset, reason }))
+        if (endOffset > state.highWatermark)
+          return yield* Effect.fail(new SnapshotAboveHighWatermark({ endOffset, highWatermark: state.highWatermark }))
+        if (endOffset <= state.log.logStartOffset)
+          return yield* refuse(`the log already starts at ${state.log.logStartOffset}`)
+        if (!log.isBatchBoundary(endOffset)) return yield* refuse("it is inside a batch of the log")
+        if (endOffset > state.log.flushedOffset)
+          yield* stepWith({ _tag: "FlushCompleted", endOffset: Math.min(endOffset, log.flush()) }, null)
+        const id: RaftMessages.SnapshotId = { endOffset, epoch: RaftLog.epochAt(state.log, endOffset - 1) }
+        const now = yield* Clock.currentTimeMillis
+        yield* Effect.try({
+          try: () => snapshots.write(id, values, now, lastTimestampBefore(endOffset, now)),
+          catch: (e) => new InvalidSnapshot({ endOffset, reason: `cannot be written: ${String(e)}` })
+        })
+        yield* stepWith({ _tag: "CreateSnapshot", endOffset }, null)
+        if (state.log.snapshotId?.endOffset !== endOffset || state.log.snapshotId.epoch !== id.epoch)
+          return yield* Effect.dieMessage(`the raft core did not take the snapshot ${endOffset} it was given`)
+        return id
+      })
+
     const run = (item: Item): Effect.Effect<void> => {
       switch (item._tag) {
         case "Event":
           return stepWith(item.event, item)
         case "Request":
           return Effect.gen(function* () {
-            pendingRequests.set(item.request, item.reply)
-            yield* stepWith({ _tag: "Request", from: item.from, request: item.request }, item)
+            const original = item.request
+            // The core serves a snapshot whole; the runtime serves its bytes from the asked position.
+            const request = original._tag === "FetchSnapshotRequest" ? { ...original, position: 0 } : original
+            if (original._tag === "FetchSnapshotRequest")
+              snapshotReads.set(request, {
+                position: original.position,
+                maxBytes: RaftWire.snapshotMaxBytes(original)
+              })
+            pendingRequests.set(request, item.reply)
+            yield* stepWith({ _tag: "Request", from: item.from, request }, item)
+            snapshotReads.delete(request)
             // The core answers every request in its step; one it ignored gets no answer here either.
-            if (pendingRequests.delete(item.request)) yield* Deferred.interrupt(item.reply)
+            if (pendingRequests.delete(request)) yield* Deferred.interrupt(item.reply)
+          })
+        case "Snapshot":
+          return Effect.flatMap(Effect.exit(takeSnapshot(item.endOffset, item.values)), (exit) =>
+            Deferred.done(item.reply, exit)
+          )
+        case "SnapshotFetched":
+          return Effect.gen(function* () {
+            const t = item.transfer
+            if (transfer !== t || t.complete === null) return
+            const epoch = t.snapshotId.epoch
+            const records = t.complete.values.map((value, i): Record => ({ _tag: "Data", offset: i + 1, epoch, value }))
+            // The core takes a snapshot as one answer holding all of it.
+            const response: RaftMessages.FetchSnapshotResponse<Buffer> = {
+              ...t.complete.response,
+              position: 0,
+              size: records.length,
+              unalignedRecords: records
+            }
+            installing = t
+            yield* stepWith({ _tag: "Response", from: t.leaderId, request: t.request, response }, item)
+            // Not installed: the core moved on since it asked (its request timed out); it asks again.
+            installing = null
           })
         case "Append":
           return Effect.gen(function* () {
@@ -297,7 +579,14 @@ export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFi
       Effect.gen(function* () {
         const q = yield* Queue.unbounded<Committed>()
         yield* Effect.sync(() => {
-          if (published > 0) Queue.unsafeOffer(q, { records: readRecords(0, published), highWatermark: published })
+          const latest = snapshots.latest()
+          if (latest !== null)
+            Queue.unsafeOffer(q, {
+              snapshot: { ...latest.id, values: snapshots.values() },
+              records: readRecords(latest.id.endOffset, published),
+              highWatermark: Math.max(published, latest.id.endOffset)
+            })
+          else if (published > 0) Queue.unsafeOffer(q, { records: readRecords(0, published), highWatermark: published })
           subscribers.add(q)
         })
         yield* Effect.addFinalizer(() =>
@@ -320,7 +609,18 @@ export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFi
       committed,
       leader: Effect.sync(() => ({ leaderId: RaftNode.leaderId(state), leaderEpoch: RaftNode.epoch(state) })),
       highWatermark: Effect.sync(() => state.highWatermark),
-      readCommitted: (from) => Effect.sync(() => log.read(from, Math.max(from, state.highWatermark))),
+      readCommitted: (from) =>
+        Effect.suspend(() =>
+          from < log.logStartOffset()
+            ? Effect.fail(
+                new OffsetBelowLogStart({
+                  offset: from,
+                  logStartOffset: log.logStartOffset(),
+                  snapshotId: snapshots.latest()?.id ?? null
+                })
+              )
+            : Effect.succeed(log.read(from, Math.max(from, state.highWatermark)))
+        ),
       describeQuorum: Effect.map(Clock.currentTimeMillis, (now) => {
         const d = RaftNode.describeQuorum(state)
         return {
@@ -335,6 +635,18 @@ export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFi
         Effect.flatMap(Deferred.make<RaftWire.Response>(), (reply) =>
           ask({ _tag: "Request", from, request, reply }, reply, Effect.interrupt)
         ),
-      resign: Queue.offer(queue, { _tag: "Event", event: { _tag: "Resign" } }).pipe(Effect.asVoid)
+      resign: Queue.offer(queue, { _tag: "Event", event: { _tag: "Resign" } }).pipe(Effect.asVoid),
+      snapshot: (endOffset, values) =>
+        Effect.flatMap(
+          Deferred.make<RaftMessages.SnapshotId, SnapshotAboveHighWatermark | InvalidSnapshot>(),
+          (reply) =>
+            ask(
+              { _tag: "Snapshot", endOffset, values, reply },
+              reply,
+              Effect.fail(new InvalidSnapshot({ endOffset, reason: `voter ${config.nodeId} is stopped` }))
+            )
+        ),
+      logStartOffset: Effect.sync(() => log.logStartOffset()),
+      latestSnapshot: Effect.sync(() => snapshots.latest()?.id ?? null)
     }
   })

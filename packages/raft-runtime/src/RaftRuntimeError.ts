@@ -45,3 +45,35 @@ export class TransportError extends Data.TaggedError("TransportError")<{
     return `raft request to voter ${this.to}: ${this.reason}`
   }
 }
+
+/** A snapshot asked for above the high watermark: only committed state is snapshotted. */
+export class SnapshotAboveHighWatermark extends Data.TaggedError("SnapshotAboveHighWatermark")<{
+  readonly endOffset: number
+  readonly highWatermark: number
+}> {
+  override get message(): string {
+    return `a snapshot ending at ${this.endOffset} is above the high watermark ${this.highWatermark}`
+  }
+}
+
+/** A snapshot this voter cannot take: not past its log start, not on a batch boundary, or the voter stopped. */
+export class InvalidSnapshot extends Data.TaggedError("InvalidSnapshot")<{
+  readonly endOffset: number
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `no snapshot ending at ${this.endOffset}: ${this.reason}`
+  }
+}
+
+/** A read of the log below its start: those records are in the snapshot (OFFSET_OUT_OF_RANGE for a fetcher). */
+export class OffsetBelowLogStart extends Data.TaggedError("OffsetBelowLogStart")<{
+  readonly offset: number
+  readonly logStartOffset: number
+  /** The snapshot holding the records below the log start. */
+  readonly snapshotId: { readonly endOffset: number; readonly epoch: number } | null
+}> {
+  override get message(): string {
+    return `offset ${this.offset} is below the log start ${this.logStartOffset}: read the snapshot`
+  }
+}

@@ -3,7 +3,10 @@
  * (54) v1, Fetch (1) v17 and FetchSnapshot (59) v1, one field to one field, for the one partition
  * `__cluster_metadata-0`. Fetch records travel as record batches; the records decoded from a fetched
  * response remember their batches (`fetchedBatches`), so a follower appends the leader's bytes
- * unchanged. Pure: no I/O, no decisions.
+ * unchanged. FetchSnapshot carries a chunk of the snapshot file: the core's messages hold no bytes, so
+ * the chunk of a response (`snapshotChunk`) and the `MaxBytes` of a request (`snapshotMaxBytes`)
+ * travel beside them, and a response's `Size` and `Position` are the file's bytes on the wire. Pure:
+ * no I/O, no decisions.
  */
 import { MetadataLog } from "@clustermirror/metadata-log"
 import {
@@ -33,6 +36,35 @@ const batchesOf = new WeakMap<ReadonlyArray<Record>, Buffer>()
 
 /** The batches the records of a fetched response were decoded from, if they were. */
 export const fetchedBatches = (records: ReadonlyArray<Record>): Buffer | undefined => batchesOf.get(records)
+
+const chunkOf = new WeakMap<RaftMessages.FetchSnapshotResponse<Buffer>, Buffer>()
+const maxBytesOf = new WeakMap<RaftMessages.FetchSnapshotRequest, number>()
+
+/** The snapshot bytes a FetchSnapshot response carries (from `Position` on), empty when none. */
+export const snapshotChunk = (response: RaftMessages.FetchSnapshotResponse<Buffer>): Buffer =>
+  chunkOf.get(response) ?? Buffer.alloc(0)
+
+/** `response` carrying `chunk` of the snapshot file. */
+export const withSnapshotChunk = (
+  response: RaftMessages.FetchSnapshotResponse<Buffer>,
+  chunk: Buffer
+): RaftMessages.FetchSnapshotResponse<Buffer> => {
+  chunkOf.set(response, chunk)
+  return response
+}
+
+/** The most snapshot bytes a FetchSnapshot request asks for (`MaxBytes`). */
+export const snapshotMaxBytes = (request: RaftMessages.FetchSnapshotRequest): number =>
+  maxBytesOf.get(request) ?? 0x7fffffff
+
+/** `request` asking for at most `maxBytes` of the snapshot. */
+export const withSnapshotMaxBytes = (
+  request: RaftMessages.FetchSnapshotRequest,
+  maxBytes: number
+): RaftMessages.FetchSnapshotRequest => {
+  maxBytesOf.set(request, maxBytes)
+  return request
+}
 
 /** Records decoded from batches, remembering them. */
 export const recordsOf = (batches: Buffer): Either.Either<ReadonlyArray<Record>, string> =>
@@ -129,7 +161,7 @@ export const fetchSnapshotRequest = (
 ): Spec.StructInput<typeof FetchSnapshot.Request.fields> => ({
   clusterId: r.clusterId,
   replicaId: r.replicaId,
-  maxBytes: 0x7fffffff,
+  maxBytes: snapshotMaxBytes(r),
   topics: [
     {
       name: TOPIC,
@@ -235,17 +267,15 @@ export const fromFetchRequest = (w: Fetch.Request): Incoming => {
 export const fromFetchSnapshotRequest = (w: FetchSnapshot.Request): Incoming => {
   const p = onePartition(w.topics, (i) => w.topics[i]?.name === TOPIC)
   if (typeof p === "string") return p
-  return {
-    from: w.replicaId,
-    request: {
-      _tag: "FetchSnapshotRequest",
-      clusterId: w.clusterId ?? "",
-      replicaId: w.replicaId,
-      currentLeaderEpoch: p.currentLeaderEpoch,
-      snapshotId: { endOffset: n(p.snapshotId.endOffset), epoch: p.snapshotId.epoch },
-      position: n(p.position)
-    }
+  const request: RaftMessages.FetchSnapshotRequest = {
+    _tag: "FetchSnapshotRequest",
+    clusterId: w.clusterId ?? "",
+    replicaId: w.replicaId,
+    currentLeaderEpoch: p.currentLeaderEpoch,
+    snapshotId: { endOffset: n(p.snapshotId.endOffset), epoch: p.snapshotId.epoch },
+    position: n(p.position)
   }
+  return { from: w.replicaId, request: withSnapshotMaxBytes(request, w.maxBytes) }
 }
 
 // ------------------------------------------------------------------------------------------ responses
@@ -313,7 +343,7 @@ export const fetchResponse = (
   nodeEndpoints: []
 })
 
-/** A FetchSnapshot response without snapshot bytes (this runtime keeps no snapshots yet). */
+/** A FetchSnapshot response with its chunk of the snapshot file (`snapshotChunk`). */
 export const fetchSnapshotResponse = (
   r: RaftMessages.FetchSnapshotResponse<Buffer>
 ): Spec.StructInput<typeof FetchSnapshot.Response.fields> => ({
@@ -330,7 +360,7 @@ export const fetchSnapshotResponse = (
           currentLeader: r.currentLeader,
           size: BigInt(r.size),
           position: BigInt(r.position),
-          unalignedRecords: Buffer.alloc(0)
+          unalignedRecords: snapshotChunk(r)
         }
       ]
     }
@@ -405,14 +435,16 @@ export const fromFetchSnapshotResponse = (
   if (w.errorCode !== 0) return topLevel(w.errorCode)
   const p = firstPartition(w.topics)
   if (typeof p === "string") return p
-  if (toBuffer(p.unalignedRecords).length > 0) return "snapshot contents are not supported yet"
-  return {
-    _tag: "FetchSnapshotResponse",
-    errorCode: p.errorCode,
-    snapshotId: { endOffset: n(p.snapshotId.endOffset), epoch: p.snapshotId.epoch },
-    currentLeader: { leaderId: p.currentLeader.leaderId, leaderEpoch: p.currentLeader.leaderEpoch },
-    size: n(p.size),
-    position: n(p.position),
-    unalignedRecords: []
-  }
+  return withSnapshotChunk(
+    {
+      _tag: "FetchSnapshotResponse",
+      errorCode: p.errorCode,
+      snapshotId: { endOffset: n(p.snapshotId.endOffset), epoch: p.snapshotId.epoch },
+      currentLeader: { leaderId: p.currentLeader.leaderId, leaderEpoch: p.currentLeader.leaderEpoch },
+      size: n(p.size),
+      position: n(p.position),
+      unalignedRecords: []
+    },
+    toBuffer(p.unalignedRecords)
+  )
 }

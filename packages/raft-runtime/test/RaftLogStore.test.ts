@@ -180,4 +180,55 @@ describe("RaftLogStore", () => {
       })
     )
   })
+
+  it("moves its log start to a snapshot, is replaced by an installed one, and reopens at the snapshot", () => {
+    const d = dir()
+    const log = RaftLogStore.openFile(d)
+    log.appendRecords(twoEpochs.slice(0, 3), 1000)
+    log.appendRecords(twoEpochs.slice(3), 2000)
+    log.flush()
+    // The records below 3 are now in a snapshot; the log keeps epoch 3 on.
+    expect(log.isBatchBoundary(3)).toBe(true)
+    expect(log.isBatchBoundary(5)).toBe(false)
+    expect(() => log.deleteBefore(5, { endOffset: 5, epoch: 3 })).toThrow(RaftLogStore.InvalidBatches)
+    log.deleteBefore(3, { endOffset: 3, epoch: 1 })
+    expect(log.logStartOffset()).toBe(3)
+    expect(decode(log.read(3, 7)).map((r) => r.offset)).toEqual([3, 4, 5, 6])
+    log.close()
+
+    const reopened = RaftLogStore.openFile(d, { endOffset: 3, epoch: 1 })
+    expect(reopened.view()).toEqual({
+      logStartOffset: 3,
+      snapshotId: { endOffset: 3, epoch: 1 },
+      endOffset: 7,
+      epochs: [{ epoch: 3, startOffset: 3 }],
+      flushedOffset: 7
+    })
+    // A snapshot fetched from the leader replaces the whole log.
+    reopened.reset({ endOffset: 40, epoch: 5 })
+    expect(reopened.view()).toMatchObject({ logStartOffset: 40, endOffset: 40, epochs: [] })
+    reopened.close()
+    expect(RaftLogStore.openFile(d, { endOffset: 40, epoch: 5 }).view()).toMatchObject({
+      logStartOffset: 40,
+      snapshotId: { endOffset: 40, epoch: 5 },
+      endOffset: 40
+    })
+  })
+
+  it("catches up with a snapshot newer than the log on open, and refuses a log that starts past its snapshot", () => {
+    const d = dir()
+    const log = RaftLogStore.openFile(d)
+    log.appendRecords(twoEpochs, 1000)
+    log.flush()
+    log.close()
+    // A crash after the snapshot file was made, before the log followed it.
+    const behind = RaftLogStore.openFile(d, { endOffset: 3, epoch: 1 })
+    expect(behind.logStartOffset()).toBe(3)
+    behind.close()
+    expect(() => RaftLogStore.openFile(d, null)).toThrow(/starts at 3, past offset 0 without a snapshot/)
+    // A snapshot past the log's end (installed, then the crash): the log restarts empty at its end.
+    const installed = RaftLogStore.openFile(d, { endOffset: 20, epoch: 4 })
+    expect(installed.view()).toMatchObject({ logStartOffset: 20, endOffset: 20 })
+    installed.close()
+  })
 })

@@ -10,6 +10,7 @@ import * as QuorumStateFile from "../src/QuorumStateFile.js"
 import * as RaftHandlers from "../src/RaftHandlers.js"
 import * as RaftRuntime from "../src/RaftRuntime.js"
 import * as RaftTransport from "../src/RaftTransport.js"
+import * as RaftWire from "../src/RaftWire.js"
 
 const VOTERS = [1, 2, 3]
 // Kafka's fetch timeout (a leader resigns after 1.5 x it without a majority fetching: generous on a
@@ -34,6 +35,10 @@ interface Voter {
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "raft-runtime-"))
 const voters: Array<Voter> = []
+/** The FetchSnapshot chunks every voter served: who, from which position, how many bytes. */
+const served: Array<{ readonly by: number; readonly position: number; readonly bytes: number; readonly size: number }> =
+  []
+const CHUNK_BYTES = 512
 let endpoints: Array<RaftConfig.VoterEndpoint> = []
 
 const listen = async (handlers: RequestChannel.Handlers, port: number) =>
@@ -54,10 +59,27 @@ const start = async (v: Voter): Promise<void> => {
         nodeId: v.id,
         requestTimeoutMs: TIMEOUTS.requestTimeoutMs
       })
-      return yield* RaftRuntime.make({ config: RaftConfig.make(v.id, VOTERS, TIMEOUTS), dataDir: v.dir, transport })
+      return yield* RaftRuntime.make({
+        config: RaftConfig.make(v.id, VOTERS, TIMEOUTS),
+        dataDir: v.dir,
+        transport,
+        snapshotChunkBytes: CHUNK_BYTES
+      })
     }).pipe(Scope.extend(scope))
   )
-  RaftHandlers.register(v.handlers, runtime, { voters: VOTERS })
+  const handle: RaftRuntime.RaftRuntime["handle"] = (from, request) =>
+    Effect.tap(runtime.handle(from, request), (response) =>
+      Effect.sync(() => {
+        if (response._tag === "FetchSnapshotResponse")
+          served.push({
+            by: v.id,
+            position: response.position,
+            bytes: RaftWire.snapshotChunk(response).length,
+            size: response.size
+          })
+      })
+    )
+  RaftHandlers.register(v.handlers, { ...runtime, handle }, { voters: VOTERS })
   v.runtime = runtime
   v.scope = scope
 }
@@ -183,5 +205,46 @@ describe("RaftRuntime on TCP with 3 voters", () => {
       expect(v.lastCaughtUpTimestamp).toBeGreaterThan(0)
       if (v.replicaId !== newLeader.id) expect(v.lastFetchTimestamp).toBeGreaterThan(0)
     }
+  }, 45_000)
+
+  it("the leader snapshots; a follower that lost its directory catches up through FetchSnapshot chunks over TCP", async () => {
+    const leader = await agreedLeader()
+    const hw = await run(leader.runtime!.highWatermark)
+    const image = Array.from({ length: 300 }, (_, i) => Buffer.from(`image-${i}`))
+    const id = await run(leader.runtime!.snapshot(hw, image))
+    expect(id.endOffset).toBe(hw)
+    expect(await run(leader.runtime!.logStartOffset)).toBe(hw)
+
+    const lost = voters.find((v) => v !== leader)!
+    await stop(lost)
+    fs.rmSync(lost.dir, { recursive: true, force: true })
+    const more = await appendMany(leader, 300, 10)
+    const target = Math.max(...more) + 1
+    lost.server = await listen(lost.handlers, endpoints.find((e) => e.id === lost.id)!.port)
+    await start(lost)
+    await waitFor(`voter ${lost.id} at high watermark ${target}`, 12_000, async () =>
+      (await run(lost.runtime!.highWatermark)) >= target ? true : undefined
+    )
+    const chunks = served.filter((c) => c.by === leader.id && c.bytes > 0)
+    const size = chunks[0]?.size ?? 0
+    expect(size).toBeGreaterThan(4 * CHUNK_BYTES)
+    expect(chunks.length).toBeGreaterThanOrEqual(Math.ceil(size / CHUNK_BYTES))
+    expect(chunks.every((c) => c.bytes <= CHUNK_BYTES)).toBe(true)
+
+    const items = await run(
+      lost.runtime!.committed.pipe(
+        Stream.takeUntil((c) => c.highWatermark >= target),
+        Stream.runCollect
+      )
+    )
+    const first = Chunk.toArray(items)[0]
+    expect(first?.snapshot?.endOffset).toBe(hw)
+    expect(first?.snapshot?.values.map(String)).toEqual(image.map(String))
+    const after = Chunk.toArray(items).flatMap((c) => c.records)
+    expect(after[0]?.offset).toBe(hw)
+    const mine = await run(lost.runtime!.readCommitted(hw))
+    const theirs = await run(leader.runtime!.readCommitted(hw))
+    expect(mine.subarray(0, theirs.length).equals(theirs.subarray(0, mine.length))).toBe(true)
+    expect(RaftWire.recordsOf(mine)).toMatchObject({ _tag: "Right" })
   }, 45_000)
 })

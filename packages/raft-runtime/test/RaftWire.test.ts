@@ -94,10 +94,15 @@ describe("RaftWire", () => {
     fc.assert(
       fc.property(
         fc.record({ clusterId, replicaId: id, currentLeaderEpoch: epoch, snapshotId: pair, position: offset }),
-        (r) => {
-          const request: RaftMessages.FetchSnapshotRequest = { _tag: "FetchSnapshotRequest", ...r }
+        fc.integer({ min: 1, max: 2 ** 31 - 1 }),
+        (r, maxBytes) => {
+          const request = RaftWire.withSnapshotMaxBytes({ _tag: "FetchSnapshotRequest", ...r }, maxBytes)
           const body = wire(FetchSnapshot.Request, V.fetchSnapshot, RaftWire.fetchSnapshotRequest(request) as never)
-          expect(RaftWire.fromFetchSnapshotRequest(body)).toEqual({ from: r.replicaId, request })
+          expect(body.maxBytes).toBe(maxBytes)
+          const decoded = RaftWire.fromFetchSnapshotRequest(body)
+          expect(decoded).toEqual({ from: r.replicaId, request })
+          if (typeof decoded !== "string" && decoded.request._tag === "FetchSnapshotRequest")
+            expect(RaftWire.snapshotMaxBytes(decoded.request)).toBe(maxBytes)
         }
       )
     )
@@ -177,14 +182,17 @@ describe("RaftWire", () => {
           size: offset,
           position: offset
         }),
-        (r) => {
-          const response: RaftMessages.FetchSnapshotResponse<Buffer> = {
-            _tag: "FetchSnapshotResponse",
-            ...r,
-            unalignedRecords: []
-          }
+        fc.uint8Array({ maxLength: 300 }),
+        (r, chunk) => {
+          // The snapshot's bytes from Position on travel as UnalignedRecords, unchanged.
+          const response = RaftWire.withSnapshotChunk(
+            { _tag: "FetchSnapshotResponse", ...r, unalignedRecords: [] },
+            Buffer.from(chunk)
+          )
           const body = wire(FetchSnapshot.Response, V.fetchSnapshot, RaftWire.fetchSnapshotResponse(response) as never)
-          expect(RaftWire.fromFetchSnapshotResponse(body)).toEqual(response)
+          const decoded = RaftWire.fromFetchSnapshotResponse(body)
+          expect(decoded).toEqual(response)
+          if (typeof decoded !== "string") expect(RaftWire.snapshotChunk(decoded).equals(Buffer.from(chunk))).toBe(true)
         }
       )
     )
