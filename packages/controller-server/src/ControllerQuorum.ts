@@ -13,11 +13,18 @@
  *   replaying, carries on. Records it appended may still commit under the next leader: the next active
  *   controller replays them like any others.
  *
+ * Snapshots (KIP-630): the active controller writes one every `snapshotEveryRecords` records as a lone
+ * controller does, a standby likewise from its replayed image, each into its own voter's log; a
+ * voter's commit stream starts with the snapshot its log starts at, and brings the one it installs from
+ * the leader when it fell behind the leader's log start: the standby resets to it and replays on.
+ *
  * Leadership is looked at on every commit and every `pollMs`.
  */
 import { QuorumController } from "@clustermirror/controller"
+import { MetadataProvenance } from "@clustermirror/metadata-log"
+import { MetadataRecords } from "@clustermirror/protocol"
 import type { RaftRuntime } from "@clustermirror/raft-runtime"
-import { Duration, Effect, Exit, Fiber, Schedule, Stream } from "effect"
+import { Clock, Duration, Effect, Either, Exit, Fiber, Schedule, Stream } from "effect"
 import type { Scope } from "effect"
 import * as RaftMetadataLog from "./RaftMetadataLog.js"
 
@@ -47,7 +54,10 @@ export const make = (options: Options): Effect.Effect<ControllerQuorum, never, S
     const nodeId = raft.nodeId
     const log = RaftMetadataLog.make(raft)
     const say = options.controller.log_ ?? (() => {})
-    let standby: QuorumController.Loaded = yield* Effect.orDie(QuorumController.load(log))
+    // A log that starts at a snapshot is replayed once the commit stream brought the snapshot.
+    let standby: QuorumController.Loaded = QuorumController.empty()
+    let ready = (yield* raft.logStartOffset) === 0
+    let snapshotAt = standby.offset
     let leader = yield* raft.leader
     let active: { readonly controller: QuorumController.QuorumController; readonly epoch: number } | undefined
     const lock = yield* Effect.makeSemaphore(1)
@@ -60,10 +70,36 @@ export const make = (options: Options): Effect.Effect<ControllerQuorum, never, S
       return Effect.promise(() => current.controller.close())
     })
 
+    /** The state a snapshot of the voter's log holds. */
+    const reset = (snapshot: RaftRuntime.CommittedSnapshot) =>
+      Effect.gen(function* () {
+        const records = snapshot.values.map((v) => Either.getOrThrow(MetadataRecords.decode(v)))
+        const provenance = MetadataProvenance.make(
+          snapshot.endOffset - 1,
+          snapshot.epoch,
+          yield* Clock.currentTimeMillis
+        )
+        standby = QuorumController.fromSnapshot({ endOffset: snapshot.endOffset, provenance, records })
+        snapshotAt = snapshot.endOffset
+        ready = true
+        say(`controller ${nodeId} replays the metadata snapshot ending at ${snapshot.endOffset}`)
+      })
+
+    const snapshotEvery = options.controller.snapshotEveryRecords ?? 10_000
+
     /** Replays what committed since the last look, then starts or stops the active controller. */
     const reconcile = lock.withPermits(1)(
       Effect.gen(function* () {
+        if (!ready) return
         standby = yield* Effect.orDie(QuorumController.catchUp(log, standby))
+        // The active controller snapshots its own image; a standby its replayed one.
+        if (active === undefined && standby.offset - snapshotAt >= snapshotEvery && !standby.transaction.isOpen) {
+          const at = standby.offset
+          yield* Effect.catchAll(log.writeSnapshot(standby.image, at), (e) =>
+            Effect.sync(() => say(`controller ${nodeId}: writing a metadata snapshot failed: ${e.message}`))
+          )
+          snapshotAt = at
+        }
         leader = yield* raft.leader
         if (active !== undefined && (leader.leaderId !== nodeId || leader.leaderEpoch !== active.epoch))
           yield* deactivate
@@ -83,7 +119,13 @@ export const make = (options: Options): Effect.Effect<ControllerQuorum, never, S
       })
     )
 
-    const commits = yield* Effect.forkScoped(Stream.runForEach(raft.committed, () => reconcile))
+    const commits = yield* Effect.forkScoped(
+      Stream.runForEach(raft.committed, (item) =>
+        item.snapshot === undefined
+          ? reconcile
+          : Effect.zipRight(lock.withPermits(1)(Effect.zipRight(deactivate, reset(item.snapshot))), reconcile)
+      )
+    )
     const polls = yield* Effect.forkScoped(
       Effect.repeat(reconcile, Schedule.spaced(Duration.millis(options.pollMs ?? 50)))
     )

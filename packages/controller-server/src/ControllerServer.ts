@@ -92,6 +92,8 @@ export interface ControllerServerOptions {
   >
   /** A quorum of several controllers (KRaft); absent, or one voter: a lone controller on its own log. */
   readonly quorum?: QuorumOptions
+  /** Committed records between two snapshots of the metadata log (default 10,000). */
+  readonly snapshotEveryRecords?: number
 }
 
 /** `controller.quorum.*`: the voters of a quorum of several controllers, and its timeouts. */
@@ -256,6 +258,7 @@ const controllerOptions = (
   ...(options.bootstrapScramCredentials !== undefined
     ? { bootstrapScramCredentials: options.bootstrapScramCredentials }
     : {}),
+  ...(options.snapshotEveryRecords !== undefined ? { snapshotEveryRecords: options.snapshotEveryRecords } : {}),
   ...(options.log !== undefined ? { log_: options.log } : {})
 })
 

@@ -7,11 +7,13 @@
  * byte-identical on every voter: metadata records framed as Kafka frames them, and the leader-change
  * control batches (which carry no records).
  *
- * The voter keeps its log itself: a broker's `appendFetched` and `loadInto` are not a controller's and
- * fail; snapshots are not taken on a quorum's log yet (`writeSnapshot` keeps nothing, so a restarted
- * voter replays its whole log).
+ * Snapshots are the voter's (KIP-630): `writeSnapshot` hands the image's records to the raft runtime,
+ * which writes the snapshot file and moves the log start past it; a read below the log start is
+ * OFFSET_OUT_OF_RANGE (the standby resets to the snapshot the voter's commit stream brings first). The
+ * voter keeps its log itself: a broker's `appendFetched` and `loadInto` are not a controller's and fail.
  */
-import { MetadataLog, MetadataLogError, MetadataProvenance } from "@clustermirror/metadata-log"
+import { MetadataLog, MetadataLogError, MetadataProvenance, Snapshot } from "@clustermirror/metadata-log"
+import { StorageError } from "@clustermirror/storage"
 import { MetadataRecords, RecordBatch } from "@clustermirror/protocol"
 import type { RaftRuntime } from "@clustermirror/raft-runtime"
 import { Clock, Effect, Option } from "effect"
@@ -24,8 +26,17 @@ export const make = (raft: RaftRuntime.RaftRuntime): MetadataLog.MetadataLogServ
 
   const readFrom = (offset: number, maxBytes = MetadataLog.MAX_BATCH_BYTES) =>
     Effect.gen(function* () {
-      const bytes = yield* raft.readCommitted(offset)
       const highWatermark = yield* raft.highWatermark
+      const bytes = yield* Effect.mapError(
+        raft.readCommitted(offset),
+        (e) =>
+          new StorageError.OffsetOutOfRangeError({
+            message: e.message,
+            offset: e.offset,
+            logStartOffset: e.logStartOffset,
+            logEndOffset: highWatermark
+          })
+      )
       // At least one batch, then as many whole ones as fit.
       const batches: Array<Buffer> = []
       let size = 0
@@ -42,7 +53,7 @@ export const make = (raft: RaftRuntime.RaftRuntime): MetadataLog.MetadataLogServ
     append: (records, leaderEpoch) =>
       Effect.gen(function* () {
         const lastOffset = yield* raft
-          .append(records.map((r) => Buffer.from(MetadataRecords.encode(r))))
+          .append(records.map(MetadataRecords.encode))
           .pipe(
             Effect.mapError((e) => new MetadataLogError.NotLeader({ message: `${e.message}`, leaderId: e.leaderId }))
           )
@@ -57,7 +68,11 @@ export const make = (raft: RaftRuntime.RaftRuntime): MetadataLog.MetadataLogServ
     appendFetched: () => notAController("appendFetched"),
     logEndOffset: raft.highWatermark,
     latestEpoch: Effect.map(raft.leader, (l) => l.leaderEpoch),
-    writeSnapshot: () => Effect.void,
+    writeSnapshot: (image, endOffset) =>
+      raft.snapshot(endOffset, Snapshot.imageToRecords(image).map(MetadataRecords.encode)).pipe(
+        Effect.mapError((e) => new MetadataLogError.SnapshotError({ message: e.message, cause: e })),
+        Effect.asVoid
+      ),
     latestSnapshot: Effect.succeed(Option.none()),
     loadInto: () => notAController("loadInto"),
     // The voter's scope closes its log.

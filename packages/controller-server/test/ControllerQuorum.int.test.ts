@@ -37,6 +37,8 @@ const start = async (id: number) => {
     defaultPartitions: 1,
     defaultReplicationFactor: 1,
     autoLeaderRebalanceEnable: false,
+    // Snapshots every few records, so that the voters' logs start at snapshots.
+    snapshotEveryRecords: 5,
     quorum: { voters, electionTimeoutMs: 500, fetchTimeoutMs: 1500, electionBackoffMaxMs: 300, requestTimeoutMs: 1000 },
     log: (line) => lines.push(`[${id}] ${line}`)
   })
@@ -185,5 +187,32 @@ describe("a quorum of three controllers", () => {
     await start(old)
     await Wait.eventually("the restarted controller caught up", () => (brokersOf(old) === "7,8" ? true : undefined))
     expect(servers.get(old)!.quorum!.active()).toBeUndefined()
+  }, 60_000)
+
+  it("snapshots the log; a voter that lost its directory catches up from the leader's snapshot", async () => {
+    const leader = await activeController()
+    const leaderPort = voters.find((v) => v.id === leader)!.port
+    for (let id = 9; id < 21; id++) expect((await register(leaderPort, id)).errorCode).toBe(0)
+    const all = "10,11,12,13,14,15,16,17,18,19,20,7,8,9"
+    const checkpoints = (id: number) =>
+      fs
+        .readdirSync(path.join(root, `controller-${id}`, "__cluster_metadata-0"))
+        .filter((f) => f.endsWith(".checkpoint"))
+    await Wait.eventually("a snapshot on every voter", () =>
+      voters.every((v) => checkpoints(v.id).length > 0) ? true : undefined
+    )
+
+    const lost = voters.find((v) => v.id !== leader)!.id
+    await servers.get(lost)!.close()
+    servers.delete(lost)
+    fs.rmSync(path.join(root, `controller-${lost}`), { recursive: true, force: true })
+    // More records while it is away, so that the leader's log starts past everything the voter had.
+    expect((await register(leaderPort, 21)).errorCode).toBe(0)
+    await start(lost)
+    await Wait.eventually("the emptied voter caught up", () =>
+      brokersOf(lost) === `${all},21`.split(",").sort().join() ? true : undefined
+    )
+    expect(checkpoints(lost).length).toBeGreaterThan(0)
+    expect(lines.some((l) => l.startsWith(`[${lost}]`) && l.includes("replays the metadata snapshot"))).toBe(true)
   }, 60_000)
 })

@@ -159,19 +159,25 @@ export const load = (
   log: MetadataLog.MetadataLogService
 ): Effect.Effect<Loaded, ControllerErrors.CorruptMetadataLog | MetadataLogError> =>
   Effect.gen(function* () {
-    let state = ControllerState.empty
-    let image = MetadataImage.empty
-    let offset = 0
     const snapshot = yield* log.latestSnapshot
-    if (snapshot._tag === "Some") {
-      const s = snapshot.value
-      state = ControllerState.replaySnapshot(ControllerState.empty, s.records, BigInt(s.provenance.lastOffset))
-      image = MetadataDelta.make(MetadataImage.empty, s.records).apply(s.provenance)
-      offset = s.endOffset
-    }
-    const transaction = new MetadataTransaction.TransactionBuffer<readonly [MetadataRecords.MetadataRecord, number]>()
-    return yield* catchUp(log, { state, image, offset, transaction })
+    return yield* catchUp(log, snapshot._tag === "Some" ? fromSnapshot(snapshot.value) : empty())
   })
+
+/** The state of an empty log. */
+export const empty = (): Loaded => ({
+  state: ControllerState.empty,
+  image: MetadataImage.empty,
+  offset: 0,
+  transaction: new MetadataTransaction.TransactionBuffer()
+})
+
+/** The state a snapshot holds: its records count as written at its last offset. */
+export const fromSnapshot = (s: MetadataLog.StoredSnapshot): Loaded => ({
+  state: ControllerState.replaySnapshot(ControllerState.empty, s.records, BigInt(s.provenance.lastOffset)),
+  image: MetadataDelta.make(MetadataImage.empty, s.records).apply(s.provenance),
+  offset: s.endOffset,
+  transaction: new MetadataTransaction.TransactionBuffer()
+})
 
 /**
  * Replays the log from `from.offset` to its end onto `from` (whose transaction buffer it continues).
