@@ -270,3 +270,69 @@ describe("refusals, as Kafka answers them", () => {
     }
   })
 })
+
+describe("kafka-metadata-quorum describe of a quorum of three controllers", () => {
+  let quorumServer: ServerProcess.ServerHandle
+  let controllers: string
+  let brokers: string
+
+  beforeAll(async () => {
+    quorumServer = await ServerProcess.start({
+      config: ServerProcess.TEST_DEFAULTS,
+      args: ["--embedded", String(BROKERS), "--embedded-controllers", "3"],
+      readyLines: BROKERS + 3,
+      tempPrefix: "clustermirror-quorum3-"
+    })
+    // The controllers' listening lines come first, then one per broker.
+    const ports = quorumServer.ports()
+    controllers = ports
+      .slice(0, 3)
+      .map((p) => `127.0.0.1:${p}`)
+      .join(",")
+    brokers = ports
+      .slice(3)
+      .map((p) => `127.0.0.1:${p}`)
+      .join(",")
+    await Wait.eventually("every broker observed by the quorum", async () => {
+      const status = statusOf(await quorum(["--bootstrap-server", brokers], "--status"))
+      return nodesOf(status.get("CurrentObservers")).length === BROKERS ? true : undefined
+    })
+  }, 180_000)
+
+  afterAll(async () => {
+    await quorumServer?.stop()
+  })
+
+  it("--status and --replication show the three voters, the leader, its epoch and the lags", async () => {
+    for (const bootstrap of [
+      ["--bootstrap-server", brokers] as const,
+      ["--bootstrap-controller", controllers] as const
+    ]) {
+      const status = statusOf(await quorum(bootstrap, "--status"))
+      const voters = nodesOf(status.get("CurrentVoters"))
+      expect(voters.map((v) => v.id)).toEqual([1000, 1001, 1002])
+      for (const [i, v] of voters.entries()) expect(v.endpoints).toEqual([`CONTROLLER://${controllers.split(",")[i]}`])
+      const leader = Number(status.get("LeaderId"))
+      expect([1000, 1001, 1002]).toContain(leader)
+      expect(Number(status.get("LeaderEpoch"))).toBeGreaterThan(0)
+      expect(Number(status.get("HighWatermark"))).toBeGreaterThan(0)
+      expect(Number(status.get("MaxFollowerLag"))).toBeGreaterThanOrEqual(0)
+      expect(nodesOf(status.get("CurrentObservers")).map((o) => o.id)).toEqual([1, 2, 3])
+
+      const table = tableOf(await quorum(bootstrap, "--replication"))
+      const rows = table.rows.map((r) => [r.get("NodeId"), r.get("Status")])
+      expect(rows).toEqual([
+        [String(leader), "Leader"],
+        ...[1000, 1001, 1002].filter((id) => id !== leader).map((id) => [String(id), "Follower"]),
+        ["1", "Observer"],
+        ["2", "Observer"],
+        ["3", "Observer"]
+      ])
+      for (const r of table.rows) {
+        expect(Number(r.get("LogEndOffset"))).toBeGreaterThan(0)
+        expect(Number(r.get("Lag"))).toBeGreaterThanOrEqual(0)
+        expect(Number(r.get("LastFetchTimestamp"))).toBeGreaterThan(0)
+      }
+    }
+  })
+})

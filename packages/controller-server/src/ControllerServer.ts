@@ -391,9 +391,17 @@ const voter = async (options: ControllerServerOptions, quorum: QuorumOptions) =>
       const c = controllers.active()
       if (c === undefined) return notLeaderOfQuorum(request)
       const raft = await Effect.runPromise(controllers.raft.describeQuorum)
+      // The leader reports itself as fetched and caught up now, as Kafka's does.
+      const now = BigInt(Date.now())
       const info = c.describeQuorum({
         highWatermark: BigInt(raft.highWatermark),
-        voters: raft.currentVoters.map(voterOf)
+        voters: raft.currentVoters
+          .map(voterOf)
+          .map((v) =>
+            v.replicaId === options.nodeId
+              ? { ...v, replicaDirectoryId: meta.directoryId, lastFetchTimestamp: now, lastCaughtUpTimestamp: now }
+              : v
+          )
       })
       const response = MetadataQuorum.describeQuorumResponse(request, info, [])
       return {

@@ -72,11 +72,15 @@ export class ControllerChannel {
     return this.endpoints[this.current]!
   }
 
+  /** Whether the last request was answered by an active controller (a search told once, not at every step). */
+  private settled = true
+
   private moveOn(from: number, why: string): void {
     // Only the first failure of a controller moves the channel: concurrent requests failing alike keep it.
     if (this.channels.length === 1 || this.current !== from) return
     this.current = (from + 1) % this.channels.length
-    this.moved(this.endpoint, why)
+    if (this.settled) this.moved(this.endpoint, why)
+    this.settled = false
   }
 
   /** As `Channel.request`, to the active controller (see above). */
@@ -106,7 +110,10 @@ export class ControllerChannel {
         this.moveOn(at, e instanceof Error ? e.message : String(e))
         throw e
       }
-      if (!refusesAsNotController(api.key, response)) return response
+      if (!refusesAsNotController(api.key, response)) {
+        this.settled = true
+        return response
+      }
       this.moveOn(at, `${api.name}: not the active controller`)
       if (last) return response
       await this.pause(attempt)

@@ -178,6 +178,16 @@ interface Transfer {
   } | null
 }
 
+/**
+ * Sleeps until the clock reads `at` or later. A timer of the event loop may fire a millisecond before
+ * the wall clock reaches its deadline, and the core ignores a timer that fires before its deadline (it
+ * is then gone): a follower would stop fetching until its fetch timeout made it start an election.
+ */
+const sleepUntil = (at: number): Effect.Effect<void> =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    now >= at ? Effect.void : Effect.zipRight(Effect.sleep(at - now), sleepUntil(at))
+  )
+
 const logError = (reason: string) => (cause: unknown) =>
   new RaftLogError({ reason: `${reason}: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
 
@@ -418,7 +428,7 @@ export const make = (options: Options): Effect.Effect<RaftRuntime, QuorumStateFi
             const previous = timers.get(o.timer)
             if (previous !== undefined) yield* Fiber.interruptFork(previous)
             const fiber = yield* Effect.forkIn(
-              Effect.sleep(Math.max(0, o.at - now)).pipe(
+              sleepUntil(o.at).pipe(
                 Effect.zipRight(Queue.offer(queue, { _tag: "Event", event: { _tag: "TimerFired", timer: o.timer } })),
                 Effect.asVoid
               ),
