@@ -263,11 +263,11 @@ describe("ClientQuotaApis.register: request_percentage", () => {
     expect((over.body as DescribeClientQuotas.Response).throttleTimeMs).toBe(1000)
     // Another client-id has no request quota.
     expect((await run(handlers, DescribeClientQuotas.api, 1, "idle", describe)).muteMs).toBe(0)
-    // A replica's fetch and WriteTxnMarkers take 3 s each and count for nothing.
+    // The pair is over its quota, yet a replica's fetch and WriteTxnMarkers (3 s each) are neither counted nor throttled.
     const follower = { ...fetchRequest(1), topics: [] }
-    expect((await run(handlers, Fetch.api, 12, "other", follower)).muteMs).toBe(0)
-    expect((await run(handlers, WriteTxnMarkers.api, 1, "other", { markers: [] })).muteMs).toBe(0)
-    // A consumer's fetch does count (same client-id as the replica's above, which was not recorded).
+    expect((await run(handlers, Fetch.api, 12, "busy", follower)).muteMs).toBe(0)
+    expect((await run(handlers, WriteTxnMarkers.api, 1, "busy", { markers: [] })).muteMs).toBe(0)
+    // A consumer's fetch is.
     const consumer = await run(handlers, Fetch.api, 12, "busy", { ...fetchRequest(-1), topics: [] })
     expect(consumer.muteMs).toBe(1000)
   })
