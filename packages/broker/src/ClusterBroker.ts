@@ -668,9 +668,8 @@ export const start = async (
   handlers.register(DescribeQuorum.api, (_req, request) => controller.request(DescribeQuorum.api, request))
   forward(UpdateFeatures.api)
   handlers.wrap(UpdateFeatures.api, (next) => (req, r) => next(req, FeatureControl.withUpgradeTypes(r)))
-  ScramApis.register(handlers, () => image)
+  DelegationTokenApis.register(ScramApis.register(handlers, () => image))
   ClientQuotaApis.register(handlers, { image: () => image, ...ClientQuotaApis.windowsOf(config) })
-  DelegationTokenApis.register(handlers)
   handlers.register(ListConfigResources.api, (req, request) => ConfigResources.list(image, req.apiVersion, request))
   forward(UnregisterBroker.api)
   // KIP-1279: mirrors are created by the controller; the topic operations are validated here first (§5.8).

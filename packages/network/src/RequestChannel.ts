@@ -7,7 +7,8 @@
  * answered at v0 with UNSUPPORTED_VERSION and our version table, so a newer client can downgrade.
  *
  * The request quota's measure (Kafka's request handler time, KIP-124) is taken here: each request's time
- * from being taken for handling to its response being ready goes to the `RequestTimeHook`, which says how
+ * from being taken for handling to its response being ready, less what the handler reports as waiting
+ * (`RequestContext.waited`), goes to the `RequestTimeHook`, which says how
  * long to throttle; the response then carries that `throttle_time_ms` (the longest of the throttles)
  * and the connection is muted as long, the same mute as the byte-rate quotas'.
  */
@@ -30,6 +31,11 @@ export interface RequestContext {
   readonly throttle: (ms: number) => void
   /** Exempts this request from the request quota (Kafka's inter-broker requests: replica fetches, cluster actions). */
   readonly exemptFromRequestQuota: () => void
+  /**
+   * Reports time the request spent waiting rather than being handled (a fetch's long poll, Kafka's
+   * purgatory): the request quota does not count it.
+   */
+  readonly waited: (ms: number) => void
 }
 
 /**
@@ -129,6 +135,7 @@ export class Handlers {
         if (Either.isLeft(decoded)) return { _tag: "Close", reason: `malformed request: ${decoded.left.message}` }
         let muteMs = 0
         let exempt = false
+        let waitedMs = 0
         const full: RequestContext = {
           ...ctx,
           clientId: decoded.right.header.clientId,
@@ -137,11 +144,14 @@ export class Handlers {
           },
           exemptFromRequestQuota: () => {
             exempt = true
+          },
+          waited: (ms) => {
+            if (ms > 0) waitedMs += ms
           }
         }
         const done = (body: Spec.StructInput<Res> | NoResponse): FrameResult => {
           if (measured === undefined || exempt) return respond(full, body, muteMs)
-          const ms = measured.hook(full, measured.clock() - started)
+          const ms = measured.hook(full, Math.max(0, measured.clock() - started - waitedMs))
           if (ms <= 0) return respond(full, body, muteMs)
           full.throttle(ms)
           return respond(full, withThrottleTime(api, body, muteMs), muteMs)
@@ -180,7 +190,8 @@ export class Handlers {
         connection,
         requestBytes: frame.length,
         throttle: () => {},
-        exemptFromRequestQuota: () => {}
+        exemptFromRequestQuota: () => {},
+        waited: () => {}
       }
       try {
         return entry.run(ctx, frame)

@@ -62,6 +62,11 @@ describe("Handlers.measureRequestTime", () => {
       .register(ListGroups.api, async (ctx) => {
         clock += ctx.connection.principal === "User:slow" ? 250 : 10
         if (ctx.connection.principal === "User:replica") ctx.exemptFromRequestQuota()
+        // A long poll: 1 s waiting for data, reported as such, is not handling time.
+        if (ctx.connection.principal === "User:polling") {
+          clock += 1000
+          ctx.waited(1000)
+        }
         return { throttleTimeMs: 5, errorCode: 0, groups: [] }
       })
       .measureRequestTime(
@@ -84,6 +89,7 @@ describe("Handlers.measureRequestTime", () => {
     expect(await run("User:slow")).toEqual({ throttleTimeMs: 500, muteMs: 500 })
     // An exempt request is not measured at all.
     expect(await run("User:replica")).toEqual({ throttleTimeMs: 5, muteMs: 0 })
-    expect(seen).toEqual([10, 250])
+    expect(await run("User:polling")).toEqual({ throttleTimeMs: 5, muteMs: 0 })
+    expect(seen).toEqual([10, 250, 10])
   })
 })
