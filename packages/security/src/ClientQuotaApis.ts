@@ -11,7 +11,8 @@
  * (KIP-599) is checked here, on the broker that forwards CreateTopics, CreatePartitions and DeleteTopics
  * to the controller: strictly from CreateTopics v6, CreatePartitions v3 and DeleteTopics v5 (a topic
  * asked while the pair's bucket is in debt gets THROTTLING_QUOTA_EXCEEDED and is not forwarded),
- * permissively before (everything is forwarded, the response is throttled). `connection_creation_rate`
+ * permissively before (everything is forwarded, the response is throttled); as in Kafka's controller, a
+ * `validateOnly` request counts like a real one. `connection_creation_rate`
  * (KIP-612) is `admitConnection`, the socket servers' admit hook.
  *
  * The decisions are `ClientQuotaControl`'s (validation, records) and `ClientQuotas`' (resolution, rate);
@@ -235,7 +236,7 @@ export const register = (handlers: Handlers, options: BrokerQuotaOptions): Handl
   }
   handlers.wrap(CreateTopics.api, (next) => async (ctx, request) => {
     const quota = mutationQuota(ctx, STRICT_SINCE.createTopics)
-    if (quota === ClientQuotas.UNBOUNDED_MUTATION_QUOTA || request.validateOnly) return next(ctx, request)
+    if (quota === ClientQuotas.UNBOUNDED_MUTATION_QUOTA) return next(ctx, request)
     // The partitions each topic creates; with the controller's default count (-1), one until the answer says.
     const asked = (t: (typeof request.topics)[number]) =>
       t.numPartitions >= 0 ? t.numPartitions : t.assignments.length > 0 ? t.assignments.length : 1
@@ -271,7 +272,7 @@ export const register = (handlers: Handlers, options: BrokerQuotaOptions): Handl
   })
   handlers.wrap(CreatePartitions.api, (next) => async (ctx, request) => {
     const quota = mutationQuota(ctx, STRICT_SINCE.createPartitions)
-    if (quota === ClientQuotas.UNBOUNDED_MUTATION_QUOTA || request.validateOnly) return next(ctx, request)
+    if (quota === ClientQuotas.UNBOUNDED_MUTATION_QUOTA) return next(ctx, request)
     const image = options.image()
     // An unknown topic, or one that would not grow, is refused by the controller before any quota.
     const added = (t: (typeof request.topics)[number]) =>

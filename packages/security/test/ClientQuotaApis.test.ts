@@ -376,6 +376,14 @@ describe("ClientQuotaApis.register: controller_mutation_rate", () => {
     expect(codes(old).map(([, code]) => code)).toEqual([0, 0, 0])
     expect((old.body as CreateTopics.Response).throttleTimeMs).toBe(10_000)
     expect(old.muteMs).toBe(10_000)
+    // validateOnly counts as in Kafka's controller: 10 of the 11 tokens.
+    const v = setup()
+    const validated = await run(v.handlers, CreateTopics.api, 7, "admin", { ...create(["a", 10]), validateOnly: true })
+    expect(codes(validated)).toEqual([["a", 0, null]])
+    expect(codes(await run(v.handlers, CreateTopics.api, 7, "admin", create(["b", 10])))).toEqual([["b", 0, null]])
+    expect(codes(await run(v.handlers, CreateTopics.api, 7, "admin", create(["c", 1])))[0]![1]).toBe(
+      E.THROTTLING_QUOTA_EXCEEDED
+    )
     // The controller refuses "bad": its 10 partitions are given back, so the bucket stays at 1 token.
     const t = setup()
     const refused = await run(t.handlers, CreateTopics.api, 7, "admin", create(["bad", 10], ["a", 1], ["b", 1]))
