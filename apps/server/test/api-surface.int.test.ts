@@ -1,8 +1,7 @@
 /**
  * The rest of Apache Kafka 4.4's API surface, against our `--embedded 3` cluster and a Kafka 4.4 node in the
  * same test, with Kafka's own tools: delegation tokens refused as by Kafka without a secret key (same
- * exception, same non-zero exit), client quotas validated, stored and described like Kafka (the byte rates;
- * the keys not enforced refused by name, never stored), `kafka-cluster unregister` of an unknown id, ListConfigResources and `kafka-client-metrics
+ * exception, same non-zero exit), client quotas validated, stored and described like Kafka (every quota key), `kafka-cluster unregister` of an unknown id, ListConfigResources and `kafka-client-metrics
  * --list`, share and streams groups (not advertised by us; Kafka with share.version/streams.version off
  * still advertises them and answers UNSUPPORTED_VERSION), and a well-formed frame of an API neither side
  * advertises closing the connection on both.
@@ -162,7 +161,7 @@ describe("Kafka 4.4's API surface: ours and Kafka's side by side", () => {
     }
   }, 120_000)
 
-  it("validates client quotas like Kafka, stores the byte rates as Kafka and refuses by name the keys it does not enforce", async () => {
+  it("validates client quotas like Kafka and stores and describes every quota key as Kafka", async () => {
     const configs = (args: ReadonlyArray<string>) => both(JavaTools.MainClass.configs, args)
     // The same validation errors as Kafka.
     const [kNegative, oNegative] = await configs([
@@ -199,25 +198,33 @@ describe("Kafka 4.4's API surface: ours and Kafka's side by side", () => {
       expect(o.code).toBe(0)
       expect(o.stdout).toBe(k.stdout)
     }
-    // Kafka stores and enforces these; we refuse them by name, non-zero, and store nothing.
+    // The other quota keys are stored and described as on Kafka too (an IP no test connects from).
     for (const [type, name, quota] of [
       ["users", "quota-user", "request_percentage=50"],
-      ["ips", "127.0.0.1", "connection_creation_rate=10"]
+      ["clients", "quota-client", "controller_mutation_rate=2.5"],
+      ["ips", "10.20.30.40", "connection_creation_rate=10"]
     ] as const) {
       const [k, o] = await configs(["--alter", "--entity-type", type, "--entity-name", name, "--add-config", quota])
       expect(k.code, k.stderr).toBe(0)
-      const key = quota.split("=")[0]!
-      expect(o.code, o.stdout).not.toBe(0)
-      expect(exceptionLine(o.stdout + o.stderr)).toMatch(
-        new RegExp(
-          `^org\\.apache\\.kafka\\.common\\.errors\\.InvalidRequestException: Quota ${key} is not enforced by this cluster \\(.+ not implemented yet\\), so it is not stored$`
-        )
-      )
+      expect(o.code, o.stdout + o.stderr).toBe(0)
+      expect(o.stdout).toBe(k.stdout)
+      const [kd, od] = await configs(["--describe", "--entity-type", type, "--entity-name", name])
+      expect(od.stdout).toBe(kd.stdout)
     }
-    const [, oDescribe] = await configs(["--describe", "--entity-type", "users", "--entity-name", "quota-user"])
-    expect(oDescribe.stdout.trim()).toBe(
-      "Quota configs for user-principal 'quota-user' are producer_byte_rate=1048576.0"
-    )
+    // Kafka's validation of their values: an IP's rate is a whole number, the others' keys are not an IP's.
+    for (const [type, name, quota] of [
+      ["ips", "10.20.30.40", "connection_creation_rate=1.5"],
+      ["ips", "10.20.30.40", "request_percentage=5"]
+    ] as const) {
+      const [k, o] = await configs(["--alter", "--entity-type", type, "--entity-name", name, "--add-config", quota])
+      expect(k.code).not.toBe(0)
+      expect(o.code).toBe(k.code)
+      expect(exceptionLine(o.stdout + o.stderr)).toBe(exceptionLine(k.stdout + k.stderr))
+    }
+    const [kPercent, oPercent] = await configs([
+      ...["--alter", "--entity-type", "users", "--entity-name", "quota-user", "--delete-config", "request_percentage"]
+    ])
+    expect(oPercent.code, oPercent.stdout + oPercent.stderr).toBe(kPercent.code)
     // Removing a quota succeeds on both; on an entity without quotas the tool refuses the same way on both.
     const remove = ["--alter", "--entity-type", "users", "--delete-config", "producer_byte_rate"]
     const [kRemoved, oRemoved] = await configs([...remove, "--entity-name", "quota-user"])

@@ -173,6 +173,14 @@ export interface BrokerConfig {
   readonly replicationQuotaWindowNum: number
   /** `replication.quota.window.size.seconds`: the length of each sample. */
   readonly replicationQuotaWindowSizeSeconds: number
+  /** `quota.window.num`: the samples of the client quotas' rates (bytes, request time, connections). */
+  readonly quotaWindowNum: number
+  /** `quota.window.size.seconds`: the length of each sample. */
+  readonly quotaWindowSizeSeconds: number
+  /** `controller.quota.window.num`: the samples whose span makes the controller mutation quota's burst. */
+  readonly controllerQuotaWindowNum: number
+  /** `controller.quota.window.size.seconds`: the length of each sample. */
+  readonly controllerQuotaWindowSizeSeconds: number
   /** `mirror.failed.retry.initial.backoff.ms`: the delay before the first retry of a FAILED partition. */
   readonly mirrorFailedRetryInitialBackoffMs: number
   /** `mirror.failed.retry.max.backoff.ms`: the longest delay between retries. */
@@ -300,6 +308,10 @@ export const defaults: BrokerConfig = {
   mirrorReplicationThrottledRate: Number.MAX_SAFE_INTEGER,
   replicationQuotaWindowNum: 11,
   replicationQuotaWindowSizeSeconds: 1,
+  quotaWindowNum: 11,
+  quotaWindowSizeSeconds: 1,
+  controllerQuotaWindowNum: 11,
+  controllerQuotaWindowSizeSeconds: 1,
   mirrorFailedRetryInitialBackoffMs: 1000,
   mirrorFailedRetryMaxBackoffMs: 300000,
   mirrorFailedRetryMaxAttempts: 100,
@@ -760,6 +772,10 @@ const parsers: Record<string, Parser> = {
   "mirror.replication.throttled.rate": rate("mirrorReplicationThrottledRate"),
   "replication.quota.window.num": int("replicationQuotaWindowNum", 1),
   "replication.quota.window.size.seconds": int("replicationQuotaWindowSizeSeconds", 1),
+  "quota.window.num": int("quotaWindowNum", 1),
+  "quota.window.size.seconds": int("quotaWindowSizeSeconds", 1),
+  "controller.quota.window.num": int("controllerQuotaWindowNum", 1),
+  "controller.quota.window.size.seconds": int("controllerQuotaWindowSizeSeconds", 1),
   "mirror.failed.retry.initial.backoff.ms": int("mirrorFailedRetryInitialBackoffMs", 1),
   "mirror.failed.retry.max.backoff.ms": int("mirrorFailedRetryMaxBackoffMs", 1),
   "mirror.failed.retry.max.attempts": int("mirrorFailedRetryMaxAttempts", 0),

@@ -27,7 +27,9 @@ describe("BrokerConfig properties", () => {
     expect(() => props({ "log.cleaner.io.buffer.size": "524288" })).toThrow(
       /^broker config "log.cleaner.io.buffer.size" is not supported: the log cleaner reads segments through/
     )
-    expect(() => props({ "max.connections": "5" })).toThrow(/"max.connections" is not supported: connection quotas/)
+    expect(() => props({ "max.connections": "5" })).toThrow(
+      /"max.connections" is not supported: broker-wide and per-listener connection limits/
+    )
     expect(() => props({ "log.cleanup.policy": "compact,forever" })).toThrow(
       "log.cleanup.policy=compact,forever: expected a list of delete and compact"
     )
@@ -120,6 +122,19 @@ describe("DynamicBrokerConfig", () => {
       isDefault: true
     })
     expect(entry(described, "num.partitions")).toMatchObject({ readOnly: true, configSource: Source.DEFAULT_CONFIG })
+  })
+
+  it("reads the client and controller quota windows from the properties, Kafka's 11 samples of 1 s by default", () => {
+    expect(props({ "quota.window.num": "5", "controller.quota.window.size.seconds": "2" })).toMatchObject({
+      quotaWindowNum: 5,
+      quotaWindowSizeSeconds: 1,
+      controllerQuotaWindowNum: 11,
+      controllerQuotaWindowSizeSeconds: 2
+    })
+    const described = DynamicBrokerConfig.describeBroker(layers(BrokerConfig.defaults), "1", false)
+    for (const key of ["quota.window.num", "controller.quota.window.num"])
+      expect(entry(described, key)).toMatchObject({ value: "11", readOnly: true })
+    expect(() => props({ "controller.quota.window.num": "0" })).toThrow(/controller.quota.window.num=0/)
   })
 
   it("takes the replication throttle rates from every layer, unlimited (Long.MAX) by default", () => {

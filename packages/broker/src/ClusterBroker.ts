@@ -219,9 +219,10 @@ export const start = async (
     controllerListener.protocol,
     "sasl.mechanism.controller.protocol"
   )
-  const socketOptions = brokerListeners.map((l) => Listeners.socketOptions(requested, l))
-  // SCRAM credentials come from the metadata image, which is loaded after the listeners are up.
+  // SCRAM credentials and IP connection quotas come from the metadata image, loaded after the listeners are up.
   let scramImage: () => MetadataImage.MetadataImage = () => MetadataImage.empty
+  const admit = ClientQuotaApis.admitConnection({ image: () => scramImage(), ...ClientQuotaApis.windowsOf(requested) })
+  const socketOptions = brokerListeners.map((l) => ({ ...Listeners.socketOptions(requested, l), admit }))
   const servers = new Map<string, SocketServer.SocketServer>()
   try {
     for (const [i, l] of brokerListeners.entries())
@@ -290,7 +291,6 @@ export const start = async (
   let stopped = false
   /** Applies changed log.cleaner.* settings (set once the cleaner runs). */
   let cleanerRestart: () => void = () => {}
-
   const replicas = new ReplicaManager({
     store,
     nodeId,
@@ -321,7 +321,6 @@ export const start = async (
       send: (request) => controller.request(AlterPartition.api, request)
     })
   })
-
   // -------------------------------------------------------------------------------------------------
   // Replica fetchers, one per leader broker
 
@@ -682,8 +681,8 @@ export const start = async (
   handlers.register(DescribeQuorum.api, (_req, request) => controller.request(DescribeQuorum.api, request))
   forward(UpdateFeatures.api)
   handlers.wrap(UpdateFeatures.api, (next) => (req, r) => next(req, FeatureControl.withUpgradeTypes(r)))
-  ScramApis.register(handlers, () => image)
-  DelegationTokenApis.register(ClientQuotaApis.register(handlers, { image: () => image }))
+  DelegationTokenApis.register(ScramApis.register(handlers, () => image))
+  ClientQuotaApis.register(handlers, { image: () => image, ...ClientQuotaApis.windowsOf(config) })
   handlers.register(ListConfigResources.api, (req, request) => ConfigResources.list(image, req.apiVersion, request))
   forward(UnregisterBroker.api)
   // KIP-1279: mirrors are created by the controller; the topic operations are validated here first (§5.8).

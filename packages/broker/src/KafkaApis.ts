@@ -294,7 +294,8 @@ export const register = (handlers: Handlers, ctx: BrokerContext): Handlers =>
           minBytes: request.minBytes,
           maxBytes: request.maxBytes,
           isolationLevel: request.isolationLevel,
-          partitions
+          partitions,
+          onWait: req.waited
         })
         const byTopic = new Map<string, typeof results>()
         for (const r of results) {

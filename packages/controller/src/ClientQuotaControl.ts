@@ -4,8 +4,9 @@
  * ClientQuotaRecord, one per key set or removed. Owns the client quota slice of the controller state.
  *
  * Decide is pure and returns the records with one result per entry; `replay` is the only way the state
- * changes. Only the quotas brokers enforce are stored (`producer_byte_rate`, `consumer_byte_rate`): the
- * other keys Kafka knows are refused with INVALID_REQUEST naming the key, never stored and ignored.
+ * changes. Every key Kafka knows is stored and enforced by the brokers: `producer_byte_rate`,
+ * `consumer_byte_rate`, `request_percentage` and `controller_mutation_rate` for users and client-ids,
+ * `connection_creation_rate` for IPs.
  */
 import { MetadataImage } from "@clustermirror/metadata-log"
 import { type AlterClientQuotas, Errors, MetadataRecords } from "@clustermirror/protocol"
@@ -21,8 +22,6 @@ export const empty: State = { entities: new Map() }
 
 export type ClientQuotaRecord = MetadataRecords.MetadataRecordOf<"ClientQuotaRecord">
 
-/** The quotas brokers enforce: stored when set. */
-export const ENFORCED_QUOTA_KEYS: ReadonlySet<string> = new Set(["producer_byte_rate", "consumer_byte_rate"])
 /** Kafka's quota keys, by the entity types that take them. */
 export const CLIENT_QUOTA_KEYS: ReadonlySet<string> = new Set([
   "producer_byte_rate",
@@ -31,16 +30,12 @@ export const CLIENT_QUOTA_KEYS: ReadonlySet<string> = new Set([
   "controller_mutation_rate"
 ])
 export const IP_QUOTA_KEYS: ReadonlySet<string> = new Set(["connection_creation_rate"])
-/** Keys whose value is a whole number of bytes per second. */
+/** Keys whose value is a whole number of bytes per second (Kafka's LONG quota configs). */
 const LONG_KEYS: ReadonlySet<string> = new Set(["producer_byte_rate", "consumer_byte_rate"])
+/** Keys whose value is a whole number of connections per second (Kafka's INT quota configs). */
+const INT_KEYS: ReadonlySet<string> = new Set(["connection_creation_rate"])
+const INT_MAX = 2_147_483_647
 const ENTITY_TYPES: ReadonlySet<string> = new Set(["user", "client-id", "ip"])
-
-/** Why each key Kafka knows but brokers here do not enforce is refused. */
-const NOT_ENFORCED: ReadonlyMap<string, string> = new Map([
-  ["request_percentage", "request quotas (the share of request handler time) are not implemented yet"],
-  ["controller_mutation_rate", "controller mutation quotas are not implemented yet"],
-  ["connection_creation_rate", "IP connection rate quotas are not implemented yet"]
-])
 
 /** The quotas of an entity, if it has any. */
 export const quotasOf = (
@@ -92,8 +87,12 @@ const opProblem = (ip: boolean, op: Entry["ops"][number]): string | null => {
   if (op.remove) return null
   if (!(op.value > 0)) return `Quota ${op.key} must be greater than 0`
   if (LONG_KEYS.has(op.key) && !Number.isInteger(op.value)) return `Configuration ${op.key} must be a Long value`
-  const why = NOT_ENFORCED.get(op.key)
-  return why === undefined ? null : `Quota ${op.key} is not enforced by this cluster (${why}), so it is not stored`
+  if (INT_KEYS.has(op.key)) {
+    if (op.value > INT_MAX) return `Proposed value for ${op.key} is too large for an INT.`
+    if (Math.abs(op.value % 1) > 1e-6) return `${op.key} cannot be a fractional value.`
+  }
+  // request_percentage and controller_mutation_rate are doubles: any value above 0.
+  return null
 }
 
 /**

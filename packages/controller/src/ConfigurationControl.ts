@@ -212,6 +212,8 @@ export const BROKER_READ_ONLY_CONFIGS: ReadonlySet<string> = new Set([
   "broker.session.timeout.ms",
   "cluster.id",
   "controller.listener.names",
+  "controller.quota.window.num",
+  "controller.quota.window.size.seconds",
   "controller.quorum.bootstrap.servers",
   "controller.quorum.voters",
   "default.replication.factor",
@@ -238,6 +240,8 @@ export const BROKER_READ_ONLY_CONFIGS: ReadonlySet<string> = new Set([
   "offsets.topic.replication.factor",
   "offsets.topic.segment.bytes",
   "process.roles",
+  "quota.window.num",
+  "quota.window.size.seconds",
   "replica.lag.time.max.ms",
   "replication.quota.window.num",
   "replication.quota.window.size.seconds",
@@ -257,11 +261,9 @@ export const BROKER_READ_ONLY_CONFIGS: ReadonlySet<string> = new Set([
 const CLEANER_IO =
   "the log cleaner reads segments through a shared 64 KiB window, writes in 1 MiB chunks and fills its offset map to 90 %: not configurable"
 const LOG_DIR_THROTTLING = "a broker has one log directory, so replicas never move between directories"
-const QUOTAS = "connection quotas are not implemented yet"
-const QUOTA_WINDOW = "client quotas measure rates over Kafka's default window, 11 samples of 1 second: not configurable"
+const QUOTAS =
+  "broker-wide and per-listener connection limits are not implemented yet: only per-IP connection_creation_rate quotas (kafka-configs --entity-type ips) are"
 const QUOTA_CALLBACK = "client quotas resolve as Kafka's default callback does: a custom callback is not supported"
-const CONTROLLER_QUOTAS =
-  "controller mutation quotas are not implemented yet: AlterClientQuotas refuses controller_mutation_rate"
 const SECURITY = "listener security settings are read from the server properties at start and cannot change dynamically"
 
 /**
@@ -292,11 +294,7 @@ export const BROKER_UNSUPPORTED_CONFIGS: ReadonlyMap<string, string> = new Map([
     "delegation.token.",
     "delegation tokens are not implemented: token requests are refused as by Kafka without a secret key"
   ],
-  ["client.quota.callback.class", QUOTA_CALLBACK],
-  ["quota.window.num", QUOTA_WINDOW],
-  ["quota.window.size.seconds", QUOTA_WINDOW],
-  ["controller.quota.window.num", CONTROLLER_QUOTAS],
-  ["controller.quota.window.size.seconds", CONTROLLER_QUOTAS]
+  ["client.quota.callback.class", QUOTA_CALLBACK]
 ])
 
 const unsupportedBroker = (resourceType: number, key: string): boolean =>

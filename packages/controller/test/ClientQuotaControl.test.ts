@@ -68,7 +68,7 @@ describe("ClientQuotaControl.alterClientQuotas", () => {
     alter(request([{ entity, ops: [op("consumer_byte_rate", 10)] }], true)).then([], [ok(entity)])
   })
 
-  it("validates as Kafka and refuses the keys brokers do not enforce, naming them; the entry applies nothing", () => {
+  it("validates keys and values as Kafka, naming the key; the entry applies nothing", () => {
     const u = [user("u")]
     const problem = (entity: Part[], ...ops: ReturnType<typeof op>[]) =>
       alter(request([{ entity, ops }])).outcome().response[0]!.errorMessage
@@ -88,26 +88,51 @@ describe("ClientQuotaControl.alterClientQuotas", () => {
     expect(problem(u, op("producer_byte_rate", 1), op("producer_byte_rate", 2))).toBe(
       "Duplicate quota key producer_byte_rate in a client quota entry"
     )
-    for (const key of ["request_percentage", "controller_mutation_rate"])
-      expect(problem(u, op(key, 10))).toMatch(new RegExp(`^Quota ${key} is not enforced by this cluster \\(.+\\)`))
-    expect(problem([{ entityType: "ip", entityName: "1.2.3.4" }], op("connection_creation_rate", 10))).toMatch(
-      /^Quota connection_creation_rate is not enforced/
+    const ip = [{ entityType: "ip", entityName: "1.2.3.4" }]
+    for (const key of ["request_percentage", "controller_mutation_rate"]) {
+      expect(problem(u, op(key, 0))).toBe(`Quota ${key} must be greater than 0`)
+      expect(problem(ip, op(key, 10))).toBe(`Invalid configuration key ${key}`)
+    }
+    expect(problem(ip, op("connection_creation_rate", 0))).toBe("Quota connection_creation_rate must be greater than 0")
+    expect(problem(ip, op("connection_creation_rate", 2.5))).toBe(
+      "connection_creation_rate cannot be a fractional value."
+    )
+    expect(problem(ip, op("connection_creation_rate", 2 ** 31))).toBe(
+      "Proposed value for connection_creation_rate is too large for an INT."
+    )
+    expect(problem([{ entityType: "ip", entityName: null }], op("producer_byte_rate", 10))).toBe(
+      "Invalid configuration key producer_byte_rate"
     )
     // One bad operation refuses the whole entry; the next entry still applies.
     alter(
       request([
-        { entity: u, ops: [op("producer_byte_rate", 100), op("request_percentage", 50)] },
+        { entity: u, ops: [op("producer_byte_rate", 100), op("request_percentage", -1)] },
         { entity: [client("c")], ops: [op("producer_byte_rate", 100)] }
       ])
     ).then(
       [quotaRecord([client("c")], "producer_byte_rate", 100)],
+      [refused(u, "Quota request_percentage must be greater than 0"), ok([client("c")])]
+    )
+  })
+
+  it("stores request_percentage and controller_mutation_rate (doubles) and connection_creation_rate for IPs and the default IP", () => {
+    const u = [user("u")]
+    const ip = [{ entityType: "ip", entityName: "10.0.0.1" }]
+    const defaultIp = [{ entityType: "ip", entityName: null }]
+    alter(
+      request([
+        { entity: u, ops: [op("request_percentage", 12.5), op("controller_mutation_rate", 0.5)] },
+        { entity: ip, ops: [op("connection_creation_rate", 2)] },
+        { entity: defaultIp, ops: [op("connection_creation_rate", 100)] }
+      ])
+    ).then(
       [
-        refused(
-          u,
-          "Quota request_percentage is not enforced by this cluster (request quotas (the share of request handler time) are not implemented yet), so it is not stored"
-        ),
-        ok([client("c")])
-      ]
+        quotaRecord(u, "request_percentage", 12.5),
+        quotaRecord(u, "controller_mutation_rate", 0.5),
+        quotaRecord(ip, "connection_creation_rate", 2),
+        quotaRecord(defaultIp, "connection_creation_rate", 100)
+      ],
+      [ok(u), ok(ip), ok(defaultIp)]
     )
   })
 

@@ -339,7 +339,9 @@ describe("ConfigurationControl.incrementalAlterConfigs", () => {
           resource(BROKER, "3", [op("log.cleaner.io.buffer.size", SET, "2")]),
           resource(BROKER, "4", [op("max.connections", SET, "10")]),
           resource(BROKER, "5", [op("mirror.admin.listener.name", SET, "MIRROR")]),
-          resource(BROKER, "6", [op("sasl.mechanism.mirror.admin.protocol", SET, "PLAIN")])
+          resource(BROKER, "6", [op("sasl.mechanism.mirror.admin.protocol", SET, "PLAIN")]),
+          resource(BROKER, "7", [op("controller.quota.window.num", SET, "5")]),
+          resource(BROKER, "8", [op("quota.window.size.seconds", SET, "2")])
         ])
       )
       .then(
@@ -367,7 +369,7 @@ describe("ConfigurationControl.incrementalAlterConfigs", () => {
             BROKER,
             "4",
             Errors.ErrorCode.INVALID_CONFIG,
-            "Broker config max.connections is not supported: connection quotas are not implemented yet"
+            "Broker config max.connections is not supported: broker-wide and per-listener connection limits are not implemented yet: only per-IP connection_creation_rate quotas (kafka-configs --entity-type ips) are"
           ),
           err(
             BROKER,
@@ -380,6 +382,19 @@ describe("ConfigurationControl.incrementalAlterConfigs", () => {
             "6",
             Errors.ErrorCode.INVALID_CONFIG,
             "Broker config sasl.mechanism.mirror.admin.protocol is not supported: listener security settings are read from the server properties at start and cannot change dynamically"
+          ),
+          // The quota windows are read from the server properties at start, as in Kafka.
+          err(
+            BROKER,
+            "7",
+            Errors.ErrorCode.INVALID_REQUEST,
+            "Cannot update these configs dynamically: [controller.quota.window.num]"
+          ),
+          err(
+            BROKER,
+            "8",
+            Errors.ErrorCode.INVALID_REQUEST,
+            "Cannot update these configs dynamically: [quota.window.size.seconds]"
           )
         ]
       )

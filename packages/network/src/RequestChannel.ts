@@ -5,6 +5,12 @@
  * Kafka's rules for what cannot be served: an unknown API key, a known API at a version we do not
  * speak, or a body that does not decode closes the connection; ApiVersions at an unsupported version is
  * answered at v0 with UNSUPPORTED_VERSION and our version table, so a newer client can downgrade.
+ *
+ * The request quota's measure (Kafka's request handler time, KIP-124) is taken here: each request's time
+ * from being taken for handling to its response being ready, less what the handler reports as waiting
+ * (`RequestContext.waited`), goes to the `RequestTimeHook`, which says how
+ * long to throttle; the response then carries that `throttle_time_ms` (the longest of the throttles)
+ * and the connection is muted as long, the same mute as the byte-rate quotas'.
  */
 import { Api, ApiVersions, Errors, Header, type Spec } from "@clustermirror/protocol"
 import { Either } from "effect"
@@ -23,7 +29,20 @@ export interface RequestContext {
    * no further request of the connection is read until then. The longest of several calls counts.
    */
   readonly throttle: (ms: number) => void
+  /** Exempts this request from the request quota (Kafka's inter-broker requests: replica fetches, cluster actions). */
+  readonly exemptFromRequestQuota: () => void
+  /**
+   * Reports time the request spent waiting rather than being handled (a fetch's long poll, Kafka's
+   * purgatory): the request quota does not count it.
+   */
+  readonly waited: (ms: number) => void
 }
+
+/**
+ * Sees each handled request that is not exempt, with the milliseconds it took from being taken for
+ * handling to its response being ready, and returns how long to throttle the client (0: not).
+ */
+export type RequestTimeHook = (ctx: RequestContext, handlingMs: number) => number
 
 /** Returned by a handler when the request gets no response (Produce with acks=0). */
 export const NoResponse: unique symbol = Symbol.for("@clustermirror/network/NoResponse")
@@ -42,8 +61,29 @@ interface Registered {
   readonly versions: { readonly min: number; readonly max: number } | undefined
 }
 
+/** The response with `throttle_time_ms` raised to `ms`, for the APIs whose responses have it. */
+const withThrottleTime = <Req extends Spec.Fields, Res extends Spec.Fields>(
+  api: Api.ApiDef<Req, Res>,
+  body: Spec.StructInput<Res> | NoResponse,
+  ms: number
+): Spec.StructInput<Res> | NoResponse => {
+  if (body === NoResponse || !api.response.fields.some((f) => f.key === "throttleTimeMs")) return body
+  const current: unknown = "throttleTimeMs" in body ? body.throttleTimeMs : undefined
+  return typeof current === "number" && current >= ms ? body : { ...body, throttleTimeMs: ms }
+}
+
 export class Handlers {
   private readonly byKey = new Map<number, Registered>()
+  private requestTime: { readonly hook: RequestTimeHook; readonly clock: () => number } | undefined
+
+  /**
+   * Measures every request's handling time for `hook` (the request quota), on `clock` in milliseconds
+   * (default `performance.now`). One hook: a second call replaces the first.
+   */
+  measureRequestTime(hook: RequestTimeHook, clock: () => number = () => performance.now()): this {
+    this.requestTime = { hook, clock }
+    return this
+  }
 
   /**
    * Replaces the handler of a registered API with `around(handler)`, at the same versions (a check in
@@ -89,18 +129,35 @@ export class Handlers {
       handle,
       versions,
       run: (ctx, frame) => {
+        const measured = this.requestTime
+        const started = measured?.clock() ?? 0
         const decoded = Api.decodeRequest(api, frame)
         if (Either.isLeft(decoded)) return { _tag: "Close", reason: `malformed request: ${decoded.left.message}` }
         let muteMs = 0
+        let exempt = false
+        let waitedMs = 0
         const full: RequestContext = {
           ...ctx,
           clientId: decoded.right.header.clientId,
           throttle: (ms) => {
             if (ms > muteMs) muteMs = ms
+          },
+          exemptFromRequestQuota: () => {
+            exempt = true
+          },
+          waited: (ms) => {
+            if (ms > 0) waitedMs += ms
           }
         }
+        const done = (body: Spec.StructInput<Res> | NoResponse): FrameResult => {
+          if (measured === undefined || exempt) return respond(full, body, muteMs)
+          const ms = measured.hook(full, Math.max(0, measured.clock() - started - waitedMs))
+          if (ms <= 0) return respond(full, body, muteMs)
+          full.throttle(ms)
+          return respond(full, withThrottleTime(api, body, muteMs), muteMs)
+        }
         const out = handle(full, decoded.right.body)
-        return out instanceof Promise ? out.then((b) => respond(full, b, muteMs)) : respond(full, out, muteMs)
+        return out instanceof Promise ? out.then(done) : done(out)
       }
     })
     return this
@@ -132,7 +189,9 @@ export class Handlers {
         clientId: null,
         connection,
         requestBytes: frame.length,
-        throttle: () => {}
+        throttle: () => {},
+        exemptFromRequestQuota: () => {},
+        waited: () => {}
       }
       try {
         return entry.run(ctx, frame)

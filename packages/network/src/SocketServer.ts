@@ -10,7 +10,9 @@
  * arrival order, so responses leave in request order. Malformed input never crashes the server: a bad
  * frame closes only the offending connection, and the log says so for at most `closeLogLimit.maxLines`
  * connections per interval (then one "suppressed N more" line), so bad input cannot flood the log.
- * Knows nothing about what a request means: it hands frames to a `FrameHandler`.
+ * Knows nothing about what a request means: it hands frames to a `FrameHandler`. Connection quotas
+ * are an `admit` hook's (Kafka's `ConnectionQuotas`): a new connection it throttles is held unread for
+ * the throttle time and then closed, never served.
  */
 import { Header } from "@clustermirror/protocol"
 import { Either } from "effect"
@@ -72,6 +74,11 @@ export interface SocketServerOptions {
   readonly log?: (line: string) => void
   /** How many "closing connection" lines per interval reach the log (default 10 per 10 s). */
   readonly closeLogLimit?: RateLimitedLog.RateLimitOptions
+  /**
+   * Asked once for each new connection, by its remote address: 0 admits it; a positive number of
+   * milliseconds holds it unread that long and then closes it (a connection over its IP's rate quota).
+   */
+  readonly admit?: (remoteHost: string) => number
 }
 
 export interface SocketServer {
@@ -110,6 +117,21 @@ export const start = (options: SocketServerOptions): Promise<SocketServer> =>
       )
     const onConnection = (socket: net.Socket) => {
       sockets.add(socket)
+      socket.once("close", () => sockets.delete(socket))
+      const delayMs = options.admit?.(socket.remoteAddress ?? "unknown") ?? 0
+      if (delayMs > 0) {
+        // Kafka's throttled connection: never read, closed once the throttle time is over.
+        socket.pause()
+        socket.on("error", () => {})
+        const timer = setTimeout(() => {
+          closeLog.log(
+            `closing connection ${socket.remoteAddress}:${socket.remotePort}: connection creation rate quota exceeded, held ${delayMs} ms`
+          )
+          socket.destroy()
+        }, delayMs)
+        socket.once("close", () => clearTimeout(timer))
+        return
+      }
       let principal = ANONYMOUS
       if (socket instanceof tls.TLSSocket) {
         const cert = socket.getPeerX509Certificate()

@@ -161,4 +161,52 @@ describe("SocketServer: a throttled connection is muted", () => {
       await server.close()
     }
   })
+
+  it("holds a connection the admit hook throttles unread and then closes it; others are served", async () => {
+    const handlers = new Handlers()
+    let served = 0
+    handlers.register(ApiVersions.api, () => {
+      served++
+      return { errorCode: 0, apiKeys: [] }
+    })
+    const asked: string[] = []
+    const server = await SocketServer.start({
+      host: "127.0.0.1",
+      port: 0,
+      maxFrameBytes: 1024 * 1024,
+      handle: handlers.frameHandler(() => {}),
+      admit: (host) => {
+        asked.push(host)
+        return host === "127.0.0.2" ? 200 : 0
+      }
+    })
+    const from = (localAddress: string) =>
+      new Promise<{ frames: number; closed: boolean }>((resolve) => {
+        const socket = net.connect({ port: server.port, host: "127.0.0.1", localAddress })
+        let frames = 0
+        socket.on("connect", () =>
+          socket.write(
+            Either.getOrThrow(
+              Api.encodeRequest(ApiVersions.api, 3, 1, "t", { clientSoftwareName: "t", clientSoftwareVersion: "1" })
+            )
+          )
+        )
+        socket.on("data", () => {
+          frames++
+          socket.destroy()
+          resolve({ frames, closed: false })
+        })
+        socket.on("close", () => resolve({ frames, closed: true }))
+        socket.on("error", () => {})
+      })
+    try {
+      expect(await from("127.0.0.2")).toEqual({ frames: 0, closed: true })
+      expect(served).toBe(0)
+      expect(await from("127.0.0.1")).toEqual({ frames: 1, closed: false })
+      expect(served).toBe(1)
+      expect(asked).toEqual(["127.0.0.2", "127.0.0.1"])
+    } finally {
+      await server.close()
+    }
+  })
 })

@@ -117,6 +117,8 @@ export interface FetchParams {
   /** 0 read_uncommitted, 1 read_committed */
   readonly isolationLevel: number
   readonly partitions: ReadonlyArray<FetchPartitionRequest>
+  /** Told how long the fetch waited for data (its long poll), which is not handling time. */
+  readonly onWait?: (ms: number) => void
 }
 
 export interface ReplicaManagerOptions {
@@ -806,7 +808,9 @@ export class ReplicaManager {
         this.leaderQuota.record(r.throttledBytes)
         return r.results
       }
+      const waitStarted = this.now()
       await this.waitForAppend(params.partitions, remaining)
+      params.onWait?.(this.now() - waitStarted)
     }
   }
 

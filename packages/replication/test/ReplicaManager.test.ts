@@ -446,6 +446,47 @@ describe("ReplicaManager.close", () => {
   })
 })
 
+describe("ReplicaManager long poll", () => {
+  it("tells the fetch how long it waited for data, which the request quota does not count", async () => {
+    const { rm, advance } = setup()
+    const waits: number[] = []
+    const fetched = rm.fetch({
+      replicaId: -1,
+      maxWaitMs: 60_000,
+      minBytes: 1,
+      maxBytes: 1 << 20,
+      isolationLevel: 0,
+      partitions: [
+        {
+          topic: "t",
+          partition: 0,
+          fetchOffset: 0,
+          currentLeaderEpoch: 5,
+          lastFetchedEpoch: -1,
+          partitionMaxBytes: 1 << 20
+        }
+      ],
+      onWait: (ms) => waits.push(ms)
+    })
+    await flush()
+    advance(700)
+    // Single-replica ISR: the append moves the high watermark and wakes the fetch.
+    rm.applyRegistration(
+      "t",
+      0,
+      "q83vEjRWeJCrze8SNFZ4kA",
+      { replicas: [1], isr: [1], leader: 1, leaderEpoch: 5, partitionEpoch: 1 },
+      PartitionLog.defaultConfig,
+      false,
+      1
+    )
+    await rm.appendAsLeader("t", 0, batch(2), true, 1)
+    const [result] = await fetched
+    expect(result!.records.length).toBeGreaterThan(0)
+    expect(waits).toEqual([700])
+  })
+})
+
 describe("ReplicaManager DeleteRecords", () => {
   /** A follower fetch that reports the follower's log start, as Fetch v5+ does. */
   const fetchReporting = (rm: ReplicaManager, replicaId: number, fetchOffset: number, logStartOffset: number) =>

@@ -1,17 +1,22 @@
 /**
  * Client quota enforcement (Kafka's `ClientQuotaManager` with its default callback): which quota applies
- * to a (user principal, client-id) pair, the windowed rate of what each pair sent or fetched, and how
- * long a pair that went over its quota is throttled.
+ * to a (user principal, client-id) pair, the windowed rate of what each pair sent or fetched or of the
+ * request handling time it took (`request_percentage`, KIP-124), and how long a pair that went over its
+ * quota is throttled; the token bucket of `controller_mutation_rate` (KIP-599); and the per-IP
+ * connection creation rate of `connection_creation_rate` (KIP-612, Kafka's `ConnectionQuotas`).
  *
  * Pure arithmetic over times passed in; it never reads a clock and never touches a socket (muting is the
  * network package's, the request path's wiring is `ClientQuotaApis`).
  */
 import type { MetadataImage } from "@clustermirror/metadata-log"
 
-/** The byte-rate quotas brokers enforce. */
-export type QuotaKey = "producer_byte_rate" | "consumer_byte_rate"
+/** The quotas of (user, client-id) pairs. */
+export type QuotaKey = "producer_byte_rate" | "consumer_byte_rate" | "request_percentage" | "controller_mutation_rate"
 
-/** Kafka's `quota.window.num` and `quota.window.size.seconds` (defaults 11 and 1). */
+/**
+ * Kafka's `quota.window.num` and `quota.window.size.seconds` (defaults 11 and 1), and for the controller
+ * mutation quota `controller.quota.window.num` and `controller.quota.window.size.seconds` (the same defaults).
+ */
 export interface WindowConfig {
   readonly samples: number
   readonly windowMs: number
@@ -23,7 +28,7 @@ type Part = MetadataImage.ClientQuotaEntityPart
 
 /** The quota that applies to a pair, and the pair's share of it: who is measured together. */
 export interface ResolvedQuota {
-  /** Bytes per second. */
+  /** Per second: bytes, percent of one request handler's time, or partition mutations. */
   readonly bound: number
   /** The user measured ("" when the quota is a client-id's alone). */
   readonly user: string
@@ -136,14 +141,25 @@ export class WindowedRate {
 export const throttleTimeMs = (rate: number, bound: number, windowSizeMs: number): number =>
   rate > bound ? Math.round(((rate - bound) / bound) * windowSizeMs) : 0
 
+/**
+ * The share of one request handler's time that `ms` milliseconds of handling are, as Kafka records
+ * request time (percent-seconds: a rate of them per second is the percentage `request_percentage` bounds).
+ */
+export const requestTimePercent = (ms: number): number => ms / 10
+
 /** The rates of the pairs throttled on one quota key, with what they recorded. */
 export class ClientQuotaManager {
   private readonly rates = new Map<string, WindowedRate>()
   private recorded = 0
 
+  /**
+   * `maxThrottleMs` bounds the throttle (Kafka bounds the request quota's to one window, the byte rates'
+   * not at all).
+   */
   constructor(
     readonly key: QuotaKey,
-    private readonly config: WindowConfig = DEFAULT_WINDOW
+    private readonly config: WindowConfig = DEFAULT_WINDOW,
+    private readonly maxThrottleMs: number = Number.POSITIVE_INFINITY
   ) {}
 
   private rateOf(q: ResolvedQuota, now: number): WindowedRate {
@@ -165,7 +181,7 @@ export class ClientQuotaManager {
   recordAndGetThrottleTimeMs(q: ResolvedQuota, bytes: number, now: number): number {
     const r = this.rateOf(q, now)
     r.record(bytes, now)
-    return throttleTimeMs(r.rate(now), q.bound, r.windowSizeMs(now))
+    return Math.min(this.maxThrottleMs, throttleTimeMs(r.rate(now), q.bound, r.windowSizeMs(now)))
   }
 
   /** Takes back bytes recorded at `now` that the client will not get (a throttled fetch answers empty). */
@@ -176,5 +192,164 @@ export class ClientQuotaManager {
   /** The most a pair may take in one go: its quota over the windows but one (Kafka caps a fetch so). */
   maxValueInQuotaWindow(q: ResolvedQuota): number {
     return Math.floor(q.bound * (this.config.samples - 1) * (this.config.windowMs / 1000))
+  }
+}
+
+/**
+ * Kafka's `TokenBucket`: starts full at `burst` (the rate over all the windows), refills at the rate per
+ * second up to the burst, and a recorded value takes that many tokens, below zero if need be (a debt).
+ */
+export class TokenBucket {
+  private tokens: number | undefined
+  private last = 0
+
+  constructor(private readonly config: WindowConfig = DEFAULT_WINDOW) {}
+
+  /** The most tokens the bucket holds at `rate`. */
+  burst(rate: number): number {
+    return rate * this.config.samples * (this.config.windowMs / 1000)
+  }
+
+  /** The tokens at `now` for a quota of `rate` per second (negative: in debt). */
+  tokensAt(rate: number, now: number): number {
+    const burst = this.burst(rate)
+    const refilled = this.tokens === undefined ? burst : this.tokens + (Math.max(0, now - this.last) * rate) / 1000
+    this.tokens = Math.min(burst, refilled)
+    this.last = Math.max(this.last, now)
+    return this.tokens
+  }
+
+  /** Takes `value` tokens at `now` (a negative value gives them back). */
+  record(value: number, rate: number, now: number): void {
+    this.tokens = this.tokensAt(rate, now) - value
+  }
+
+  /** Whether the bucket is full again, so forgetting it changes nothing. */
+  full(rate: number, now: number): boolean {
+    return this.tokensAt(rate, now) >= this.burst(rate)
+  }
+}
+
+/** How long a bucket in debt takes to come back to zero: Kafka's controller mutation throttle. */
+export const debtThrottleTimeMs = (tokens: number, rate: number): number =>
+  tokens < 0 ? Math.round((-tokens / rate) * 1000) : 0
+
+/**
+ * What one request did to a pair's controller mutation quota (Kafka's `ControllerMutationQuota`, made per
+ * request): `record` says whether a topic's mutations are accepted, `throttleTimeMs` how long the request
+ * is throttled.
+ */
+export interface ControllerMutationQuota {
+  /**
+   * Strict (the versions that know THROTTLING_QUOTA_EXCEEDED): refused while the bucket is in debt,
+   * otherwise accepted even if they put it in debt. Permissive (older versions): always accepted, the
+   * request throttled once the bucket is in debt.
+   */
+  readonly record: (permits: number, now: number) => boolean
+  /** Gives back the permits of a mutation that did not happen (the controller refused the topic). */
+  readonly unrecord: (permits: number, now: number) => void
+  /** The throttle time of the last debt seen, less the time gone since (0 when none). */
+  readonly throttleTimeMs: (now: number) => number
+}
+
+/** Kafka's `UnboundedControllerMutationQuota`: the pair has no quota. */
+export const UNBOUNDED_MUTATION_QUOTA: ControllerMutationQuota = {
+  record: () => true,
+  unrecord: () => {},
+  throttleTimeMs: () => 0
+}
+
+/** The token buckets of the pairs with a `controller_mutation_rate` (Kafka's `ControllerMutationQuotaManager`). */
+export class ControllerMutationQuotaManager {
+  private readonly buckets = new Map<string, TokenBucket>()
+  private created = 0
+
+  constructor(private readonly config: WindowConfig = DEFAULT_WINDOW) {}
+
+  private bucketOf(q: ResolvedQuota, now: number): TokenBucket {
+    const id = `${q.user}\u0000${q.clientId}`
+    let b = this.buckets.get(id)
+    if (b === undefined) {
+      // A full bucket is what a new one would be: forgetting the full ones keeps the map to active pairs.
+      if (++this.created % 1024 === 0)
+        for (const [k, v] of this.buckets) if (v.full(q.bound, now)) this.buckets.delete(k)
+      b = new TokenBucket(this.config)
+      this.buckets.set(id, b)
+    }
+    return b
+  }
+
+  /** The quota of one request from the pair (`undefined`: no quota applies). */
+  newQuotaFor(q: ResolvedQuota | undefined, strict: boolean): ControllerMutationQuota {
+    if (q === undefined) return UNBOUNDED_MUTATION_QUOTA
+    let lastThrottleMs = 0
+    let lastAt = 0
+    const seen = (tokens: number, now: number) => {
+      lastThrottleMs = debtThrottleTimeMs(tokens, q.bound)
+      lastAt = now
+    }
+    return {
+      record: (permits, now) => {
+        const bucket = this.bucketOf(q, now)
+        if (strict) {
+          const tokens = bucket.tokensAt(q.bound, now)
+          if (tokens < 0) {
+            seen(tokens, now)
+            return false
+          }
+          bucket.record(permits, q.bound, now)
+          return true
+        }
+        bucket.record(permits, q.bound, now)
+        const tokens = bucket.tokensAt(q.bound, now)
+        if (tokens < 0) seen(tokens, now)
+        return true
+      },
+      unrecord: (permits, now) => this.bucketOf(q, now).record(-permits, q.bound, now),
+      throttleTimeMs: (now) => Math.max(0, lastThrottleMs - (now - lastAt))
+    }
+  }
+}
+
+/** An IP as Kafka's `InetAddress` sees it: an IPv4-mapped IPv6 address is its IPv4 address. */
+export const normalizeIp = (host: string): string =>
+  host.startsWith("::ffff:") && host.includes(".") ? host.slice(7) : host
+
+/**
+ * The `connection_creation_rate` that applies to an IP: its own `ip` entity's, else the default IP
+ * entity's (`ip` with no name), else none.
+ */
+export const connectionRateOf = (
+  quotasOf: (entity: ReadonlyArray<Part>) => ReadonlyMap<string, number>,
+  ip: string
+): number | undefined =>
+  quotasOf([{ entityType: "ip", entityName: normalizeIp(ip) }]).get("connection_creation_rate") ??
+  quotasOf([{ entityType: "ip", entityName: null }]).get("connection_creation_rate")
+
+/**
+ * The connection creation rate of each IP with a quota (Kafka's `ConnectionQuotas` for IP entities): a
+ * new connection is recorded; one that takes the IP's rate over its quota is taken back out of the rate
+ * (it will not be accepted) and throttled for the time the excess takes to pass, at most one window.
+ */
+export class ConnectionQuotas {
+  private readonly rates = new Map<string, WindowedRate>()
+  private recorded = 0
+
+  constructor(private readonly config: WindowConfig = DEFAULT_WINDOW) {}
+
+  /** Records a new connection from `ip` at `now`: 0 accepts it, otherwise the milliseconds to hold it before closing it. */
+  recordAndGetThrottleTimeMs(ip: string, quota: number | undefined, now: number): number {
+    if (quota === undefined) return 0
+    const key = normalizeIp(ip)
+    let r = this.rates.get(key)
+    if (r === undefined) {
+      if (++this.recorded % 1024 === 0) for (const [k, v] of this.rates) if (v.idle(now)) this.rates.delete(k)
+      r = new WindowedRate(this.config)
+      this.rates.set(key, r)
+    }
+    r.record(1, now)
+    const ms = Math.min(this.config.windowMs, throttleTimeMs(r.rate(now), quota, r.windowSizeMs(now)))
+    if (ms > 0) r.record(-1, now)
+    return ms
   }
 }

@@ -3,16 +3,21 @@ import { MetadataDelta, MetadataImage, MetadataProvenance } from "@clustermirror
 import { Handlers, NoResponse } from "@clustermirror/network/RequestChannel"
 import {
   Api,
-  type DescribeClientQuotas,
+  CreatePartitions,
+  CreateTopics,
+  DeleteTopics,
+  DescribeClientQuotas,
   Errors,
   Fetch,
   MetadataRecords,
   Produce,
-  type Spec
+  type Spec,
+  WriteTxnMarkers
 } from "@clustermirror/protocol"
 import { Either } from "effect"
 import * as ClientQuotaApis from "../src/ClientQuotaApis.js"
 
+const E = Errors.ErrorCode
 type Part = { entityType: string; entityName: string | null }
 const user = (name: string | null): Part => ({ entityType: "user", entityName: name })
 const client = (name: string | null): Part => ({ entityType: "client-id", entityName: name })
@@ -136,6 +141,20 @@ const run = async <Req extends Spec.Fields, Res extends Spec.Fields>(
   return { body: body_, muteMs, bytes: frame.length }
 }
 
+const fetchRequest = (replicaId: number) => ({
+  replicaId,
+  maxWaitMs: 0,
+  minBytes: 1,
+  maxBytes: 10_000_000,
+  isolationLevel: 0,
+  sessionId: 0,
+  sessionEpoch: -1,
+  topics: [
+    { topic: "t", partitions: [{ partition: 0, fetchOffset: 0n, logStartOffset: -1n, partitionMaxBytes: 1_000_000 }] }
+  ],
+  forgottenTopicsData: []
+})
+
 describe("ClientQuotaApis.register: throttling Produce and Fetch", () => {
   const setup = (quotas: ReadonlyArray<readonly [Part[], string, number]>) => {
     let now = 0
@@ -173,19 +192,7 @@ describe("ClientQuotaApis.register: throttling Produce and Fetch", () => {
     timeoutMs: 1000,
     topicData: [{ name: "t", partitionData: [{ index: 0, records: Buffer.alloc(49_000) }] }]
   })
-  const fetch = (replicaId: number) => ({
-    replicaId,
-    maxWaitMs: 0,
-    minBytes: 1,
-    maxBytes: 10_000_000,
-    isolationLevel: 0,
-    sessionId: 0,
-    sessionEpoch: -1,
-    topics: [
-      { topic: "t", partitions: [{ partition: 0, fetchOffset: 0n, logStartOffset: -1n, partitionMaxBytes: 1_000_000 }] }
-    ],
-    forgottenTopicsData: []
-  })
+  const fetch = fetchRequest
 
   it("appends a produce over the quota and answers it with throttle_time_ms, muting the connection as long", async () => {
     const s = setup([[[client("q1")], "producer_byte_rate", 10_000]])
@@ -243,5 +250,206 @@ describe("ClientQuotaApis.register: throttling Produce and Fetch", () => {
       expect([version, second.muteMs]).toEqual([version, expected])
       expect(second.body).toMatchObject({ throttleTimeMs: expected, responses: [] })
     }
+  })
+})
+
+describe("ClientQuotaApis.register: request_percentage", () => {
+  it("throttles a pair over its share of handler time on any API, and exempts replica fetches and inter-broker requests", async () => {
+    let clock = 0
+    const handlers = new Handlers()
+      .register(DescribeClientQuotas.api, () => ({ throttleTimeMs: 0, errorCode: 0, errorMessage: null, entries: [] }))
+      .register(Fetch.api, () => {
+        clock += 3000
+        return { throttleTimeMs: 0, errorCode: 0, sessionId: 0, responses: [] }
+      })
+      .register(WriteTxnMarkers.api, () => {
+        clock += 3000
+        return { markers: [] }
+      })
+    ClientQuotaApis.register(handlers, {
+      image: () => imageOf([[[client("busy")], "request_percentage", 10]]),
+      now: () => 0,
+      handlingClock: () => clock
+    })
+    // DescribeClientQuotas is re-registered by the quotas; time it through a wrap that takes 600 ms.
+    handlers.wrap(DescribeClientQuotas.api, (next) => (ctx, request) => {
+      clock += 600
+      return next(ctx, request)
+    })
+    const describe = { components: [], strict: false }
+    // 10 % of one handler over the first 10 s is 1 s: 600 ms passes, 1200 ms is 2 % over = 20 % of 10 s, bounded to 1 s.
+    expect((await run(handlers, DescribeClientQuotas.api, 1, "busy", describe)).muteMs).toBe(0)
+    const over = await run(handlers, DescribeClientQuotas.api, 1, "busy", describe)
+    expect(over.muteMs).toBe(1000)
+    expect((over.body as DescribeClientQuotas.Response).throttleTimeMs).toBe(1000)
+    // Another client-id has no request quota.
+    expect((await run(handlers, DescribeClientQuotas.api, 1, "idle", describe)).muteMs).toBe(0)
+    // The pair is over its quota, yet a replica's fetch and WriteTxnMarkers (3 s each) are neither counted nor throttled.
+    const follower = { ...fetchRequest(1), topics: [] }
+    expect((await run(handlers, Fetch.api, 12, "busy", follower)).muteMs).toBe(0)
+    expect((await run(handlers, WriteTxnMarkers.api, 1, "busy", { markers: [] })).muteMs).toBe(0)
+    // A consumer's fetch is.
+    const consumer = await run(handlers, Fetch.api, 12, "busy", { ...fetchRequest(-1), topics: [] })
+    expect(consumer.muteMs).toBe(1000)
+  })
+})
+
+describe("ClientQuotaApis.register: controller_mutation_rate", () => {
+  const topicImage = (quotas: ReadonlyArray<readonly [Part[], string, number]>, topics: Record<string, number>) =>
+    MetadataDelta.make(MetadataImage.empty, [
+      ...quotas.map(([entity, key, value]) => MetadataRecords.make("ClientQuotaRecord", { entity, key, value })),
+      ...Object.entries(topics).flatMap(([name, partitions], i) => {
+        const topicId = `AAAAAAAAAAAAAAAAAAAAA${"BCDEFGHI"[i]}`
+        return [
+          MetadataRecords.make("TopicRecord", { name, topicId }),
+          ...Array.from({ length: partitions }, (_, p) =>
+            MetadataRecords.make("PartitionRecord", {
+              partitionId: p,
+              topicId,
+              replicas: [1],
+              isr: [1],
+              leader: 1,
+              leaderEpoch: 0,
+              partitionEpoch: 0
+            })
+          )
+        ]
+      })
+    ]).apply(MetadataProvenance.empty)
+  const setup = (topics: Record<string, number> = {}) => {
+    const forwarded: string[][] = []
+    let now = 0
+    const handlers = new Handlers()
+      .register(CreateTopics.api, (_ctx, request) => {
+        forwarded.push(request.topics.map((t) => t.name))
+        return {
+          throttleTimeMs: 0,
+          topics: request.topics.map((t) => ({
+            name: t.name,
+            errorCode: t.name.startsWith("bad") ? E.INVALID_TOPIC_EXCEPTION : 0,
+            errorMessage: null,
+            numPartitions: t.numPartitions
+          }))
+        }
+      })
+      .register(DeleteTopics.api, (_ctx, request) => {
+        forwarded.push([...request.topicNames, ...request.topics.map((t) => t.name ?? "")])
+        return {
+          throttleTimeMs: 0,
+          responses: [...request.topicNames, ...request.topics.map((t) => t.name)].map((name) => ({
+            name,
+            errorCode: 0
+          }))
+        }
+      })
+      .register(CreatePartitions.api, (_ctx, request) => {
+        forwarded.push(request.topics.map((t) => t.name))
+        return { throttleTimeMs: 0, results: request.topics.map((t) => ({ name: t.name, errorCode: 0 })) }
+      })
+    ClientQuotaApis.register(handlers, {
+      image: () => topicImage([[[client("admin")], "controller_mutation_rate", 1]], topics),
+      now: () => now
+    })
+    return { handlers, forwarded, at: (ms: number) => (now = ms) }
+  }
+  const create = (...topics: Array<readonly [string, number]>) => ({
+    topics: topics.map(([name, numPartitions]) => ({
+      name,
+      numPartitions,
+      replicationFactor: 1,
+      assignments: [],
+      configs: []
+    })),
+    timeoutMs: 1000,
+    validateOnly: false
+  })
+  type Created = CreateTopics.Response["topics"][number]
+  const codes = (r: { body: unknown }) =>
+    (r.body as CreateTopics.Response).topics.map((t: Created) => [t.name, t.errorCode, t.errorMessage])
+
+  it("v6+: a topic asked while the bucket is in debt gets THROTTLING_QUOTA_EXCEEDED and is not forwarded", async () => {
+    const s = setup()
+    // 1/s over 11 windows: 11 tokens. 10 partitions pass (1 left), the next 10 pass into debt (-9).
+    const first = await run(s.handlers, CreateTopics.api, 7, "admin", create(["a", 10], ["b", 10], ["c", 1]))
+    expect(codes(first)).toEqual([
+      ["a", 0, null],
+      ["b", 0, null],
+      ["c", E.THROTTLING_QUOTA_EXCEEDED, "The throttling quota has been exceeded."]
+    ])
+    expect(s.forwarded).toEqual([["a", "b"]])
+    // 9 tokens of debt at 1/s: 9 s, on the response and the connection.
+    expect((first.body as CreateTopics.Response).throttleTimeMs).toBe(9000)
+    expect(first.muteMs).toBe(9000)
+    s.at(4000)
+    const second = await run(s.handlers, CreateTopics.api, 7, "admin", create(["d", 1]))
+    expect(codes(second)).toEqual([["d", E.THROTTLING_QUOTA_EXCEEDED, "The throttling quota has been exceeded."]])
+    expect(second.muteMs).toBe(5000)
+    expect(s.forwarded).toHaveLength(1)
+    // Another client-id has no quota; once the debt is repaid the admin may create again.
+    expect(codes(await run(s.handlers, CreateTopics.api, 7, "other", create(["e", 100])))).toEqual([["e", 0, null]])
+    s.at(9000)
+    expect(codes(await run(s.handlers, CreateTopics.api, 7, "admin", create(["f", 1])))).toEqual([["f", 0, null]])
+  })
+
+  it("before v6 everything is forwarded and the response throttled; refused topics give their partitions back", async () => {
+    const s = setup()
+    const old = await run(s.handlers, CreateTopics.api, 5, "admin", create(["a", 10], ["b", 10], ["c", 1]))
+    expect(codes(old).map(([, code]) => code)).toEqual([0, 0, 0])
+    expect((old.body as CreateTopics.Response).throttleTimeMs).toBe(10_000)
+    expect(old.muteMs).toBe(10_000)
+    // validateOnly counts as in Kafka's controller: 10 of the 11 tokens.
+    const v = setup()
+    const validated = await run(v.handlers, CreateTopics.api, 7, "admin", { ...create(["a", 10]), validateOnly: true })
+    expect(codes(validated)).toEqual([["a", 0, null]])
+    expect(codes(await run(v.handlers, CreateTopics.api, 7, "admin", create(["b", 10])))).toEqual([["b", 0, null]])
+    expect(codes(await run(v.handlers, CreateTopics.api, 7, "admin", create(["c", 1])))[0]![1]).toBe(
+      E.THROTTLING_QUOTA_EXCEEDED
+    )
+    // The controller refuses "bad": its 10 partitions are given back, so the bucket stays at 1 token.
+    const t = setup()
+    const refused = await run(t.handlers, CreateTopics.api, 7, "admin", create(["bad", 10], ["a", 1], ["b", 1]))
+    expect(codes(refused).map(([, code]) => code)).toEqual([E.INVALID_TOPIC_EXCEPTION, 0, 0])
+    expect(refused.muteMs).toBe(0)
+  })
+
+  it("counts the partitions DeleteTopics deletes and CreatePartitions adds, from the image", async () => {
+    const s = setup({ big: 12, small: 2 })
+    // DeleteTopics v5 (strict): "big" takes the bucket to -1, "small" is refused.
+    const del = await run(s.handlers, DeleteTopics.api, 5, "admin", {
+      topicNames: ["big", "small"],
+      timeoutMs: 1000
+    })
+    expect((del.body as DeleteTopics.Response).responses.map((r) => [r.name, r.errorCode])).toEqual([
+      ["big", 0],
+      ["small", E.THROTTLING_QUOTA_EXCEEDED]
+    ])
+    expect(del.muteMs).toBe(1000)
+    expect(s.forwarded).toEqual([["big"]])
+    // CreatePartitions v3 (strict) in debt: refused; v2 (permissive): forwarded and throttled.
+    const grow = { topics: [{ name: "small", count: 4, assignments: null }], timeoutMs: 1000, validateOnly: false }
+    const strict = await run(s.handlers, CreatePartitions.api, 3, "admin", grow)
+    expect((strict.body as CreatePartitions.Response).results[0]!.errorCode).toBe(E.THROTTLING_QUOTA_EXCEEDED)
+    const permissive = await run(s.handlers, CreatePartitions.api, 2, "admin", grow)
+    expect((permissive.body as CreatePartitions.Response).results[0]!.errorCode).toBe(0)
+    expect(permissive.muteMs).toBe(3000)
+  })
+})
+
+describe("ClientQuotaApis.admitConnection", () => {
+  it("throttles new connections over their IP's rate, the default IP's for IPs without their own", () => {
+    const admit = ClientQuotaApis.admitConnection({
+      image: () =>
+        imageOf([
+          [[ip("10.0.0.1")], "connection_creation_rate", 1],
+          [[ip(null)], "connection_creation_rate", 2]
+        ]),
+      now: () => 0
+    })
+    // 1/s over the first 10 s: 10 pass, the 11th is held 1 s (10 % over x 10 s) and closed.
+    const own = Array.from({ length: 11 }, () => admit("10.0.0.1"))
+    expect(own).toEqual([...Array(10).fill(0), 1000])
+    const byDefault = Array.from({ length: 21 }, () => admit("::ffff:10.0.0.2"))
+    expect(byDefault).toEqual([...Array(20).fill(0), 500])
+    expect(ClientQuotaApis.admitConnection({ image: () => MetadataImage.empty })("10.0.0.1")).toBe(0)
   })
 })

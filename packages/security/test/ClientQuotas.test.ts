@@ -165,3 +165,105 @@ describe("ClientQuotas.WindowedRate", () => {
     expect(m.maxValueInQuotaWindow({ bound: 20_000, user: "", clientId: "c" })).toBe(200_000)
   })
 })
+
+describe("ClientQuotas: request_percentage", () => {
+  const q = { bound: 10, user: "u", clientId: "c" }
+
+  it("records handling time as a share of one handler thread and bounds the throttle to one window", () => {
+    // 100 ms of handling is 10 percent-seconds: over the first burst's 10 s, a rate of 1 %.
+    expect(ClientQuotas.requestTimePercent(100)).toBe(10)
+    const m = new ClientQuotas.ClientQuotaManager("request_percentage", ClientQuotas.DEFAULT_WINDOW, 1000)
+    // 10 % of one thread over 10 s is 1 s of handling: within it, no throttle.
+    expect(m.recordAndGetThrottleTimeMs(q, ClientQuotas.requestTimePercent(1000), 0)).toBe(0)
+    // 1.1 s over 10 s is 11 %: 10 % over the quota, times the 10 s window.
+    expect(m.recordAndGetThrottleTimeMs(q, ClientQuotas.requestTimePercent(100), 0)).toBe(1000)
+    const unbounded = new ClientQuotas.ClientQuotaManager("request_percentage")
+    expect(unbounded.recordAndGetThrottleTimeMs(q, ClientQuotas.requestTimePercent(2000), 0)).toBe(10_000)
+    const bounded = new ClientQuotas.ClientQuotaManager("request_percentage", ClientQuotas.DEFAULT_WINDOW, 1000)
+    expect(bounded.recordAndGetThrottleTimeMs(q, ClientQuotas.requestTimePercent(2000), 0)).toBe(1000)
+  })
+})
+
+describe("ClientQuotas: controller_mutation_rate (token bucket)", () => {
+  const window = { samples: 10, windowMs: 1000 }
+  const q = { bound: 10, user: "u", clientId: "c" }
+
+  it("strict: accepts while the bucket is not in debt, even into debt; refuses in debt with the time to repay it", () => {
+    const m = new ClientQuotas.ControllerMutationQuotaManager(window)
+    const quota = m.newQuotaFor(q, true)
+    // The bucket starts full: 10/s x 10 windows x 1 s = 100 tokens.
+    expect(quota.record(90, 0)).toBe(true)
+    expect(quota.throttleTimeMs(0)).toBe(0)
+    // 10 tokens left: accepted, down to -80.
+    expect(quota.record(90, 0)).toBe(true)
+    expect(quota.throttleTimeMs(0)).toBe(0)
+    // In debt: refused, 80 tokens at 10/s = 8 s.
+    expect(quota.record(1, 0)).toBe(false)
+    expect(quota.throttleTimeMs(0)).toBe(8000)
+    // The throttle time counts down; a new request of the pair shares the bucket.
+    expect(quota.throttleTimeMs(3000)).toBe(5000)
+    const next = m.newQuotaFor(q, true)
+    expect(next.record(1, 5000)).toBe(false)
+    expect(next.throttleTimeMs(5000)).toBe(3000)
+    // Repaid at 8 s: accepted again.
+    expect(m.newQuotaFor(q, true).record(1, 8000)).toBe(true)
+  })
+
+  it("permissive: always accepts, and throttles once the bucket is in debt", () => {
+    const m = new ClientQuotas.ControllerMutationQuotaManager(window)
+    const quota = m.newQuotaFor(q, false)
+    expect(quota.record(100, 0)).toBe(true)
+    expect(quota.throttleTimeMs(0)).toBe(0)
+    expect(quota.record(50, 0)).toBe(true)
+    expect(quota.throttleTimeMs(0)).toBe(5000)
+    expect(m.newQuotaFor(q, false).record(10, 1000)).toBe(true)
+  })
+
+  it("gives back what was not mutated, refills no higher than the burst, and has no limit without a quota", () => {
+    const m = new ClientQuotas.ControllerMutationQuotaManager(window)
+    const quota = m.newQuotaFor(q, true)
+    expect(quota.record(150, 0)).toBe(true)
+    quota.unrecord(150, 0)
+    expect(quota.record(1, 0)).toBe(true)
+    const bucket = new ClientQuotas.TokenBucket(window)
+    bucket.record(50, 10, 0)
+    expect(bucket.tokensAt(10, 2000)).toBe(70)
+    expect(bucket.tokensAt(10, 60_000)).toBe(100)
+    expect(ClientQuotas.debtThrottleTimeMs(-5, 10)).toBe(500)
+    const none = m.newQuotaFor(undefined, true)
+    expect(none).toBe(ClientQuotas.UNBOUNDED_MUTATION_QUOTA)
+    expect(none.record(1_000_000, 0)).toBe(true)
+  })
+})
+
+describe("ClientQuotas: connection_creation_rate", () => {
+  const ips = (quotas: Record<string, number>) => (entity: ReadonlyArray<Part>) => {
+    const v = quotas[entity[0]?.entityName ?? "<default>"]
+    return new Map(v === undefined ? [] : [["connection_creation_rate", v]])
+  }
+
+  it("applies an IP's own quota, else the default IP's; an IPv4-mapped address is its IPv4 address", () => {
+    expect(ClientQuotas.connectionRateOf(ips({ "10.0.0.1": 2, "<default>": 50 }), "10.0.0.1")).toBe(2)
+    expect(ClientQuotas.connectionRateOf(ips({ "10.0.0.1": 2, "<default>": 50 }), "::ffff:10.0.0.1")).toBe(2)
+    expect(ClientQuotas.connectionRateOf(ips({ "10.0.0.1": 2, "<default>": 50 }), "10.0.0.2")).toBe(50)
+    expect(ClientQuotas.connectionRateOf(ips({ "10.0.0.1": 2 }), "10.0.0.2")).toBeUndefined()
+  })
+
+  it("throttles the connection that takes the rate over the quota for the excess, at most a window, and does not count it", () => {
+    const c = new ClientQuotas.ConnectionQuotas(ClientQuotas.DEFAULT_WINDOW)
+    // 2/s over the first burst's 10 s: 20 connections pass.
+    for (let i = 0; i < 20; i++) expect(c.recordAndGetThrottleTimeMs("10.0.0.1", 2, 0)).toBe(0)
+    // The 21st would make 2.1/s: 5 % over the quota, times the 10 s window: 500 ms.
+    expect(c.recordAndGetThrottleTimeMs("10.0.0.1", 2, 0)).toBe(500)
+    // It was taken back out, so the next is throttled the same; another IP is not.
+    expect(c.recordAndGetThrottleTimeMs("10.0.0.1", 2, 0)).toBe(500)
+    expect(c.recordAndGetThrottleTimeMs("10.0.0.2", 2, 0)).toBe(0)
+    expect(c.recordAndGetThrottleTimeMs("10.0.0.1", undefined, 0)).toBe(0)
+    // Far over: bounded to one window.
+    const tight = new ClientQuotas.ConnectionQuotas(ClientQuotas.DEFAULT_WINDOW)
+    expect(tight.recordAndGetThrottleTimeMs("10.0.0.3", 0.05, 0)).toBe(1000)
+    // Still over 2 s later (20 in the 10 s measured); once the first window has gone, a connection passes.
+    expect(c.recordAndGetThrottleTimeMs("10.0.0.1", 2, 2000)).toBe(500)
+    expect(c.recordAndGetThrottleTimeMs("10.0.0.1", 2, 11_000)).toBe(0)
+  })
+})

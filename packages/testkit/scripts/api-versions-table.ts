@@ -15,7 +15,7 @@ const NOTES: Readonly<Record<number, string>> = {
   40: "refused as CreateDelegationToken",
   41: "refused as CreateDelegationToken",
   48: "quotas from the broker's metadata image, with Kafka's filters (EXACT / DEFAULT / SPECIFIED, `strict`)",
-  49: "forwarded to the controller, stored in the metadata log (ClientQuotaRecord); `producer_byte_rate` and `consumer_byte_rate` are enforced; `request_percentage`, `controller_mutation_rate`, `connection_creation_rate` are refused: INVALID_REQUEST (42) naming the key",
+  49: "forwarded to the controller, stored in the metadata log (ClientQuotaRecord); every Kafka quota key is enforced by the brokers: `producer_byte_rate`, `consumer_byte_rate`, `request_percentage`, `controller_mutation_rate` (THROTTLING_QUOTA_EXCEEDED (89) from CreateTopics v6, CreatePartitions v3, DeleteTopics v5), `connection_creation_rate` for IPs",
   76: "not advertised (share groups: `kafka-share-groups --describe` prints UnsupportedVersionException)",
   88: "not advertised (streams groups: `kafka-streams-groups --describe` prints UnsupportedVersionException)",
   80: "not advertised: the controller quorum is static (Kafka with kraft.version 0 refuses it)",
