@@ -206,17 +206,19 @@ export const failoverTable = (summaries: ReadonlyArray<FailoverSummary>): string
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
+/** Probes every `everyMs` until `probe` gives a value; fails after `ms`. */
 const waitUntil = async <A>(
   what: string,
   ms: number,
-  probe: () => Promise<A | undefined> | A | undefined
+  probe: () => Promise<A | undefined> | A | undefined,
+  everyMs = 2
 ): Promise<A> => {
   const until = performance.now() + ms
   for (;;) {
     const found = await probe()
     if (found !== undefined) return found
     if (performance.now() > until) throw new Error(`no ${what} within ${ms} ms`)
-    await sleep(2)
+    await sleep(everyMs)
   }
 }
 
@@ -253,10 +255,15 @@ export const agreedLeader = (voters: ReadonlyArray<KraftVoter.VoterProcess>, ms:
 const caughtUp = async (q: Quorum, ms: number): Promise<void> => {
   const leader = await agreedLeader(q.voters, ms)
   const target = (await leader.status()).highWatermark
-  await waitUntil(`high watermark ${target} on every voter`, ms, async () => {
-    const hws = await Promise.all(q.voters.map((v) => v.status().then((s) => s.highWatermark)))
-    return hws.every((h) => h >= target) ? true : undefined
-  })
+  await waitUntil(
+    `high watermark ${target} on every voter`,
+    ms,
+    async () => {
+      const hws = await Promise.all(q.voters.map((v) => v.status().then((s) => s.highWatermark)))
+      return hws.every((h) => h >= target) ? true : undefined
+    },
+    25
+  )
 }
 
 const log = (line: string): void => {

@@ -180,8 +180,6 @@ export interface VoterProcess {
   readonly pid: number
   /** The leader the voter last reported; `leaderId` -1 when it knows none, -2 before it reported. */
   readonly view: () => LeaderView
-  /** Resolves when `f` holds for the voter's view, checked on every report; rejects after `timeoutMs`. */
-  readonly until: (what: string, timeoutMs: number, f: (view: LeaderView) => boolean) => Promise<LeaderView>
   readonly start: (endpoints: ReadonlyArray<RaftConfig.VoterEndpoint>) => Promise<void>
   readonly status: () => Promise<Status>
   readonly append: (count: number, recordBytes: number, depth: number) => Promise<Appended>
@@ -215,15 +213,22 @@ export const spawn = async (settings: Settings): Promise<VoterProcess> => {
   exited.then(() => process.off("exit", killOnExit))
 
   let view: LeaderView = { leaderId: -2, leaderEpoch: -1 }
-  const watchers = new Set<() => void>()
-  const pending = new Map<number, (m: ToParent) => void>()
+  const pending = new Map<number, (m: ToParent | { readonly type: "exited" }) => void>()
   let nextReq = 0
+  let gone = false
+  // A request the voter did not answer before it exited fails (a killed voter answers nothing).
+  exited.then(() => {
+    gone = true
+    for (const [req, reply] of [...pending]) {
+      pending.delete(req)
+      reply({ type: "exited" })
+    }
+  })
   child.on("message", (m: unknown) => {
     if (!isObject(m)) return
     const message = m as ToParent
     if (message.type === "leader") {
       view = { leaderId: message.leaderId, leaderEpoch: message.leaderEpoch }
-      for (const w of [...watchers]) w()
     } else if (message.type === "status" || message.type === "appended") {
       const reply = pending.get(message.req)
       pending.delete(message.req)
@@ -250,12 +255,11 @@ export const spawn = async (settings: Settings): Promise<VoterProcess> => {
     new Promise((resolve, reject) => {
       const req = nextReq++
       pending.set(req, (m) => {
-        if (m.type === type) resolve(m as Extract<ToParent, { type: T }>)
+        if (m.type === "exited") reject(new Error(`voter ${settings.id} exited before answering ${type}`))
+        else if (m.type === type) resolve(m as Extract<ToParent, { type: T }>)
         else reject(new Error(`voter ${settings.id} answered ${m.type} to ${type}`))
       })
-      exited.then(() => {
-        if (pending.delete(req)) reject(new Error(`voter ${settings.id} exited before answering ${type}`))
-      })
+      if (gone) return reject(new Error(`voter ${settings.id} has exited`))
       child.send(build(req))
     })
 
@@ -265,26 +269,6 @@ export const spawn = async (settings: Settings): Promise<VoterProcess> => {
     port,
     pid,
     view: () => view,
-    until: (what, timeoutMs, f) =>
-      new Promise((resolve, reject) => {
-        const check = (): void => {
-          if (!f(view)) return
-          done()
-          resolve(view)
-        }
-        const timer = setTimeout(() => {
-          done()
-          reject(
-            new Error(`voter ${settings.id}: no ${what} within ${timeoutMs} ms (it reports ${JSON.stringify(view)})`)
-          )
-        }, timeoutMs)
-        const done = (): void => {
-          clearTimeout(timer)
-          watchers.delete(check)
-        }
-        watchers.add(check)
-        check()
-      }),
     start: async (endpoints) => {
       const started = once("started", "starting its runtime")
       child.send({ type: "start", endpoints } satisfies ToChild)
