@@ -32,7 +32,9 @@ describe("Kraft.withRatios", () => {
       setup,
       mode,
       latency: { count: 10, min: 0, p50, p90: p99, p99, max: p99 },
-      recordsPerSec: 1
+      recordsPerSec: 1,
+      leaderChanges: 0,
+      failedAppends: 0
     })
     const rows = Kraft.withRatios([
       run(Kraft.BASELINE, "sequential", 2, 4),
