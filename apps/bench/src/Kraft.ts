@@ -149,6 +149,8 @@ export interface FailoverSummary {
   readonly signal: Signal
   readonly elected: Distribution
   readonly committed: Distribution
+  /** Rounds whose new leader was known more than `FAILOVER_LIMIT_MS` after the signal. */
+  readonly electedOver3s: number
   /** Rounds whose append committed more than `FAILOVER_LIMIT_MS` after the signal. */
   readonly over3s: number
 }
@@ -159,6 +161,7 @@ export const summarizeFailover = (rounds: ReadonlyArray<FailoverRound>, signal: 
     signal,
     elected: distribution(mine.map((r) => r.electedMs)),
     committed: distribution(mine.map((r) => r.committedMs)),
+    electedOver3s: mine.filter((r) => r.electedMs > FAILOVER_LIMIT_MS).length,
     over3s: mine.filter((r) => r.committedMs > FAILOVER_LIMIT_MS).length
   }
 }
@@ -205,7 +208,7 @@ export const failoverTable = (summaries: ReadonlyArray<FailoverSummary>): string
     ["signal", "until", "rounds", "min ms", "p50 ms", "p90 ms", "max ms", "over 3 s"],
     summaries
       .flatMap((s) => [
-        [s.signal, "new leader known", s.elected, ""] as const,
+        [s.signal, "new leader known", s.elected, String(s.electedOver3s)] as const,
         [s.signal, "append committed", s.committed, String(s.over3s)] as const
       ])
       .map(([signal, until, d, over]) => [

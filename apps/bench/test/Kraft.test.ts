@@ -63,15 +63,17 @@ describe("Kraft.summarizeFailover", () => {
     const kill = Kraft.summarizeFailover(rounds, "SIGKILL")
     expect(kill.elected).toEqual({ count: 3, min: 2000, p50: 2900, p90: 2950, p99: 2950, max: 2950 })
     expect(kill.committed.max).toBe(3001)
-    expect(kill.over3s).toBe(1)
+    expect([kill.electedOver3s, kill.over3s]).toEqual([0, 1])
     const stop = Kraft.summarizeFailover(rounds, "SIGSTOP")
-    expect([stop.elected.count, stop.over3s]).toEqual([1, 1])
+    expect([stop.elected.count, stop.electedOver3s, stop.over3s]).toEqual([1, 0, 1])
+    const slow = Kraft.summarizeFailover([round("SIGKILL", 0, 3001, 3002)], "SIGKILL")
+    expect([slow.electedOver3s, slow.over3s]).toEqual([1, 1])
   })
 
-  it("prints a row per signal and measure, the over-3 s count on the commit row", () => {
+  it("prints a row per signal and measure, each with its count of rounds over 3 s", () => {
     const table = Kraft.failoverTable([Kraft.summarizeFailover(rounds, "SIGKILL")]).split("\n")
     expect(table).toHaveLength(4)
-    expect(table[2]).toMatch(/^SIGKILL\s+new leader known\s+3\s+2000\s+2900\s+2950\s+2950\s*$/)
+    expect(table[2]).toMatch(/^SIGKILL\s+new leader known\s+3\s+2000\s+2900\s+2950\s+2950\s+0$/)
     expect(table[3]).toMatch(/^SIGKILL\s+append committed\s+3\s+2100\s+3000\s+3001\s+3001\s+1$/)
   })
 })
