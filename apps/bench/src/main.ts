@@ -1,9 +1,10 @@
 /**
- * `pnpm bench [suite] [--mb <n>] [--partitions <n>] [--setups a,b,b-tls,c,d] [--profile]`: runs one named
+ * `pnpm bench [suite] [--mb <n>] [--partitions <n>] [--setups a,b,b-tls,c,d] [--rounds <n>] [--quick] [--profile]`: runs one named
  * benchmark suite (default `produce-fetch`), prints its table and saves `bench-results/<suite>.json`.
  * `--mb` (or `BENCH_MB`) sets the MB of record values each produce phase sends; `--partitions` the idle
  * partitions of `mirror-memory`; `--setups` which of the `mirror` suite's setups run; `--profile` runs
- * the server under `--cpu-prof` into `bench-results/` and prints its hottest functions.
+ * the server under `--cpu-prof` into `bench-results/` and prints its hottest functions. `--rounds` and
+ * `--quick` are the `kraft` suite's (failover rounds per signal; fewer rounds and appends).
  *
  * The only entrypoint of the bench app; the hidden `__baseline` and `__mirror-memory-child` commands are
  * child processes of the suites.
@@ -12,6 +13,7 @@ import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as Baseline from "./Baseline.js"
 import * as Cleaner from "./Cleaner.js"
+import * as Kraft from "./Kraft.js"
 import * as Mirror from "./Mirror.js"
 import * as MirrorMemory from "./MirrorMemory.js"
 import * as MirrorSetups from "./MirrorSetups.js"
@@ -31,6 +33,10 @@ interface SuiteArgs {
   readonly profileDir: string | undefined
   /** `--setups` of the mirror suite, when given. */
   readonly setups: ReadonlyArray<MirrorSetups.SetupId> | undefined
+  /** `--quick` of the kraft suite. */
+  readonly quick: boolean
+  /** `--rounds` of the kraft suite, when given. */
+  readonly rounds: number | undefined
 }
 
 type Suite =
@@ -94,6 +100,17 @@ const suites: Readonly<Record<string, Suite>> = {
         repoRoot
       )
   },
+  kraft: {
+    description: `KRaft metadata commit latency (1 and 3 voter processes, ~100 B records, vs write+fsync) and controller failover after SIGKILL/SIGSTOP of the leader (--rounds per signal, default ${Kraft.defaults.rounds}; --quick: ${Kraft.quick.rounds} rounds, fewer appends)`,
+    defaultMb: DEFAULT_MB,
+    runAndReport: (a) =>
+      a.profileDir === undefined
+        ? Kraft.run(
+            { ...(a.quick ? Kraft.quick : Kraft.defaults), ...(a.rounds === undefined ? {} : { rounds: a.rounds }) },
+            resultsDir
+          )
+        : fail("kraft has no --profile")
+  },
   "mirror-memory": {
     description: `heap and RSS per idle mirrored vs plain partition of one destination broker (--partitions, default ${MirrorMemory.DEFAULT_PARTITIONS})`,
     defaultMb: DEFAULT_MB,
@@ -105,7 +122,7 @@ const suites: Readonly<Record<string, Suite>> = {
   }
 }
 
-const usage = `usage: pnpm bench [${Object.keys(suites).join("|")}] [--mb <n>] [--partitions <n>] [--setups a,b,b-tls,c,d] [--profile]
+const usage = `usage: pnpm bench [${Object.keys(suites).join("|")}] [--mb <n>] [--partitions <n>] [--setups a,b,b-tls,c,d] [--rounds <n>] [--quick] [--profile]
 ${Object.entries(suites)
   .map(([name, s]) => `  ${name}: ${s.description}`)
   .join("\n")}`
@@ -125,9 +142,14 @@ const main = async (): Promise<void> => {
   let partitionsArg: string | undefined
   let setupsArg: string | undefined
   let profile = false
+  let quick = false
+  let roundsArg: string | undefined
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!
     if (a === "--profile") profile = true
+    else if (a === "--quick") quick = true
+    else if (a === "--rounds") roundsArg = argv[++i] ?? fail("--rounds needs a number")
+    else if (a.startsWith("--rounds=")) roundsArg = a.slice(9)
     else if (a === "--mb") mbArg = argv[++i] ?? fail("--mb needs a number")
     else if (a.startsWith("--mb=")) mbArg = a.slice(5)
     else if (a === "--partitions") partitionsArg = argv[++i] ?? fail("--partitions needs a number")
@@ -151,12 +173,24 @@ const main = async (): Promise<void> => {
   if (setups !== undefined && (setups.length === 0 || !setups.every(isSetup)))
     fail("--setups must list some of a, b, b-tls, c, d")
   const setupIds = setups?.filter(isSetup)
+  const rounds = roundsArg === undefined ? undefined : Number(roundsArg)
+  if (rounds !== undefined && (!Number.isInteger(rounds) || rounds < 1)) fail("--rounds must be a positive integer")
+  if ((quick || rounds !== undefined) && suiteName !== "kraft")
+    fail("--quick and --rounds are options of the kraft suite")
+  const args: SuiteArgs = {
+    mb,
+    partitions,
+    setups: setupIds,
+    quick,
+    rounds,
+    profileDir: profile ? resultsDir : undefined
+  }
   if ("runAndReport" in suite) {
-    await suite.runAndReport({ mb, partitions, setups: setupIds, profileDir: profile ? resultsDir : undefined })
+    await suite.runAndReport(args)
     return
   }
   const started = Date.now()
-  const result = await suite.run({ mb, partitions, setups: setupIds, profileDir: profile ? resultsDir : undefined })
+  const result = await suite.run(args)
   process.stdout.write(`\n${suiteName} (${mb} MB of record values per produce phase)\n`)
   process.stdout.write(`${Report.table(result.rows)}\n`)
   process.stdout.write(

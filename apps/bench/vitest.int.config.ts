@@ -1,0 +1,2 @@
+import { integration } from "../../vitest.shared.js"
+export default integration
