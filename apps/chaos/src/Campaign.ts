@@ -1,8 +1,9 @@
 /**
- * The fault campaign end to end: a source and a destination cluster of separate server processes (one
- * controller and three brokers each), a mirror on the destination of the campaign's topics (RF=3,
- * min.insync.replicas=2), a steady acks=all producer on the source, the seeded fault schedule against
- * both clusters, then the checks and a summary. The verdict is PASS only when every check passes.
+ * The fault campaign end to end: a source and a destination cluster of separate server processes (the
+ * source one controller and three brokers, the destination a KRaft quorum of three controllers and three
+ * brokers), a mirror on the destination of the campaign's topics (RF=3, min.insync.replicas=2), a steady
+ * acks=all producer on the source, topics created on the destination throughout, the seeded fault
+ * schedule against both clusters, then the checks and a summary. The verdict is PASS only when every check passes.
  *
  * It owns every process and file it starts under its base directory; the data dirs and server logs are
  * kept when the verdict is FAIL (or on request) and their place is printed.
@@ -14,6 +15,7 @@ import { ClusterClient, MirrorAdmin } from "@clustermirror/client"
 import { CreateTopics } from "@clustermirror/protocol"
 import { ProcessCluster, Wait } from "@clustermirror/testkit"
 import * as Faults from "./Faults.js"
+import * as MetadataLoad from "./MetadataLoad.js"
 import * as Producer from "./Producer.js"
 import * as Schedule from "./Schedule.js"
 import * as Verify from "./Verify.js"
@@ -50,6 +52,10 @@ const ACTION_BOUND_MS = 90_000
 /** A fault due this long after the phase should have ended (restarts ran slow) is skipped, not started. */
 const OVERRUN_MS = 15_000
 
+/** How often the destination gets a new topic during the fault phase. */
+const METADATA_INTERVAL_MS = 2_000
+/** The destination's controllers: a KRaft quorum, whose active controller and standbys take faults. */
+const DESTINATION_CONTROLLERS = 3
 // The destination creates the mirror topics with its controller's default.replication.factor.
 const CONTROLLER_CONFIG = {
   "broker.session.timeout.ms": SESSION_TIMEOUT_MS,
@@ -118,18 +124,15 @@ export const run = async (o: Options): Promise<Summary> => {
   const durationMs = Math.round(o.minutes * 60_000)
   const baseDir = o.baseDir ?? join(tmpdir(), `clustermirror-chaos-${o.seed}-${Date.now()}`)
   mkdirSync(baseDir, { recursive: true })
-  const schedule = Schedule.generate({
+  const scheduleOptions: Schedule.Options = {
     seed: o.seed,
     durationMs,
     brokers: BROKERS,
-    sessionTimeoutMs: SESSION_TIMEOUT_MS
-  })
-  const broken = Schedule.violations(schedule, {
-    seed: o.seed,
-    durationMs,
-    brokers: BROKERS,
-    sessionTimeoutMs: SESSION_TIMEOUT_MS
-  })
+    sessionTimeoutMs: SESSION_TIMEOUT_MS,
+    quorums: ["destination"]
+  }
+  const schedule = Schedule.generate(scheduleOptions)
+  const broken = Schedule.violations(schedule, scheduleOptions)
   if (broken.length > 0) throw new Error(`the schedule breaks its invariants:\n${broken.join("\n")}`)
   writeFileSync(join(baseDir, "schedule.txt"), `${schedule.map(Schedule.describe).join("\n")}\n`)
   log(`schedule: ${schedule.length} faults over ${seconds(durationMs)} (${join(baseDir, "schedule.txt")})`)
@@ -141,13 +144,16 @@ export const run = async (o: Options): Promise<Summary> => {
   let pass = false
   const setupBegan = Date.now()
   try {
-    log("setup: starting the source and destination clusters (1 controller + 3 brokers each)")
+    log(
+      "setup: starting the source (1 controller + 3 brokers) and the destination (a quorum of 3 controllers + 3 brokers)"
+    )
     const startedClusters = await Promise.allSettled(
       (["source", "destination"] as const).map((name) =>
         ProcessCluster.start({
           name,
           baseDir: join(baseDir, name),
           brokers: BROKERS,
+          controllers: name === "destination" ? DESTINATION_CONTROLLERS : 1,
           controllerConfig: CONTROLLER_CONFIG,
           brokerConfig: BROKER_CONFIG,
           nodeArgs: NODE_ARGS
@@ -185,7 +191,10 @@ export const run = async (o: Options): Promise<Summary> => {
       valuePrefix: `s${o.seed}`,
       ackFile: join(baseDir, "acked.txt")
     })
-    log(`faults: ${seconds(durationMs)}, producing ${PRODUCE_RATE} records/s (acks=all)`)
+    const metadataLoad = MetadataLoad.start(destinationAdmin, `chaos-meta-${o.seed}`, METADATA_INTERVAL_MS)
+    log(
+      `faults: ${seconds(durationMs)}, producing ${PRODUCE_RATE} records/s (acks=all), a destination topic created every ${seconds(METADATA_INTERVAL_MS)}`
+    )
     const outcome = await Faults.run(schedule, {
       targets: {
         source: { cluster: source, admin: sourceAdmin },
@@ -198,6 +207,7 @@ export const run = async (o: Options): Promise<Summary> => {
       log
     })
     await producer.stop()
+    await metadataLoad.stop()
     const stats = producer.stats()
     const faultsEnded = Date.now()
     const recoveryBound = (): number => Math.max(MIN_CHECK_MS, faultsEnded + RECOVERY_BOUND_MS - Date.now())
@@ -238,6 +248,8 @@ export const run = async (o: Options): Promise<Summary> => {
     report(mirror)
     report(await Verify.replicasIdentical(destination, TOPICS, PARTITIONS, recoveryBound()))
     report(await Verify.mirrorState(mirrors, MIRROR, TOPICS, PARTITIONS, "MIRRORING", recoveryBound()))
+    const created = metadataLoad.acknowledged()
+    report(await Verify.topicsExist(destinationAdmin, "destination", created, metadataLoad.retries(), recoveryBound()))
     report(await Verify.failover(mirrors, MIRROR, TOPICS, PARTITIONS, ACTION_BOUND_MS))
     report(await Verify.produceToDestination(destinationAdmin, TOPICS, PARTITIONS, ACTION_BOUND_MS))
 
@@ -249,6 +261,7 @@ export const run = async (o: Options): Promise<Summary> => {
     if (kinds.length === 0) log("  faults: none")
     for (const [kind, n] of kinds) log(`  ${kind}: ${n}`)
     log(`  records acked ${stats.acked}, lost ${loss.lost}`)
+    log(`  destination topics created ${created.length} (${metadataLoad.retries()} attempts sent again)`)
     log(
       `  time to full ISR after the faults: ${isrSource.pass && isrDestination.pass ? seconds(timeToIsr) : `not full within ${seconds(RECOVERY_BOUND_MS)}`}`
     )

@@ -7,8 +7,8 @@
  * It signals and restarts only the processes of the clusters it is given; `revertAll` leaves every node
  * running and resumed.
  */
-import type { ClusterClient } from "@clustermirror/client"
-import { ElectLeaders, Errors } from "@clustermirror/protocol"
+import { type ClusterClient, Connection } from "@clustermirror/client"
+import { DescribeCluster, ElectLeaders, Errors } from "@clustermirror/protocol"
 import type { ProcessCluster } from "@clustermirror/testkit"
 import { reasonOf } from "./Producer.js"
 import * as Schedule from "./Schedule.js"
@@ -77,6 +77,37 @@ const electPreferred = async (o: Options, admin: ClusterClient.Client): Promise<
   return [...counts].map(([k, n]) => `${n} ${k}`).join(", ")
 }
 
+/** The active controller a live controller of a quorum names (DescribeCluster), or -1. */
+const leaderNamedBy = async (port: number): Promise<number> => {
+  const c = await Connection.open({ host: "127.0.0.1", port, clientId: "clustermirror-chaos", requestTimeoutMs: 2_000 })
+  try {
+    const r = await c.request(DescribeCluster.api, 1, { includeClusterAuthorizedOperations: false, endpointType: 2 })
+    return r.controllerId
+  } finally {
+    c.close()
+  }
+}
+
+/**
+ * The process a fault hits: a broker, the lone controller, or, in a quorum, the active controller or a
+ * live standby as the quorum says when the fault starts (waiting out an election, up to 30 s).
+ */
+export const resolveNode = async (cluster: ProcessCluster.Cluster, node: number): Promise<number> => {
+  if (!Schedule.isController(node) || cluster.controllers.length === 1)
+    return Schedule.isController(node) ? cluster.controller.nodeId : node
+  const ids = cluster.controllers.map((c) => c.nodeId)
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; await sleep(100)) {
+    const live = cluster.controllers.filter((c) => cluster.isAlive(c.nodeId))
+    const named = await Promise.all(live.map((c) => leaderNamedBy(c.port).catch(() => -1)))
+    const leader = named.find((id) => ids.includes(id))
+    if (leader === undefined) continue
+    if (node === Schedule.CONTROLLER) return leader
+    const standby = live.find((c) => c.nodeId !== leader)
+    if (standby !== undefined) return standby.nodeId
+  }
+  throw new Error(`no leader of the controller quorum within 30 s`)
+}
+
 export const run = async (schedule: ReadonlyArray<Schedule.Fault>, o: Options): Promise<Outcome> => {
   const began = Date.now()
   const now = () => Date.now() - began
@@ -84,8 +115,14 @@ export const run = async (schedule: ReadonlyArray<Schedule.Fault>, o: Options): 
   const skipped: Schedule.Fault[] = []
   const errors: string[] = []
 
-  const apply = async (f: Schedule.Fault, t: Target): Promise<void> => {
-    const name = Schedule.nodeName(f.cluster, f.node)
+  const apply = async (scheduled: Schedule.Fault, t: Target): Promise<void> => {
+    const node = scheduled.kind === "elect" ? -1 : await resolveNode(t.cluster, scheduled.node)
+    const f = { ...scheduled, node }
+    const quorum = Schedule.isController(scheduled.node) && t.cluster.controllers.length > 1
+    const name = quorum
+      ? `${Schedule.nodeName(f.cluster, scheduled.node)} (node ${node})`
+      : Schedule.nodeName(f.cluster, scheduled.node)
+    if (quorum) o.log(`${offset(now())}   ${Schedule.nodeName(f.cluster, scheduled.node)} is ${node}`)
     const startedAt = Date.now()
     switch (f.kind) {
       case "elect": {
@@ -135,7 +172,9 @@ export const run = async (schedule: ReadonlyArray<Schedule.Fault>, o: Options): 
         errors.push(message)
         o.log(`${offset(now())}   FAULT ERROR ${message}`)
         // The node must be up again before this cluster's next fault, or two could be down at once.
-        if (f.kind !== "elect") errors.push(...(await reviveNode(t.cluster, name, f.node, o.log)))
+        if (f.kind !== "elect")
+          for (const n of Schedule.isController(f.node) ? t.cluster.controllers.map((c) => c.nodeId) : [f.node])
+            errors.push(...(await reviveNode(t.cluster, name, n, o.log)))
       }
     }
   }

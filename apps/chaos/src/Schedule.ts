@@ -2,7 +2,9 @@
  * The fault schedule of a campaign, drawn from a seeded generator: per cluster, a sequence of faults
  * (SIGKILL or SIGTERM then a restart, quickly inside the broker session timeout or after a longer outage
  * beyond it; SIGSTOP then SIGCONT; a preferred leader election) against random brokers and the
- * controller, with quiet gaps between them. The same options always give the same schedule.
+ * controller, with quiet gaps between them. In a cluster whose controllers are a quorum, a controller
+ * fault hits the active controller or a standby, which the campaign finds when the fault starts. The
+ * same options always give the same schedule.
  *
  * Invariants (checked by `violations`): within a cluster no two outages overlap, so at most one node of
  * a cluster is down or paused at any time (with RF=3 and min.insync.replicas=2 an acknowledged write
@@ -17,8 +19,10 @@ export type ClusterName = "source" | "destination"
 
 export const CLUSTERS: ReadonlyArray<ClusterName> = ["source", "destination"]
 
-/** The controller's node id in a schedule (brokers are 1..N). */
+/** The controller's node id in a schedule (brokers are 1..N); in a quorum, the active controller. */
 export const CONTROLLER = 1000
+/** In a cluster whose controllers are a quorum: one of the standby controllers (found when the fault starts). */
+export const STANDBY_CONTROLLER = -2
 
 export type FaultKind = "sigkill" | "sigterm" | "sigstop" | "elect"
 
@@ -30,7 +34,7 @@ export interface Fault {
   readonly at: number
   readonly cluster: ClusterName
   readonly kind: FaultKind
-  /** The node hit (a broker id or `CONTROLLER`); -1 for an election, which asks the whole cluster. */
+  /** The node hit (a broker id, `CONTROLLER` or `STANDBY_CONTROLLER`); -1 for an election, which asks the whole cluster. */
   readonly node: number
   /** How long the node is down or paused before the fault is reverted; 0 for an election. */
   readonly downMs: number
@@ -46,6 +50,8 @@ export interface Options {
   readonly brokers: number
   /** The controller's `broker.session.timeout.ms`: what "quick" and "long" outages are measured against. */
   readonly sessionTimeoutMs: number
+  /** The clusters whose controllers are a quorum (their controller faults hit the active one or a standby). */
+  readonly quorums?: ReadonlyArray<ClusterName>
 }
 
 /** Relative weights of the fault kinds. */
@@ -89,7 +95,9 @@ const clusterFaults = (rng: Prng.Prng, cluster: ClusterName, o: Options): Fault[
     if (kind === "elect") {
       out.push({ at: t, cluster, kind, node: -1, downMs: 0, outage: null })
     } else {
-      const node = rng.chance(CONTROLLER_SHARE) ? CONTROLLER : rng.int(1, o.brokers)
+      const controller = rng.chance(CONTROLLER_SHARE)
+      const quorum = o.quorums?.includes(cluster) === true
+      const node = !controller ? rng.int(1, o.brokers) : quorum && rng.chance(0.5) ? STANDBY_CONTROLLER : CONTROLLER
       const outage: Outage = rng.chance(0.5) ? "quick" : "long"
       const downMs = downTime(rng, kind, outage, o.sessionTimeoutMs)
       // A fault that could not be reverted in time is not started: the schedule ends before the phase does.
@@ -101,6 +109,9 @@ const clusterFaults = (rng: Prng.Prng, cluster: ClusterName, o: Options): Fault[
   return out
 }
 
+/** Whether `node` is one of a controller fault's targets. */
+export const isController = (node: number): boolean => node === CONTROLLER || node === STANDBY_CONTROLLER
+
 /** The campaign's faults in time order (clusters interleaved; the source first at equal times). */
 export const generate = (o: Options): ReadonlyArray<Fault> => {
   const rng = Prng.make(o.seed)
@@ -108,9 +119,15 @@ export const generate = (o: Options): ReadonlyArray<Fault> => {
   return all.sort((a, b) => a.at - b.at || CLUSTERS.indexOf(a.cluster) - CLUSTERS.indexOf(b.cluster))
 }
 
-/** A node's name in a cluster, e.g. "source broker 2", "destination controller". */
+/** A node's name in a cluster, e.g. "source broker 2", "destination controller", "destination standby controller". */
 export const nodeName = (cluster: ClusterName, node: number): string =>
-  node === CONTROLLER ? `${cluster} controller` : `${cluster} broker ${node}`
+  node === CONTROLLER
+    ? `${cluster} controller`
+    : node === STANDBY_CONTROLLER
+      ? `${cluster} standby controller`
+      : node > CONTROLLER
+        ? `${cluster} controller ${node}`
+        : `${cluster} broker ${node}`
 
 /** The fault kind as reported, e.g. "SIGKILL+restart (quick)". */
 export const label = (f: Pick<Fault, "kind" | "outage">): string => {
@@ -154,7 +171,11 @@ export const violations = (faults: ReadonlyArray<Fault>, o: Options): ReadonlyAr
     if (f.at < 0 || f.at + f.downMs > o.durationMs) out.push(`${what}: not within 0..${o.durationMs} ms`)
     if (f.kind === "elect" ? f.downMs !== 0 || f.node !== -1 : f.downMs <= 0)
       out.push(`${what}: a node fault needs a down time, an election none`)
-    if (f.kind !== "elect" && f.node !== CONTROLLER && (f.node < 1 || f.node > o.brokers))
+    if (
+      f.kind !== "elect" &&
+      !(f.node === CONTROLLER || (f.node === STANDBY_CONTROLLER && o.quorums?.includes(f.cluster) === true)) &&
+      (f.node < 1 || f.node > o.brokers)
+    )
       out.push(`${what}: no such node`)
   }
   for (const c of CLUSTERS) {

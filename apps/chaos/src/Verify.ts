@@ -372,3 +372,26 @@ export const produceToDestination = (
     }
   })
 }
+
+// ---------------------------------------------------------------------------------------------------
+// acknowledged metadata changes
+
+/** Every topic whose creation the cluster acknowledged during the faults is in its metadata. */
+export const topicsExist = (
+  admin: ClusterClient.Client,
+  cluster: string,
+  topics: ReadonlyArray<string>,
+  retries: number,
+  boundMs: number
+): Promise<CheckResult> =>
+  until(`${cluster} every acknowledged topic creation kept`, boundMs, 2_000, async () => {
+    const meta = await admin.metadata(topics)
+    const missing = topics.filter((t) => !meta.topics.has(t))
+    return {
+      pass: topics.length > 0 && missing.length === 0,
+      details: [
+        `${topics.length} topics acknowledged during the faults (${retries} attempts sent again), ${missing.length} missing`,
+        ...limit(missing)
+      ]
+    }
+  })
