@@ -13,10 +13,12 @@
  *   replaying, carries on. Records it appended may still commit under the next leader: the next active
  *   controller replays them like any others.
  *
- * Snapshots (KIP-630): the active controller writes one every `snapshotEveryRecords` records as a lone
- * controller does, a standby likewise from its replayed image, each into its own voter's log; a
- * voter's commit stream starts with the snapshot its log starts at, and brings the one it installs from
- * the leader when it fell behind the leader's log start: the standby resets to it and replays on.
+ * Snapshots (KIP-630), when `snapshots` is on: the active controller writes one every
+ * `snapshotEveryRecords` records as a lone controller does, a standby likewise from its replayed image,
+ * each into its own voter's log; a voter's commit stream starts with the snapshot its log starts at, and
+ * brings the one it installs from the leader when it fell behind the leader's log start: the standby
+ * resets to it and replays on. Off by default: a snapshot moves the log start, and brokers cannot load a
+ * snapshot from the controller yet (see `RaftMetadataLog`).
  *
  * Leadership is looked at on every commit and every `pollMs`.
  */
@@ -34,6 +36,8 @@ export interface Options {
   readonly controller: Omit<QuorumController.QuorumControllerOptions, "log" | "leaderEpoch">
   /** How often leadership is looked at between commits (default 50 ms). */
   readonly pollMs?: number
+  /** Snapshots of the voter's log (default off, see above). */
+  readonly snapshots?: boolean
 }
 
 export interface ControllerQuorum {
@@ -52,7 +56,8 @@ export const make = (options: Options): Effect.Effect<ControllerQuorum, never, S
   Effect.gen(function* () {
     const { raft } = options
     const nodeId = raft.nodeId
-    const log = RaftMetadataLog.make(raft)
+    const snapshots = options.snapshots ?? false
+    const log = RaftMetadataLog.make(raft, snapshots)
     const say = options.controller.log_ ?? (() => {})
     // A log that starts at a snapshot is replayed once the commit stream brought the snapshot.
     let standby: QuorumController.Loaded = QuorumController.empty()
@@ -93,7 +98,8 @@ export const make = (options: Options): Effect.Effect<ControllerQuorum, never, S
         if (!ready) return
         standby = yield* Effect.orDie(QuorumController.catchUp(log, standby))
         // The active controller snapshots its own image; a standby its replayed one.
-        if (active === undefined && standby.offset - snapshotAt >= snapshotEvery && !standby.transaction.isOpen) {
+        const due = standby.offset - snapshotAt >= snapshotEvery
+        if (snapshots && active === undefined && due && !standby.transaction.isOpen) {
           const at = standby.offset
           yield* Effect.catchAll(log.writeSnapshot(standby.image, at), (e) =>
             Effect.sync(() => say(`controller ${nodeId}: writing a metadata snapshot failed: ${e.message}`))

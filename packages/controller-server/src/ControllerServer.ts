@@ -110,6 +110,11 @@ export interface QuorumOptions {
   readonly requestTimeoutMs?: number
   /** How long a follower voter waits to fetch again after an empty answer (default 20 ms: voters poll, see README). */
   readonly fetchWaitMs?: number
+  /**
+   * Snapshots of the quorum's log (default off: a snapshot moves the log start, and brokers cannot load a
+   * snapshot from the controller yet, so a broker that starts empty needs the whole log).
+   */
+  readonly snapshots?: boolean
 }
 
 const DEFAULT_QUORUM_REQUEST_TIMEOUT_MS = 2000
@@ -306,24 +311,12 @@ const lone = async (options: ControllerServerOptions, endpoints: () => ReadonlyA
 }
 
 /** DescribeQuorum's answer from a voter that does not lead: NOT_LEADER_OR_FOLLOWER, as Kafka's. */
-const notLeaderOfQuorum = (request: DescribeQuorum.Request): DescribeQuorum.Response => ({
-  errorCode: 0,
-  errorMessage: null,
-  topics: request.topics.map((t) => ({
-    topicName: t.topicName,
-    partitions: t.partitions.map((p) => ({
-      partitionIndex: p.partitionIndex,
-      errorCode: E.NOT_LEADER_OR_FOLLOWER,
-      errorMessage: "This controller is not the leader of the metadata quorum.",
-      leaderId: -1,
-      leaderEpoch: -1,
-      highWatermark: -1n,
-      currentVoters: [],
-      observers: []
-    }))
-  })),
-  nodes: []
-})
+const notLeaderOfQuorum = (request: DescribeQuorum.Request): DescribeQuorum.Response =>
+  MetadataQuorum.describeQuorumRefused(
+    request,
+    E.NOT_LEADER_OR_FOLLOWER,
+    "This controller is not the leader of the metadata quorum."
+  )
 
 const voterOf = (v: RaftRuntime.VoterDescription): MetadataQuorum.ReplicaState => ({
   replicaId: v.replicaId,
@@ -363,7 +356,11 @@ const voter = async (options: ControllerServerOptions, quorum: QuorumOptions) =>
       dataDir: options.dataDir,
       transport
     })
-    return yield* ControllerQuorum.make({ raft, controller: controllerOptions(options, meta.directoryId) })
+    return yield* ControllerQuorum.make({
+      raft,
+      controller: controllerOptions(options, meta.directoryId),
+      ...(quorum.snapshots === undefined ? {} : { snapshots: quorum.snapshots })
+    })
   })
   const controllers = await Effect.runPromise(Scope.extend(built, scope)).catch(async (e) => {
     await Effect.runPromise(Scope.close(scope, Exit.void))

@@ -7,10 +7,12 @@
  * byte-identical on every voter: metadata records framed as Kafka frames them, and the leader-change
  * control batches (which carry no records).
  *
- * Snapshots are the voter's (KIP-630): `writeSnapshot` hands the image's records to the raft runtime,
- * which writes the snapshot file and moves the log start past it; a read below the log start is
- * OFFSET_OUT_OF_RANGE (the standby resets to the snapshot the voter's commit stream brings first). The
- * voter keeps its log itself: a broker's `appendFetched` and `loadInto` are not a controller's and fail.
+ * Snapshots are the voter's (KIP-630), when `snapshots` is on: `writeSnapshot` hands the image's records
+ * to the raft runtime, which writes the snapshot file and moves the log start past it; a read below the
+ * log start is OFFSET_OUT_OF_RANGE (the standby resets to the snapshot the voter's commit stream brings
+ * first). Off, `writeSnapshot` keeps nothing and the log keeps every record: brokers cannot load a
+ * snapshot from the controller yet, so a broker that starts empty needs the log from offset 0. The voter
+ * keeps its log itself: a broker's `appendFetched` and `loadInto` are not a controller's and fail.
  */
 import { MetadataLog, MetadataLogError, MetadataProvenance, Snapshot } from "@clustermirror/metadata-log"
 import { StorageError } from "@clustermirror/storage"
@@ -20,7 +22,7 @@ import { Clock, Effect, Option } from "effect"
 import { Buffer } from "node:buffer"
 
 /** The controller's log over `raft`. */
-export const make = (raft: RaftRuntime.RaftRuntime): MetadataLog.MetadataLogService => {
+export const make = (raft: RaftRuntime.RaftRuntime, snapshots = false): MetadataLog.MetadataLogService => {
   const notAController = (what: string) =>
     Effect.dieMessage(`${what} is a broker's operation: a controller quorum's log is kept by its voters`)
 
@@ -69,10 +71,12 @@ export const make = (raft: RaftRuntime.RaftRuntime): MetadataLog.MetadataLogServ
     logEndOffset: raft.highWatermark,
     latestEpoch: Effect.map(raft.leader, (l) => l.leaderEpoch),
     writeSnapshot: (image, endOffset) =>
-      raft.snapshot(endOffset, Snapshot.imageToRecords(image).map(MetadataRecords.encode)).pipe(
-        Effect.mapError((e) => new MetadataLogError.SnapshotError({ message: e.message, cause: e })),
-        Effect.asVoid
-      ),
+      snapshots
+        ? raft.snapshot(endOffset, Snapshot.imageToRecords(image).map(MetadataRecords.encode)).pipe(
+            Effect.mapError((e) => new MetadataLogError.SnapshotError({ message: e.message, cause: e })),
+            Effect.asVoid
+          )
+        : Effect.void,
     latestSnapshot: Effect.succeed(Option.none()),
     loadInto: () => notAController("loadInto"),
     // The voter's scope closes its log.

@@ -39,7 +39,14 @@ const start = async (id: number) => {
     autoLeaderRebalanceEnable: false,
     // Snapshots every few records, so that the voters' logs start at snapshots.
     snapshotEveryRecords: 5,
-    quorum: { voters, electionTimeoutMs: 500, fetchTimeoutMs: 1500, electionBackoffMaxMs: 300, requestTimeoutMs: 1000 },
+    quorum: {
+      voters,
+      snapshots: true,
+      electionTimeoutMs: 500,
+      fetchTimeoutMs: 1500,
+      electionBackoffMaxMs: 300,
+      requestTimeoutMs: 1000
+    },
     log: (line) => lines.push(`[${id}] ${line}`)
   })
   servers.set(id, server)

@@ -196,24 +196,11 @@ export const describeQuorumResponse = (
     only.partitions.length === 1 &&
     only.partitions[0]!.partitionIndex === METADATA_PARTITION
   if (!valid)
-    return {
-      errorCode: 0,
-      errorMessage: null,
-      topics: request.topics.map((t) => ({
-        topicName: t.topicName,
-        partitions: t.partitions.map((p) => ({
-          partitionIndex: p.partitionIndex,
-          errorCode: Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-          errorMessage: "This server does not host this topic-partition.",
-          leaderId: -1,
-          leaderEpoch: -1,
-          highWatermark: -1n,
-          currentVoters: [],
-          observers: []
-        }))
-      })),
-      nodes: []
-    }
+    return describeQuorumRefused(
+      request,
+      Errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+      "This server does not host this topic-partition."
+    )
   return {
     errorCode: 0,
     errorMessage: null,
@@ -240,6 +227,30 @@ export const describeQuorumResponse = (
     }))
   }
 }
+
+/** DescribeQuorum refused on every partition asked for (an unknown one, or a voter that does not lead). */
+export const describeQuorumRefused = (
+  request: DescribeQuorum.Request,
+  errorCode: number,
+  errorMessage: string
+): DescribeQuorum.Response => ({
+  errorCode: 0,
+  errorMessage: null,
+  topics: request.topics.map((t) => ({
+    topicName: t.topicName,
+    partitions: t.partitions.map((p) => ({
+      partitionIndex: p.partitionIndex,
+      errorCode,
+      errorMessage,
+      leaderId: -1,
+      leaderEpoch: -1,
+      highWatermark: -1n,
+      currentVoters: [],
+      observers: []
+    }))
+  })),
+  nodes: []
+})
 
 /** DescribeCluster's `EndpointType`s (KIP-919). */
 export const EndpointType = { BROKER: 1, CONTROLLER: 2 } as const
