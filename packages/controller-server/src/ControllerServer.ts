@@ -444,26 +444,13 @@ const registerVoter = (
 }
 
 /** A broker's metadata fetch on a controller that does not lead: NOT_LEADER_OR_FOLLOWER with the leader it knows. */
-const notLeaderFetch = (leader: { readonly leaderId: number; readonly leaderEpoch: number }) => ({
-  throttleTimeMs: 0,
-  errorCode: 0,
-  sessionId: 0,
-  responses: [
-    {
-      topic: MetadataLog.METADATA_TOPIC,
-      topicId: MetadataLog.METADATA_TOPIC_ID,
-      partitions: [
-        {
-          partitionIndex: 0,
-          errorCode: E.NOT_LEADER_OR_FOLLOWER,
-          highWatermark: -1n,
-          currentLeader: { leaderId: leader.leaderId, leaderEpoch: leader.leaderEpoch },
-          records: Buffer.alloc(0)
-        }
-      ]
-    }
-  ]
-})
+const notLeaderFetch = (leader: { readonly leaderId: number; readonly leaderEpoch: number }) =>
+  MetadataQuorum.metadataFetchResponse({
+    errorCode: E.NOT_LEADER_OR_FOLLOWER,
+    highWatermark: -1n,
+    currentLeader: { leaderId: leader.leaderId, leaderEpoch: leader.leaderEpoch },
+    records: Buffer.alloc(0)
+  })
 
 export const start = async (options: ControllerServerOptions): Promise<ControllerServer> => {
   fs.mkdirSync(options.dataDir, { recursive: true })

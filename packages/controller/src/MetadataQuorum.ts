@@ -8,7 +8,7 @@
  * the metadata log, started afresh by each controller. Everything here is pure; the runtime passes in
  * the time.
  */
-import { type DescribeCluster, type DescribeQuorum, Errors, Uuid } from "@clustermirror/protocol"
+import { type DescribeCluster, type DescribeQuorum, Errors, type Fetch, type Spec, Uuid } from "@clustermirror/protocol"
 
 export const METADATA_TOPIC = "__cluster_metadata"
 export const METADATA_PARTITION = 0
@@ -227,6 +227,26 @@ export const describeQuorumResponse = (
     }))
   }
 }
+
+/** A Fetch answer of the metadata log to a broker: `partition` of `__cluster_metadata` partition 0. */
+type FetchPartition = NonNullable<
+  NonNullable<NonNullable<Spec.InputOf<typeof Fetch.Response>["responses"]>[number]["partitions"]>[number]
+>
+
+export const metadataFetchResponse = (
+  partition: Omit<FetchPartition, "partitionIndex">
+): Spec.InputOf<typeof Fetch.Response> => ({
+  throttleTimeMs: 0,
+  errorCode: 0,
+  sessionId: 0,
+  responses: [
+    {
+      topic: METADATA_TOPIC,
+      topicId: Uuid.METADATA_TOPIC_ID,
+      partitions: [{ partitionIndex: METADATA_PARTITION, ...partition }]
+    }
+  ]
+})
 
 /** DescribeQuorum refused on every partition asked for (an unknown one, or a voter that does not lead). */
 export const describeQuorumRefused = (

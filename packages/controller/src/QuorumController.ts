@@ -1074,27 +1074,13 @@ export class QuorumController {
     const end = await Effect.runPromise(log.logEndOffset)
     const read =
       Number(offset) < end ? await Effect.runPromise(log.readFrom(Number(offset), p.partitionMaxBytes)) : undefined
-    return {
-      throttleTimeMs: 0,
-      errorCode: 0,
-      sessionId: 0,
-      responses: [
-        {
-          topic: MetadataLog.METADATA_TOPIC,
-          topicId: MetadataLog.METADATA_TOPIC_ID,
-          partitions: [
-            {
-              partitionIndex: 0,
-              errorCode: Number(offset) > end ? Errors.ErrorCode.OFFSET_OUT_OF_RANGE : 0,
-              highWatermark: BigInt(end),
-              lastStableOffset: BigInt(end),
-              logStartOffset: 0n,
-              records: read?.records ?? Buffer.alloc(0)
-            }
-          ]
-        }
-      ]
-    }
+    return MetadataQuorum.metadataFetchResponse({
+      errorCode: Number(offset) > end ? Errors.ErrorCode.OFFSET_OUT_OF_RANGE : 0,
+      highWatermark: BigInt(end),
+      lastStableOffset: BigInt(end),
+      logStartOffset: 0n,
+      records: read?.records ?? Buffer.alloc(0)
+    })
   }
 
   /**

@@ -11,6 +11,7 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { QuorumStateFileError } from "./RaftRuntimeError.js"
+import { fsyncDir } from "./internal/fsyncDir.js"
 
 export const FILE_NAME = "quorum-state"
 
@@ -60,18 +61,6 @@ export const decode = (text: string): QuorumState.QuorumStateData | string => {
   if (version === 0 && !Array.isArray(o.currentVoters) && o.currentVoters !== null)
     return "currentVoters is missing (data_version 0)"
   return { leaderEpoch, votedId, leaderId }
-}
-
-const fsyncDir = (dir: string): void => {
-  let fd: number | undefined
-  try {
-    fd = fs.openSync(dir, "r")
-    fs.fsyncSync(fd)
-  } catch {
-    // Some platforms cannot open a directory for fsync; the rename is then as durable as it gets.
-  } finally {
-    if (fd !== undefined) fs.closeSync(fd)
-  }
 }
 
 /** The quorum-state file of the log directory `dir` for a quorum of `voters`. */

@@ -17,6 +17,7 @@ import { Buffer } from "node:buffer"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as SnapshotControl from "./internal/SnapshotControl.js"
+import { fsyncDir } from "./internal/fsyncDir.js"
 
 export type SnapshotId = RaftMessages.SnapshotId
 
@@ -50,18 +51,6 @@ export const parseFileName = (name: string): SnapshotId | undefined => {
 
 const newer = (a: SnapshotId, b: SnapshotId): boolean =>
   a.endOffset > b.endOffset || (a.endOffset === b.endOffset && a.epoch > b.epoch)
-
-const fsyncDir = (dir: string): void => {
-  let fd: number | undefined
-  try {
-    fd = fs.openSync(dir, "r")
-    fs.fsyncSync(fd)
-  } catch {
-    // Some platforms cannot open a directory for fsync; the rename is then as durable as it gets.
-  } finally {
-    if (fd !== undefined) fs.closeSync(fd)
-  }
-}
 
 const writeDurably = (file: string, chunks: ReadonlyArray<Buffer>): void => {
   const fd = fs.openSync(file, "w")
