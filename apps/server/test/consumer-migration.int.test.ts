@@ -57,7 +57,7 @@ const createTopic = async (p: Peer, topic: string, partitions: number) => {
 }
 
 /**
- * Produces `perTick` records every 600 ms until stopped (so that members with an idle timeout stay busy
+ * Produces `perTick` records every 600 ms, one to each of partitions 0..perTick-1, until stopped (so that members with an idle timeout stay busy
  * while the group changes); `stop` answers every value sent.
  */
 const producing = async (p: Peer, topic: string, prefix: string, perTick: number) => {
@@ -68,7 +68,13 @@ const producing = async (p: Peer, topic: string, prefix: string, perTick: number
   const loop = (async () => {
     while (!stopped) {
       const batch = Array.from({ length: perTick }, (_, i) => `${prefix}-${sent.length + i}`)
-      await producer.send({ topic, acks: -1, messages: batch.map((value, i) => ({ key: `k${i}`, value })) })
+      // One record to each partition per tick: keys alone would leave some partitions without records (k0..k5
+      // hash to four of six), and a member holding only those would idle out of the group.
+      await producer.send({
+        topic,
+        acks: -1,
+        messages: batch.map((value, i) => ({ key: `k${i}`, value, partition: i % perTick }))
+      })
       sent.push(...batch)
       await sleep(600)
     }
